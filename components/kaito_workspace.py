@@ -1,0 +1,159 @@
+"""One model served (or tuned) by KAITO: its Workspaces or InferenceSet, the ConfigMaps and
+Hugging Face Secret they read, and the Service that is the model's endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kaito_api import (
+    HF_TOKEN_KEY,
+    INFERENCE_SET_IMMUTABLE_PATHS,
+    WORKSPACE_IMMUTABLE_PATHS,
+    InferenceSet,
+    Workspace,
+)
+from components.kubernetes_object import KubernetesObject
+
+SERVICE_PORT = 80
+
+# Serving readiness is KAITO's to report (Workspace conditions); the Service is usable as soon
+# as it exists, and model downloads can outlast Pulumi's await timeout.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+@dataclass(frozen=True)
+class ConfigMapPlan:
+    name: str
+    data: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """One Service over every replica's serving pod: the model's stable endpoint."""
+
+    name: str
+    selector: dict[str, str]
+    target_port: int
+    load_balancer: bool
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One workspace entry of the config, as the KAITO objects that serve or tune it."""
+
+    name: str
+    namespace: str
+    model: str  # preset name, Hugging Face ID, or custom image
+    purpose: Literal["inference", "tuning"]
+    replicas: int
+    workspaces: tuple[Workspace, ...]
+    inference_set: InferenceSet | None
+    config_maps: tuple[ConfigMapPlan, ...]
+    hf_token_secret: str | None  # Secret to create from kaito-aks:hfToken
+    service: ServicePlan | None
+
+    @property
+    def key(self) -> str:
+        """Stable Pulumi name: unique per stack, independent of list order."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def endpoint(self) -> str | None:
+        """The in-cluster OpenAI-compatible URL (KAITO serves /v1/chat/completions)."""
+        if self.service is None:
+            return None
+        return f"http://{self.name}.{self.namespace}.svc.cluster.local/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class KaitoWorkspaceArgs:
+    plan: ModelPlan
+    hf_token: pulumi.Output[str] | None = None  # secret; required when plan.hf_token_secret is set
+    # What must be ready before any object is created: the KAITO operator (its webhook fails
+    # closed), the GPU stack that labels nodes, the namespace. Passed to every child, since a
+    # component's own dependencies do not hold back its children.
+    wait_for: Sequence[pulumi.Resource] = ()
+
+
+class KaitoWorkspace(pulumi.ComponentResource):
+    """Outputs: `endpoint` (in-cluster OpenAI-compatible URL), `model`, `replicas`."""
+
+    def __init__(self, name: str, args: KaitoWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("kaito-aks:kubernetes:KaitoWorkspace", name, None, opts)
+        plan = args.plan
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for))
+        inputs: list[pulumi.Resource] = []
+
+        for cm in plan.config_maps:
+            inputs.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}/{cm.name}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace),
+                    data=cm.data,
+                    opts=child,
+                )
+            )
+        if plan.hf_token_secret:
+            if args.hf_token is None:
+                raise ValueError(f"{plan.key}: the plan needs a Hugging Face token but none was given")
+            inputs.append(
+                k8s.core.v1.Secret(
+                    f"{name}/{plan.hf_token_secret}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.hf_token_secret, namespace=plan.namespace),
+                    type="Opaque",
+                    string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
+                    opts=child,
+                )
+            )
+
+        # KAITO reads the ConfigMaps and Secret when it reconciles, so they come first. Names
+        # are fixed, so a replacement must delete the old object before creating the new one.
+        serving = pulumi.ResourceOptions(parent=self, depends_on=[*args.wait_for, *inputs], delete_before_replace=True)
+        self.workspaces = [
+            KubernetesObject(
+                f"{name}/{ws.metadata.name}",
+                ws.manifest(),
+                opts=pulumi.ResourceOptions.merge(
+                    serving, pulumi.ResourceOptions(replace_on_changes=list(WORKSPACE_IMMUTABLE_PATHS))
+                ),
+            )
+            for ws in plan.workspaces
+        ]
+        self.inference_set = (
+            KubernetesObject(
+                f"{name}/{plan.inference_set.metadata.name}",
+                plan.inference_set.manifest(),
+                opts=pulumi.ResourceOptions.merge(
+                    serving, pulumi.ResourceOptions(replace_on_changes=list(INFERENCE_SET_IMMUTABLE_PATHS))
+                ),
+            )
+            if plan.inference_set
+            else None
+        )
+        if plan.service is not None:
+            k8s.core.v1.Service(
+                f"{name}/{plan.service.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=plan.service.name, namespace=plan.namespace, annotations=SKIP_AWAIT
+                ),
+                spec=k8s.core.v1.ServiceSpecArgs(
+                    type="LoadBalancer" if plan.service.load_balancer else "ClusterIP",
+                    selector=plan.service.selector,
+                    ports=[
+                        k8s.core.v1.ServicePortArgs(
+                            name="http", port=SERVICE_PORT, target_port=plan.service.target_port, protocol="TCP"
+                        )
+                    ],
+                ),
+                opts=child,
+            )
+
+        self.endpoint = pulumi.Output.from_input(plan.endpoint)
+        self.model = pulumi.Output.from_input(plan.model)
+        self.replicas = pulumi.Output.from_input(plan.replicas)
+        self.register_outputs({"endpoint": self.endpoint, "model": self.model, "replicas": self.replicas})

@@ -1,0 +1,25 @@
+"""A Kubernetes object registered with the Pulumi kubernetes provider exactly as written.
+
+pulumi-kubernetes' Python `CustomResource` only carries `spec` (pulumi/pulumi-kubernetes#2363),
+but a KAITO Workspace keeps `resource`/`inference`/`tuning` at the top level. The provider
+itself handles any `kubernetes:<apiVersion>:<Kind>` token as an unstructured object, as the
+Node.js SDK's CustomResource does, so this class sends the whole manifest under that token.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes import _utilities as k8s_utilities
+
+
+class KubernetesObject(pulumi.CustomResource):
+    """Any namespaced or cluster-scoped object, from a complete manifest (apiVersion, kind,
+    metadata, and every other top-level field)."""
+
+    def __init__(self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
+        api_version, kind = manifest["apiVersion"], manifest["kind"]
+        # Pin the same provider plugin the pulumi-kubernetes SDK would ask for.
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_utilities.get_version()))
+        super().__init__(f"kubernetes:{api_version}:{kind}", resource_name, dict(manifest), opts)

@@ -1,0 +1,1 @@
+"""Stack config, catalogs and the assembly of the kaito-aks program."""

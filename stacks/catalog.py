@@ -1,0 +1,198 @@
+"""Typed access to the catalogs in stacks/catalog/*.yaml.
+
+Presets, Azure GPU SKUs and per-version chart knowledge live once, as data; validation, the
+components, the `models` commands and the tests all read them through this module.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field
+
+from stacks.base import CamelModel
+
+CATALOG_DIR = Path(__file__).parent / "catalog"
+
+
+class Preset(CamelModel):
+    """A KAITO preset model and what one serving instance of it needs."""
+
+    name: str = ""
+    family: str
+    gpu_count: int
+    model_gib: float = Field(alias="modelGiB")
+    disk_gib: int = Field(alias="diskGiB")
+    token_limit: int
+    distributed: bool = False
+    tuning_gib: float | None = Field(default=None, alias="tuningGiB")
+    download_at_runtime: bool = False
+    gated: bool = False
+
+    @property
+    def supports_tuning(self) -> bool:
+        return self.tuning_gib is not None
+
+
+class GpuSku(CamelModel):
+    """An Azure GPU VM size; gpu_mem_gib is the total GPU memory of one node."""
+
+    name: str = ""
+    gpu_count: int
+    gpu_mem_gib: int = Field(alias="gpuMemGiB")
+    gpu_model: str
+    vendor: Literal["nvidia", "amd"] = "nvidia"
+    nvme: bool = False
+    removed_in: str | None = None
+
+
+class NodeProvisioner(CamelModel):
+    byo: str
+    auto: str
+
+
+class KaitoChart(CamelModel):
+    """What kaito-aks knows about one KAITO workspace chart release."""
+
+    version: str = ""
+    preset_catalog: str
+    sku_catalog: str
+    feature_gates: dict[str, bool]
+    node_provisioner: NodeProvisioner | None
+    replicas: Literal["workspacePerReplica", "inferenceSet"]
+    inference_set_api_version: str | None
+    spot_toleration: str | None
+    accepts_hugging_face_ids: bool
+    subchart_toggles: list[str]
+    value_keys: list[str]
+
+
+class Toleration(CamelModel):
+    key: str
+    operator: Literal["Exists", "Equal"]
+    value: str | None = None
+    effect: str | None = None
+
+
+class GpuOperatorChart(CamelModel):
+    version: str = ""
+    daemonset_tolerations: list[Toleration]
+    nfd_worker_tolerations: list[Toleration]
+
+
+class ChartSource(CamelModel):
+    repository: str
+    chart: str
+    release_name: str
+    namespace: str
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load((CATALOG_DIR / name).read_text())
+
+
+@cache
+def _presets_data() -> dict:
+    return _load("presets.yaml")
+
+
+@cache
+def presets(catalog: str = "0.8") -> dict[str, Preset]:
+    """Presets as a given KAITO release measures them (catalog: '0.8', '0.12')."""
+    data = _presets_data()
+    overrides = data.get("versionOverrides", {}).get(catalog, {})
+    return {
+        name: Preset.model_validate({"name": name, **fields, **overrides.get(name, {})})
+        for name, fields in data["presets"].items()
+    }
+
+
+def deprecated_presets() -> dict[str, str]:
+    """Preset names KAITO rejects, with the advice to give instead."""
+    return dict(_presets_data()["deprecated"])
+
+
+def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
+    return difflib.get_close_matches(name, list(presets(catalog)), n=n, cutoff=0.4)
+
+
+@cache
+def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
+    """Azure GPU SKUs that a KAITO release (catalog: '0.8', '0.12') accepts."""
+    out = {}
+    for name, fields in _load("azure_gpu_skus.yaml")["skus"].items():
+        sku = GpuSku.model_validate({"name": name, **fields})
+        if sku.removed_in is None or _minor(catalog) < _minor(sku.removed_in):
+            out[name] = sku
+    return out
+
+
+def all_gpu_skus() -> dict[str, GpuSku]:
+    """Every GPU SKU kaito-aks knows, whichever KAITO release still accepts it."""
+    return gpu_skus("0.0")
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+@cache
+def _kaito_data() -> dict:
+    return _load("kaito_charts.yaml")
+
+
+def kaito_chart_source() -> ChartSource:
+    data = _kaito_data()
+    return ChartSource.model_validate({k: v for k, v in data.items() if k != "versions"})
+
+
+@cache
+def kaito_charts() -> dict[str, KaitoChart]:
+    return {v: KaitoChart.model_validate({"version": v, **f}) for v, f in _kaito_data()["versions"].items()}
+
+
+@cache
+def _gpu_operator_data() -> dict:
+    return _load("gpu_operator_charts.yaml")
+
+
+def gpu_operator_chart_source() -> ChartSource:
+    data = _gpu_operator_data()
+    return ChartSource.model_validate({k: v for k, v in data.items() if k != "versions"})
+
+
+@cache
+def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
+    return {
+        v: GpuOperatorChart.model_validate({"version": v, **f}) for v, f in _gpu_operator_data()["versions"].items()
+    }
+
+
+def nodes_needed(preset: Preset, sku: GpuSku) -> int | None:
+    """Nodes of `sku` one serving instance of `preset` needs, by KAITO's admission rule
+    (node count x GPU memory per node >= model size, GPU count per node >= the preset's),
+    or None when no node count fits (a non-distributed model larger than one node)."""
+    if sku.gpu_count < preset.gpu_count:
+        return None
+    count = max(1, math.ceil(preset.model_gib / sku.gpu_mem_gib))
+    if count > 1 and not preset.distributed:
+        return None
+    return count
+
+
+def fitting_skus(preset: Preset, catalog: str = "0.8") -> list[tuple[GpuSku, int]]:
+    """NVIDIA SKUs that can serve `preset`, with the node count each needs, smallest total
+    GPU memory first (what `models estimate` prints)."""
+    fits = []
+    for sku in gpu_skus(catalog).values():
+        if sku.vendor != "nvidia":
+            continue
+        count = nodes_needed(preset, sku)
+        if count is not None:
+            fits.append((sku, count))
+    return sorted(fits, key=lambda f: (f[0].gpu_mem_gib * f[1], f[1], f[0].gpu_count, f[0].name))

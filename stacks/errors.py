@@ -1,0 +1,89 @@
+"""Config errors that name the config path and the fix, all reported at once."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pulumi
+from pydantic import BaseModel, ValidationError
+
+from stacks.config import PROJECT, RETIRED_KEYS
+
+
+@dataclass(frozen=True, order=True)
+class Issue:
+    path: str  # e.g. "workspaces[1].replicas"
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class StackConfigError(pulumi.RunError):
+    """Raised before any resource is registered, so nothing half-deploys. A RunError, so
+    `pulumi preview/up` prints the message without a Python traceback."""
+
+    def __init__(self, issues: Sequence[Issue]):
+        self.issues = list(issues)
+        lines = "\n".join(f"  - {i}" for i in self.issues)
+        super().__init__(f"invalid {PROJECT} stack config ({len(self.issues)} problem(s)):\n{lines}")
+
+
+def format_path(loc: Iterable[str | int]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _known_keys(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """Every camelCase key of a model and of the models nested in it (for 'did you mean')."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    keys: set[str] = set()
+    for name, field in model.model_fields.items():
+        keys.add(field.alias or name)
+        for arg in _type_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                keys |= _known_keys(arg, seen)
+    return keys
+
+
+def _type_args(tp: object) -> list[object]:
+    args = list(getattr(tp, "__args__", ()) or ())
+    out = [tp]
+    for a in args:
+        out.extend(_type_args(a))
+    return out
+
+
+def issues_from_validation(exc: ValidationError, model: type[BaseModel]) -> list[Issue]:
+    known = sorted(_known_keys(model))
+    issues = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        kind = err["type"]
+        # Errors inside a tagged value carry the python type name as a loc element; drop it.
+        loc = [p for p in loc if not (isinstance(p, str) and p.startswith("function-"))]
+        path = format_path(loc)
+        if kind == "extra_forbidden":
+            key = str(loc[-1]) if loc else ""
+            if key in RETIRED_KEYS:
+                message = RETIRED_KEYS[key]
+            else:
+                close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                message = f"unknown key{hint}"
+        elif kind == "missing":
+            message = "required"
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+        issues.append(Issue(path, message))
+    return issues

@@ -1,0 +1,242 @@
+"""Evaluate the real kaito-aks program without an engine, cloud account or cluster.
+
+The Pulumi SDK's mock monitor stands in for the engine; a recording monitor keeps every
+registration exactly as the engine would receive it: type, name, parent, provider,
+dependencies, options and inputs, with secrets still marked as secrets. The unit tests, the
+`render` command and the benchmark all read this record, so they see what `pulumi up` would
+send, not what a helper function returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+from stacks.config import PROJECT
+
+# Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value the program marked secret (the record keeps it; renderers must not print it)."""
+
+    value: Any
+
+    def __repr__(self) -> str:
+        return "Secret(***)"
+
+
+@dataclass
+class Registration:
+    """One resource as the engine would receive it."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    provider: str  # "<provider urn>::<id>" or "" (ambient default provider)
+    dependencies: list[str]
+    inputs: dict[str, Any]  # secrets wrapped in Secret
+    options: dict[str, Any]
+
+    @property
+    def is_kubernetes(self) -> bool:
+        return self.type.startswith("kubernetes:")
+
+    @property
+    def provider_urn(self) -> str:
+        return self.provider.rsplit("::", 1)[0] if self.provider else ""
+
+
+@dataclass
+class Evaluation:
+    stack: str
+    resources: list[Registration]
+    outputs: dict[str, Any]  # stack outputs, secrets wrapped in Secret
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def by_urn(self, urn: str) -> Registration:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def named(self, name: str, type_: str | None = None) -> Registration:
+        matches = [r for r in self.resources if r.name == name and (type_ is None or r.type == type_)]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources named {name!r} of type {type_!r}")
+        return matches[0]
+
+
+def decode(value: Any) -> Any:
+    """Wire JSON (struct) to Python, keeping secrets as Secret."""
+    if isinstance(value, dict):
+        if value.get(SIG_KEY) == SECRET_SIG:
+            return Secret(decode(value.get("value")))
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def reveal(value: Any) -> Any:
+    """The same value with secrets unwrapped (for assertions on secret contents)."""
+    if isinstance(value, Secret):
+        return reveal(value.value)
+    if isinstance(value, dict):
+        return {k: reveal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal(v) for v in value]
+    return value
+
+
+def _struct(message: Any) -> dict[str, Any]:
+    return decode(json_format.MessageToDict(message)) if message is not None else {}
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self, mocks: pulumi_mocks.Mocks):
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self.outputs: dict[str, dict[str, Any]] = {}
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registrations.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    custom=request.custom,
+                    parent=request.parent,
+                    provider=request.provider,
+                    dependencies=sorted(request.dependencies),
+                    inputs=_struct(request.object),
+                    options={
+                        "protect": request.protect,
+                        "deleteBeforeReplace": request.deleteBeforeReplace,
+                        "replaceOnChanges": sorted(request.replaceOnChanges),
+                        "ignoreChanges": sorted(request.ignoreChanges),
+                        "retainOnDelete": request.retainOnDelete,
+                        "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
+                        "aliases": [json_format.MessageToDict(a) for a in request.aliases],
+                        "version": request.version,
+                    },
+                )
+            )
+        return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        self.outputs[request.urn] = _struct(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+
+class ProgramMocks(pulumi_mocks.Mocks):
+    """Cloud and cluster stand-ins: echo inputs back, plus the few computed outputs the
+    program reads (Helm release status, AKS credentials)."""
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        state = dict(args.inputs)
+        if args.typ == "kubernetes:helm.sh/v3:Release":
+            state["status"] = {
+                "name": args.inputs.get("name", args.name),
+                "namespace": args.inputs.get("namespace", "default"),
+                "version": args.inputs.get("version", ""),
+                "status": "deployed",
+            }
+        elif args.typ == "azure-native:containerservice:ManagedCluster":
+            state.setdefault("fqdn", f"{args.inputs.get('dnsPrefix', args.name)}.hcp.example.azmk8s.io")
+            state["name"] = args.inputs.get("resourceName", args.name)
+        elif args.typ == "azure-native:resources:ResourceGroup":
+            state["name"] = args.inputs.get("resourceGroupName", args.name)
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi_mocks.MockCallArgs):
+        if args.token in (
+            "azure-native:containerservice:listManagedClusterUserCredentials",
+            "azure-native:containerservice:listManagedClusterAdminCredentials",
+        ):
+            kubeconfig = MOCK_KUBECONFIG.format(cluster=args.args.get("resourceName", "aks"))
+            return {
+                "kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]
+            }, None
+        if args.token == "azure-native:containerservice:getManagedCluster":
+            name = args.args.get("resourceName", "aks")
+            return {
+                "name": name,
+                "id": f"/subscriptions/0/resourceGroups/{args.args.get('resourceGroupName')}/providers/Microsoft.ContainerService/managedClusters/{name}",
+            }, None
+        return {}, None
+
+
+MOCK_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: {cluster}
+  cluster: {{server: "https://{cluster}.hcp.example.azmk8s.io:443"}}
+contexts:
+- name: {cluster}
+  context: {{cluster: {cluster}, user: clusterUser}}
+current-context: {cluster}
+users:
+- name: clusterUser
+  user: {{token: mock-token}}
+"""
+
+
+def _reset_runtime() -> None:
+    """A fresh runtime (no root stack, no pending work) per evaluation."""
+    pulumi_settings.reset_options()
+
+
+def evaluate(
+    config: Mapping[str, Any],
+    *,
+    stack: str = "test",
+    secrets: Mapping[str, str] | None = None,
+    program: Callable[[], None] | None = None,
+    monitor: RecordingMonitor | None = None,
+) -> Evaluation:
+    """Run the program for one stack. `config`: values by full key ("kaito-aks:workspaces",
+    "azure-native:location"), structured values as Python objects; `secrets`: secret values by
+    full key. Raises what the program raises (StackConfigError for bad config); pass your own
+    `monitor` to see what was registered before it did."""
+    from stacks.load import load_stack
+    from stacks.program import build_stack
+
+    _reset_runtime()
+    monitor = monitor or RecordingMonitor(ProgramMocks())
+    pulumi_mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    flat = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    flat.update(secrets or {})
+    pulumi.runtime.set_all_config(flat, list(secrets or {}))
+    pulumi_settings.ROOT.set(None)  # set_mocks made a root stack; run_in_stack makes its own
+
+    def run() -> None:
+        if program is not None:
+            program()
+        else:
+            build_stack(*load_stack())
+
+    _sync_await(run_in_stack(run))
+    stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
+    outputs = monitor.outputs.pop(stack_urn, {})
+    return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)

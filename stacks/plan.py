@@ -1,0 +1,268 @@
+"""From a validated stack config to a plan: which components exist and with what typed
+arguments. Pure data, no Pulumi, so `validate`, the benchmark and the tests can use it alone."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from components.kaito_api import (
+    INFERENCE_CONFIG_KEY,
+    RUNTIME_ANNOTATION,
+    TUNING_CONFIG_KEY,
+    AdapterSpec,
+    DataSource,
+    InferenceSet,
+    InferenceSetResource,
+    InferenceSetSpec,
+    InferenceSetTemplate,
+    InferenceSpec,
+    LabelSelector,
+    ObjectMeta,
+    PresetOptions,
+    PresetSpec,
+    ResourceSpec,
+    TuningSpec,
+    Workspace,
+)
+from components.kaito_operator import KaitoOperatorArgs
+from components.kaito_workspace import ConfigMapPlan, ModelPlan, ServicePlan
+from stacks import catalog, names
+from stacks.config import StackConfig, WorkspaceConfig
+
+GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # published by GPU Feature Discovery
+CPU_NODE_SELECTOR = {"kubernetes.io/os": "linux"}
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
+# Resources of a custom (CPU) serving container when the config names none.
+DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
+PRESET_PORT = 5000  # KAITO's preset servers listen here
+
+
+@dataclass(frozen=True)
+class KaitoPlan:
+    install: bool  # false: KAITO is already on the cluster; only its CRDs are relied on
+    chart: catalog.KaitoChart
+    operator: KaitoOperatorArgs
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    kaito: KaitoPlan
+    models: tuple[ModelPlan, ...]
+    namespaces: tuple[str, ...]  # namespaces this stack creates
+
+
+def build_plan(cfg: StackConfig) -> StackPlan:
+    chart = catalog.kaito_charts()[cfg.kaito.version]
+    models = tuple(model_plan(ws, cfg, chart) for ws in cfg.workspaces)
+    namespaces = tuple(sorted({m.namespace for m in models} - {"default"})) if cfg.create_namespaces else ()
+    return StackPlan(kaito=kaito_plan(cfg, chart), models=models, namespaces=namespaces)
+
+
+# ---------------------------------------------------------------- KAITO operator
+
+
+def kaito_plan(cfg: StackConfig, chart: catalog.KaitoChart) -> KaitoPlan:
+    source = catalog.kaito_chart_source()
+    return KaitoPlan(
+        install=cfg.kaito.install,
+        chart=chart,
+        operator=KaitoOperatorArgs(
+            repository=source.repository,
+            chart=source.chart,
+            version=chart.version,
+            release_name=source.release_name,
+            namespace=source.namespace,
+            values=kaito_values(cfg, chart),
+        ),
+    )
+
+
+def kaito_values(cfg: StackConfig, chart: catalog.KaitoChart) -> dict[str, Any]:
+    """The workspace chart's values: the version's gates with the user's over them, the
+    node-provisioning switches, coexistence with an external GPU stack, then user values."""
+    byo = cfg.kaito.node_provisioning == "byo"
+    values: dict[str, Any] = {
+        "featureGates": {**chart.feature_gates, **cfg.kaito.feature_gates, "disableNodeAutoProvisioning": byo},
+    }
+    if chart.node_provisioner is not None:
+        values["nodeProvisioner"] = chart.node_provisioner.byo if byo else chart.node_provisioner.auto
+    aks = cfg.cluster.aks or cfg.cluster.existing
+    if aks is not None:
+        values["clusterName"] = aks.name
+    if not cfg.kaito_bundles_gpu_discovery:
+        # Another stack (the GPU Operator) runs the device plugin, NFD and GFD; a second copy
+        # fights it over node labels and GPU advertisement.
+        values["nvidiaDevicePlugin"] = {"enabled": False}
+        if byo:  # KAITO bundles GFD (with NFD) only in BYO mode
+            values["gpu-feature-discovery"] = {"nfd": {"enabled": False}, "gfd": {"enabled": False}}
+    if chart.spot_toleration and any(p.spot for p in cfg.gpu_node_pools):
+        _set_path(values, chart.spot_toleration, True)
+    return deep_merge(values, cfg.kaito.values)
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Helm's rule: maps merge key by key, anything else (lists too) is replaced."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        values = values.setdefault(p, {})
+    values[leaf] = value
+
+
+# ---------------------------------------------------------------- workspaces
+
+
+def default_label_selector(ws: WorkspaceConfig) -> LabelSelector:
+    """GPU workloads land on nodes GPU Feature Discovery marked; CPU workloads on any Linux node."""
+    return LabelSelector(match_labels=dict(GPU_NODE_SELECTOR if ws.is_gpu else CPU_NODE_SELECTOR))
+
+
+def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart) -> ModelPlan:
+    preset = catalog.presets(chart.preset_catalog).get(ws.model or "")
+    auto = cfg.kaito.node_provisioning == "auto"
+    resource = ResourceSpec(
+        instance_type=ws.instance_type if auto else None,
+        label_selector=ws.label_selector or default_label_selector(ws),
+    )
+    annotations = {RUNTIME_ANNOTATION: ws.runtime} if ws.runtime else None
+    config_maps: list[ConfigMapPlan] = []
+
+    if ws.tuning is not None:
+        tuning_config = None
+        if ws.tuning.config is not None:
+            tuning_config = names.tuning_config_map(ws.name)
+            config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: _yaml(ws.tuning.config)}))
+        workspace = Workspace(
+            metadata=_meta(ws.name, ws.namespace, {}, annotations),
+            resource=resource,
+            tuning=TuningSpec(
+                preset=PresetSpec(name=ws.model or ""),
+                method=ws.tuning.method,
+                config=tuning_config,
+                input=ws.tuning.input,
+                output=ws.tuning.output,
+            ),
+        )
+        return ModelPlan(
+            name=ws.name,
+            namespace=ws.namespace,
+            model=ws.model or "",
+            purpose="tuning",
+            replicas=1,
+            workspaces=(workspace,),
+            inference_set=None,
+            config_maps=tuple(config_maps),
+            hf_token_secret=None,
+            service=None,
+        )
+
+    # Attach the Hugging Face token to presets that download weights at start-up: required for
+    # gated ones, and avoids anonymous rate limits for the rest. Presets baked into images
+    # must not carry one (the webhook rejects it).
+    downloads = preset.download_at_runtime if preset else bool(ws.model)
+    hf_secret = names.hf_token_secret(ws.name) if (downloads and cfg.hf_token and not ws.model_access_secret) else None
+    access_secret = ws.model_access_secret or hf_secret
+
+    inference_config = None
+    if ws.config is not None:
+        inference_config = names.inference_config_map(ws.name)
+        config_maps.append(ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: _yaml(ws.config)}))
+
+    inference = InferenceSpec(
+        preset=PresetSpec(
+            name=ws.model,
+            preset_options=PresetOptions(model_access_secret=access_secret) if access_secret else None,
+        )
+        if ws.model
+        else None,
+        template=None if ws.model else _pod_template(ws),
+        config=inference_config,
+        adapters=[_adapter(a) for a in ws.adapters] or None,
+    )
+
+    workspaces: tuple[Workspace, ...] = ()
+    inference_set = None
+    if chart.replicas == "inferenceSet":
+        inference_set = InferenceSet(
+            api_version=chart.inference_set_api_version or "",
+            metadata=_meta(ws.name, ws.namespace, {}, None),
+            spec=InferenceSetSpec(
+                replicas=ws.replicas,
+                label_selector=resource.label_selector,
+                template=InferenceSetTemplate(
+                    metadata={"annotations": annotations} if annotations else None,
+                    resource=InferenceSetResource(instance_type=resource.instance_type) if auto else None,
+                    inference=inference,
+                ),
+            ),
+        )
+    else:
+        group = {names.GROUP_LABEL: ws.name}
+        workspaces = tuple(
+            Workspace(
+                metadata=_meta(replica, ws.namespace, group, annotations),
+                resource=resource,
+                inference=inference,
+            )
+            for replica in names.replica_names(ws.name, ws.replicas, chart)
+        )
+
+    service = ServicePlan(
+        name=ws.name,
+        selector={names.GROUP_LABEL: ws.name, names.LEADER_POD_LABEL: "0"},
+        target_port=PRESET_PORT if ws.model else ws.port,
+        load_balancer=ws.load_balancer,
+    )
+    return ModelPlan(
+        name=ws.name,
+        namespace=ws.namespace,
+        model=ws.model or ws.image or "",
+        purpose="inference",
+        replicas=ws.replicas,
+        workspaces=workspaces,
+        inference_set=inference_set,
+        config_maps=tuple(config_maps),
+        hf_token_secret=hf_secret,
+        service=service,
+    )
+
+
+def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:
+    return ObjectMeta(name=name, namespace=namespace, labels={**MANAGED_BY, **labels}, annotations=annotations)
+
+
+def _pod_template(ws: WorkspaceConfig) -> dict[str, Any]:
+    """A pod for a custom serving image; KAITO adds node affinity from the labelSelector and
+    fronts it with its Service on port 80 -> 5000."""
+    container = {
+        "name": ws.name,
+        "image": ws.image,
+        "args": ws.args if ws.args is not None else ["run", f"--address=:{ws.port}"],
+        "ports": [{"name": "http", "containerPort": ws.port, "protocol": "TCP"}],
+        "resources": ws.resources or DEFAULT_TEMPLATE_RESOURCES,
+    }
+    return {"spec": {"containers": [container]}}
+
+
+def _adapter(a) -> AdapterSpec:
+    return AdapterSpec(
+        source=DataSource(name=a.name, image=a.image, image_pull_secrets=a.image_pull_secrets),
+        strength=None if a.strength is None else str(a.strength),
+    )
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)

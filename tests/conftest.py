@@ -1,0 +1,47 @@
+"""Shared test helpers: evaluate the real program under Pulumi mocks, and read the real KAITO
+and GPU Operator reference data (../shared/reference) for conformance checks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stacks.errors import StackConfigError
+from stacks.evaluate import Evaluation, ProgramMocks, RecordingMonitor, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = Path(os.environ.get("KAITO_AKS_REFERENCE", ROOT.parent / "shared" / "reference"))
+
+BYO_CLUSTER = {"kubeconfig": {"context": "test"}}
+
+
+def config(workspaces: list[dict] | None = None, **keys: Any) -> dict[str, Any]:
+    """A kubeconfig-cluster stack config by full key; `keys` by name in the kaito-aks namespace."""
+    keys.setdefault("cluster", BYO_CLUSTER)
+    if workspaces is not None:
+        keys["workspaces"] = workspaces
+    return {f"kaito-aks:{k}": v for k, v in keys.items()}
+
+
+def run(cfg: dict[str, Any], *, hf_token: str | None = None, **kw: Any) -> Evaluation:
+    secrets = {"kaito-aks:hfToken": hf_token} if hf_token else {}
+    return evaluate(cfg, secrets=secrets, **kw)
+
+
+def errors_of(cfg: dict[str, Any], **kw: Any) -> list[str]:
+    """The config errors a stack fails with, after checking nothing was registered first."""
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(StackConfigError) as err:
+        run(cfg, monitor=monitor, **kw)
+    assert monitor.registrations == [], "resources were registered before the config error"
+    return [str(i) for i in err.value.issues]
+
+
+def reference(path: str) -> Path:
+    p = REFERENCE / path
+    if not p.exists():
+        pytest.fail(f"reference data missing: {p} (CI provides ../shared/reference beside the checkout)")
+    return p

@@ -1,0 +1,240 @@
+"""KaitoWorkspace: the Workspaces, InferenceSets, Secrets, ConfigMaps and Services emitted."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from stacks.evaluate import Secret, reveal
+from tests.conftest import config, reference, run
+from tests.kube_schema import crd_validator
+
+WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
+PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
+CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
+LLAMA = {"name": "llama", "model": "llama-3.1-8b-instruct", "namespace": "llm"}
+TOKEN = "hf_very_secret_token_value"
+
+
+@pytest.fixture(scope="module")
+def workspace_errors():
+    return crd_validator(reference("kaito/v0.8.1/charts/kaito/workspace/crds/kaito.sh_workspaces.yaml"), "v1beta1")
+
+
+def workspaces(ev):
+    return {r.inputs["metadata"]["name"]: r for r in ev.of_type(WORKSPACE)}
+
+
+def test_workspace_has_top_level_resource_and_inference_and_no_spec(workspace_errors):
+    (ws,) = workspaces(run(config([PHI]))).values()
+    assert set(ws.inputs) == {"apiVersion", "kind", "metadata", "resource", "inference"}
+    assert ws.inputs["inference"] == {"preset": {"name": "phi-4-mini-instruct"}}
+    assert ws.inputs["resource"] == {"labelSelector": {"matchLabels": {"nvidia.com/gpu.present": "true"}}}
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_cpu_workspace_selects_linux_nodes_and_runs_the_image_as_a_template(workspace_errors):
+    (ws,) = workspaces(run(config([CPU]))).values()
+    assert ws.inputs["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}
+    (container,) = ws.inputs["inference"]["template"]["spec"]["containers"]
+    assert container["image"] == CPU["image"]
+    assert container["args"] == ["run", "--address=:5000"]
+    assert container["ports"] == [{"name": "http", "containerPort": 5000, "protocol": "TCP"}]
+    assert "preset" not in ws.inputs["inference"]
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_vllm_runtime_means_gpu_nodes():
+    cpu_vllm = {**PHI, "compute": "gpu", "runtime": "vllm"}
+    (ws,) = workspaces(run(config([cpu_vllm]))).values()
+    assert ws.inputs["resource"]["labelSelector"]["matchLabels"] == {"nvidia.com/gpu.present": "true"}
+    assert ws.inputs["metadata"]["annotations"] == {"kaito.sh/runtime": "vllm"}
+
+
+def test_a_user_label_selector_is_kept_as_written(workspace_errors):
+    selector = {
+        "matchLabels": {"agentpool": "gpu"},
+        "matchExpressions": [{"key": "zone", "operator": "In", "values": ["1"]}],
+    }
+    (ws,) = workspaces(run(config([{**PHI, "labelSelector": selector}]))).values()
+    assert ws.inputs["resource"]["labelSelector"] == selector
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_byo_workspaces_carry_no_instance_type():
+    (ws,) = workspaces(run(config([PHI]))).values()
+    assert "instanceType" not in ws.inputs["resource"]
+
+
+def test_auto_mode_workspaces_carry_the_instance_type(workspace_errors):
+    ws_cfg = {**PHI, "instanceType": "Standard_NC24ads_A100_v4"}
+    (ws,) = workspaces(run(config([ws_cfg], kaito={"nodeProvisioning": "auto"}))).values()
+    assert ws.inputs["resource"]["instanceType"] == "Standard_NC24ads_A100_v4"
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
+    ev = run(config([{**PHI, "replicas": 3}]))
+    ws = workspaces(ev)
+    assert sorted(ws) == ["phi-0", "phi-1", "phi-2"]
+    for w in ws.values():
+        assert w.inputs["metadata"]["labels"]["inferenceset.kaito.sh/created-by"] == "phi"
+        assert "count" not in w.inputs["resource"]  # deprecated; the vLLM path ignores it
+    (svc,) = ev.of_type("kubernetes:core/v1:Service")
+    assert svc.inputs["metadata"]["name"] == "phi"
+    assert svc.inputs["spec"]["selector"] == {
+        "inferenceset.kaito.sh/created-by": "phi",
+        "apps.kubernetes.io/pod-index": "0",
+    }
+    assert svc.inputs["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 5000, "protocol": "TCP"}]
+    assert svc.inputs["spec"]["type"] == "ClusterIP"
+    out = ev.outputs["workspaces"]["default/phi"]
+    assert out == {
+        "model": "phi-4-mini-instruct",
+        "replicas": 3,
+        "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
+    }
+
+
+def test_scaling_keeps_the_existing_replicas():
+    one = set(workspaces(run(config([PHI]))))
+    three = set(workspaces(run(config([{**PHI, "replicas": 3}]))))
+    assert one < three
+
+
+def test_replicas_on_0_12_are_an_inference_set():
+    ev = run(config([{**PHI, "replicas": 3}], kaito={"version": "0.12.0"}))
+    assert ev.of_type(WORKSPACE) == []
+    (iset,) = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    spec = iset.inputs["spec"]
+    assert spec["replicas"] == 3
+    assert spec["labelSelector"] == {"matchLabels": {"nvidia.com/gpu.present": "true"}}
+    assert spec["template"] == {"inference": {"preset": {"name": "phi-4-mini-instruct"}}}
+    errors = crd_validator(reference("kaito/v0.12.0/config/crd/bases/kaito.sh_inferencesets.yaml"), "v1beta1")
+    assert errors(iset.inputs) == []
+
+
+def test_immutable_fields_replace_and_delete_first():
+    (ws,) = workspaces(run(config([PHI]))).values()
+    assert set(ws.options["replaceOnChanges"]) >= {
+        "resource.labelSelector",
+        "resource.instanceType",
+        "resource.count",
+        "inference.preset.name",
+    }
+    assert ws.options["deleteBeforeReplace"] is True
+
+
+def test_workspaces_wait_for_the_kaito_operator():
+    ev = run(config([PHI]))
+    release = ev.named("kaito", "kubernetes:helm.sh/v3:Release")
+    for r in ev.resources:
+        if r.type.startswith("kubernetes:") and r.type != "kubernetes:helm.sh/v3:Release":
+            assert release.urn in r.dependencies, r.name
+
+
+def test_gated_preset_gets_a_secret_with_hf_token_key_and_the_workspace_points_at_it(workspace_errors):
+    ev = run(config([LLAMA]), hf_token=TOKEN)
+    secret = ev.named("llm/llama/llama-hf-token", "kubernetes:core/v1:Secret")
+    assert secret.inputs["metadata"] == {"name": "llama-hf-token", "namespace": "llm"}
+    assert isinstance(secret.inputs["stringData"], Secret)
+    assert reveal(secret.inputs["stringData"]) == {"HF_TOKEN": TOKEN}
+    ws = workspaces(ev)["llama-0"]
+    assert ws.inputs["inference"]["preset"]["presetOptions"] == {"modelAccessSecret": "llama-hf-token"}
+    assert secret.urn in ws.dependencies
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_the_hf_token_never_appears_outside_a_secret():
+    ev = run(config([LLAMA, PHI]), hf_token=TOKEN)
+
+    def plain(value):
+        if isinstance(value, Secret):
+            return ""
+        if isinstance(value, dict):
+            return " ".join(plain(v) for v in value.values())
+        if isinstance(value, list):
+            return " ".join(plain(v) for v in value)
+        return str(value)
+
+    for r in ev.resources:
+        assert TOKEN not in plain(r.inputs), r.name
+    assert TOKEN not in plain(ev.outputs)
+
+
+def test_presets_baked_into_images_get_no_token():
+    ev = run(config([PHI]), hf_token=TOKEN)
+    assert ev.of_type("kubernetes:core/v1:Secret") == []
+    (ws,) = workspaces(ev).values()
+    assert "presetOptions" not in ws.inputs["inference"]["preset"]
+
+
+def test_existing_model_access_secret_is_used_as_is():
+    ev = run(config([{**LLAMA, "modelAccessSecret": "platform-hf"}]))
+    assert ev.of_type("kubernetes:core/v1:Secret") == []
+    assert workspaces(ev)["llama-0"].inputs["inference"]["preset"]["presetOptions"] == {
+        "modelAccessSecret": "platform-hf"
+    }
+
+
+def test_runtime_config_becomes_a_configmap_the_workspace_names(workspace_errors):
+    ev = run(config([{**PHI, "config": {"vllm": {"max-model-len": 8192}}}]))
+    cm = ev.named("default/phi/phi-inference-config", "kubernetes:core/v1:ConfigMap")
+    assert yaml.safe_load(cm.inputs["data"]["inference_config.yaml"]) == {"vllm": {"max-model-len": 8192}}
+    ws = workspaces(ev)["phi-0"]
+    assert ws.inputs["inference"]["config"] == "phi-inference-config"
+    assert cm.urn in ws.dependencies
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_adapters_are_named_image_sources(workspace_errors):
+    adapter = {"name": "phi-sql", "image": "registry.example.com/adapters/phi-sql:1", "strength": 0.5}
+    (ws,) = workspaces(run(config([{**PHI, "adapters": [adapter]}]))).values()
+    assert ws.inputs["inference"]["adapters"] == [
+        {"source": {"name": "phi-sql", "image": "registry.example.com/adapters/phi-sql:1"}, "strength": "0.5"}
+    ]
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_tuning_workspace_shape(workspace_errors):
+    tuning = {
+        "method": "qlora",
+        "input": {"urls": ["https://example.com/data.parquet"]},
+        "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
+        "config": {"training_config": {"TrainingArguments": {"num_train_epochs": 1}}},
+    }
+    ev = run(config([{**PHI, "name": "tune", "tuning": tuning}]))
+    (ws,) = workspaces(ev).values()
+    assert ws.inputs["metadata"]["name"] == "tune"
+    assert "inference" not in ws.inputs
+    assert ws.inputs["tuning"] == {
+        "preset": {"name": "phi-4-mini-instruct"},
+        "method": "qlora",
+        "config": "tune-tuning-config",
+        "input": {"urls": ["https://example.com/data.parquet"]},
+        "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
+    }
+    assert ev.of_type("kubernetes:core/v1:Service") == []
+    assert workspace_errors(ws.inputs) == []
+
+
+def test_load_balancer_exposes_the_model_service():
+    ev = run(config([{**PHI, "loadBalancer": True}]))
+    (svc,) = ev.of_type("kubernetes:core/v1:Service")
+    assert svc.inputs["spec"]["type"] == "LoadBalancer"
+
+
+def test_non_default_namespaces_are_created_first():
+    ev = run(config([LLAMA]), hf_token=TOKEN)
+    ns = ev.named("namespace/llm", "kubernetes:core/v1:Namespace")
+    for r in ev.resources:
+        if r.type.startswith("kubernetes:") and r.inputs.get("metadata", {}).get("namespace") == "llm":
+            assert ns.urn in r.dependencies, r.name
+
+
+def test_component_type_tokens_and_parents():
+    ev = run(config([PHI]))
+    comp = ev.named("default/phi", "kaito-aks:kubernetes:KaitoWorkspace")
+    for r in ev.resources:
+        if r.name.startswith("default/phi/"):
+            assert r.parent == comp.urn

@@ -1,0 +1,280 @@
+"""One test per config rule: each bad config fails before any resource is registered, with the
+config path and the fix in the message."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import config, errors_of
+
+PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
+CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
+TUNING = {
+    "name": "tune",
+    "model": "phi-4-mini-instruct",
+    "tuning": {
+        "method": "qlora",
+        "input": {"urls": ["https://example.com/data.parquet"]},
+        "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
+    },
+}
+
+
+def one_error(cfg, **kw) -> str:
+    errors = errors_of(cfg, **kw)
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+def test_preferred_nodes_is_rejected_with_its_replacement():
+    err = one_error(config([PHI, {**PHI, "name": "p2", "preferredNodes": ["node-1"]}]))
+    assert err == "workspaces[1].preferredNodes: removed in KAITO 0.8; use labelSelector"
+
+
+def test_unknown_workspace_key_suggests_the_known_one():
+    err = one_error(config([{**PHI, "replica": 2}]))
+    assert err == "workspaces[0].replica: unknown key; did you mean replicas?"
+
+
+def test_unknown_config_key_suggests_the_known_one():
+    err = one_error({**config([PHI]), "kaito-aks:workspace": []})
+    assert err.startswith("kaito-aks:workspace: unknown config key; did you mean kaito-aks:workspaces?")
+
+
+def test_missing_cluster_says_what_to_set():
+    err = one_error({"kaito-aks:workspaces": [PHI]})
+    assert err.startswith("kaito-aks:cluster: required: set kubeconfig")
+
+
+def test_cluster_needs_exactly_one_kind():
+    err = one_error(config([PHI], cluster={"kubeconfig": {}, "existing": {"resourceGroup": "rg", "name": "c"}}))
+    assert err.startswith("cluster: choose exactly one of kubeconfig")
+
+
+@pytest.mark.parametrize("name", ["Phi", "phi_4", "-phi", "a" * 64])
+def test_workspace_name_must_be_a_dns_label(name):
+    err = one_error(config([{**PHI, "name": name}]))
+    assert err.startswith("workspaces[0].name: name")
+    assert "DNS-1123 label" in err
+
+
+def test_namespace_must_be_a_dns_label():
+    err = one_error(config([{**PHI, "namespace": "LLM"}]))
+    assert err.startswith("workspaces[0].namespace: namespace 'LLM' is not a DNS-1123 label")
+
+
+def test_generated_workspace_names_must_leave_room_for_the_statefulset_hash():
+    err = one_error(config([{**PHI, "name": "a" * 51}]))
+    assert err.startswith("workspaces[0].name: Workspace name")
+    assert "at most 52" in err
+
+
+def test_duplicate_names_in_a_namespace():
+    err = one_error(config([PHI, {**PHI}]))
+    assert err.startswith("workspaces[1].name: default/phi is also created for workspaces[0]")
+
+
+def test_same_name_in_two_namespaces_is_fine():
+    from tests.conftest import run
+
+    run(config([PHI, {**PHI, "namespace": "team-b"}]))
+
+
+def test_replica_names_may_not_collide_with_another_workspace():
+    err = one_error(config([{**PHI, "replicas": 2}, {**PHI, "name": "phi-1"}]))
+    assert err.startswith("workspaces[1].name: default/phi-1 is also created for workspaces[0]")
+
+
+def test_replicas_at_least_one():
+    err = one_error(config([{**PHI, "replicas": 0}]))
+    assert err == "workspaces[0].replicas: Input should be greater than or equal to 1"
+
+
+def test_wrong_types_name_the_path():
+    err = one_error(config([{**PHI, "replicas": "two"}]))
+    assert err.startswith("workspaces[0].replicas: Input should be a valid integer")
+
+
+def test_model_and_image_are_exclusive():
+    err = one_error(config([{**PHI, "image": "x/y:1"}]))
+    assert err == "workspaces[0]: set model (a KAITO preset) or image (a custom serving image), not both"
+
+
+def test_model_or_image_is_required():
+    err = one_error(config([{"name": "empty"}]))
+    assert err.startswith("workspaces[0]: set model (a KAITO preset")
+
+
+def test_preset_on_cpu_needs_an_image():
+    err = one_error(config([{**PHI, "compute": "cpu"}]))
+    assert err.startswith("workspaces[0].compute: preset 'phi-4-mini-instruct' needs GPUs; for CPU serving set image")
+
+
+def test_unknown_preset_suggests_close_names():
+    err = one_error(config([{**PHI, "model": "phi4-mini-instruct"}]))
+    assert err.startswith(
+        "workspaces[0].model: unknown KAITO 0.8.1 preset 'phi4-mini-instruct'; did you mean phi-4-mini-instruct"
+    )
+
+
+def test_hugging_face_ids_need_kaito_0_9_or_later():
+    cfg = [{**PHI, "model": "microsoft/Phi-4-mini-instruct"}]
+    assert "unknown KAITO 0.8.1 preset" in one_error(config(cfg))
+    from tests.conftest import run
+
+    run(config(cfg, kaito={"version": "0.12.0"}))
+
+
+def test_phi_2_is_deprecated():
+    err = one_error(config([{**PHI, "model": "phi-2"}]))
+    assert err.startswith("workspaces[0].model: phi-2 is deprecated and rejected by KAITO")
+
+
+def test_gated_preset_needs_the_hf_token():
+    err = one_error(config([{**PHI, "model": "llama-3.1-8b-instruct"}]))
+    assert err.startswith(
+        "workspaces[0].model: llama-3.1-8b-instruct is gated on Hugging Face: run `pulumi config set --secret hfToken"
+    )
+
+
+def test_gated_preset_may_use_an_existing_secret_instead():
+    from tests.conftest import run
+
+    run(config([{**PHI, "model": "llama-3.1-8b-instruct", "modelAccessSecret": "hf"}]))
+
+
+def test_model_access_secret_on_a_preset_baked_into_an_image_is_rejected():
+    err = one_error(config([{**PHI, "modelAccessSecret": "hf"}]))
+    assert err.startswith("workspaces[0].modelAccessSecret: phi-4-mini-instruct ships its weights in an image")
+
+
+def test_hf_token_must_be_a_secret():
+    from pulumi.runtime import mocks  # noqa: F401 - keep pulumi's runtime imported
+
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_config
+
+    with pytest.raises(StackConfigError) as err:
+        parse_stack_config({"cluster": {"kubeconfig": {}}}, secrets=["hfToken"], plaintext_secrets=["hfToken"])
+    assert str(err.value.issues[0]).startswith(
+        "kaito-aks:hfToken: must be a secret: run `pulumi config set --secret hfToken"
+    )
+
+
+def test_instance_type_is_rejected_in_byo_mode():
+    err = one_error(config([{**PHI, "instanceType": "Standard_NC24ads_A100_v4"}]))
+    assert err.startswith("workspaces[0].instanceType: only with kaito.nodeProvisioning: auto")
+
+
+def test_auto_mode_needs_an_instance_type():
+    err = one_error(config([PHI], kaito={"nodeProvisioning": "auto"}))
+    assert err.startswith("workspaces[0].instanceType: required with kaito.nodeProvisioning: auto")
+
+
+def test_auto_mode_instance_type_must_hold_the_model():
+    err = one_error(
+        config(
+            [{**PHI, "model": "phi-4", "instanceType": "Standard_NV36ads_A10_v5"}], kaito={"nodeProvisioning": "auto"}
+        )
+    )
+    assert err.startswith(
+        "workspaces[0].instanceType: Standard_NV36ads_A10_v5 (1 GPU, 24 GiB) cannot hold phi-4 (1 GPU, 27.31 GiB, one node)"
+    )
+
+
+def test_auto_mode_instance_type_must_be_a_known_gpu_sku():
+    err = one_error(config([{**PHI, "instanceType": "Standard_D4s_v5"}], kaito={"nodeProvisioning": "auto"}))
+    assert err.startswith("workspaces[0].instanceType: Standard_D4s_v5 is not a GPU SKU KAITO 0.8.1 knows")
+
+
+def test_tuning_only_on_presets_that_support_it():
+    err = one_error(config([{**TUNING, "model": "falcon-7b-instruct"}]))
+    assert err.startswith("workspaces[0].tuning: KAITO cannot fine-tune falcon-7b-instruct; tunable presets:")
+
+
+def test_tuning_input_needs_exactly_one_source():
+    tuning = {**TUNING["tuning"], "input": {"urls": ["https://x"], "image": "data:1"}}
+    err = one_error(config([{**TUNING, "tuning": tuning}]))
+    assert err == "workspaces[0].tuning.input: needs exactly one of urls, volumeSource or image"
+
+
+def test_tuning_output_image_needs_a_push_secret():
+    tuning = {**TUNING["tuning"], "output": {"image": "registry.example.com/a:1"}}
+    err = one_error(config([{**TUNING, "tuning": tuning}]))
+    assert err == "workspaces[0].tuning.output: image output needs imagePushSecret (a Secret to push with)"
+
+
+def test_tuning_runs_once():
+    err = one_error(config([{**TUNING, "replicas": 2}]))
+    assert err == "workspaces[0].replicas: a tuning job runs once; replicas must be 1"
+
+
+def test_unknown_feature_gate_would_crash_the_controller():
+    err = one_error(config([PHI], kaito={"featureGates": {"enableMIG": True}}))
+    assert err.startswith(
+        "kaito.featureGates.enableMIG: unknown feature gate for KAITO 0.8.1 (the controller would crash)"
+    )
+
+
+def test_unknown_feature_gate_in_values_too():
+    err = one_error(config([PHI], kaito={"values": {"featureGates": {"vllm": True}}}))
+    assert err.startswith("kaito.values.featureGates.vllm: unknown feature gate")
+
+
+def test_node_provisioning_gate_is_owned_by_node_provisioning():
+    err = one_error(config([PHI], kaito={"featureGates": {"disableNodeAutoProvisioning": False}}))
+    assert (
+        err == "kaito.featureGates.disableNodeAutoProvisioning: set by kaito.nodeProvisioning (byo | auto); remove it"
+    )
+
+
+def test_feature_gates_are_booleans():
+    err = one_error(config([PHI], kaito={"featureGates": {"vLLM": "yes please"}}))
+    assert err.startswith("kaito.featureGates.vLLM: Input should be a valid boolean")
+
+
+def test_version_outside_the_supported_table():
+    err = one_error(config([PHI], kaito={"version": "0.7.2"}))
+    assert err == "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"
+
+
+def test_chart_values_must_exist_in_the_chart():
+    err = one_error(config([PHI], kaito={"values": {"nodeProvisioner": "byo"}}))
+    assert err == "kaito.values.nodeProvisioner: not a value of the KAITO 0.8.1 workspace chart"
+
+
+def test_empty_label_selector_is_rejected():
+    err = one_error(config([{**PHI, "labelSelector": {}}]))
+    assert err.startswith("workspaces[0].labelSelector: needs matchLabels or matchExpressions")
+
+
+def test_byo_presets_need_match_labels():
+    selector = {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
+    err = one_error(config([{**PHI, "labelSelector": selector}]))
+    assert err.startswith("workspaces[0].labelSelector: KAITO finds bring-your-own GPU nodes by matchLabels")
+
+
+def test_runtime_is_for_presets():
+    err = one_error(config([{**CPU, "runtime": "transformers"}]))
+    assert err.startswith("workspaces[0].runtime: runtime selects how KAITO serves a preset")
+
+
+def test_at_most_ten_adapters():
+    adapters = [{"name": f"a{i}", "image": f"r/a{i}:1"} for i in range(11)]
+    err = one_error(config([{**PHI, "adapters": adapters}]))
+    assert err == "workspaces[0].adapters: KAITO serves at most 10 adapters per workspace"
+
+
+def test_adapter_strength_between_zero_and_one():
+    err = one_error(config([{**PHI, "adapters": [{"name": "a", "image": "r/a:1", "strength": 1.5}]}]))
+    assert err == "workspaces[0].adapters[0].strength: Input should be less than or equal to 1"
+
+
+def test_install_false_takes_no_chart_settings():
+    err = one_error(config([PHI], kaito={"install": False, "featureGates": {"vLLM": False}}))
+    assert err.startswith("kaito.install: featureGates and values configure the chart we install")
+
+
+def test_every_problem_is_reported_at_once():
+    errors = errors_of(config([{**PHI, "model": "phi-2"}, {**PHI, "name": "B"}], kaito={"featureGates": {"x": True}}))
+    assert [e.split(":")[0] for e in errors] == ["kaito.featureGates.x", "workspaces[0].model", "workspaces[1].name"]
