@@ -8,6 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.options import child_options
+
 # Helm waits for the controller and its admission webhook to be ready; pulling the image on a
 # fresh node takes a while.
 INSTALL_TIMEOUT_SECONDS = 900
@@ -46,7 +48,7 @@ class KaitoOperator(pulumi.ComponentResource):
                 cleanup_on_fail=True,
                 timeout=INSTALL_TIMEOUT_SECONDS,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.namespace = self.release.status.namespace
         self.chart_version = self.release.status.version

@@ -3,7 +3,6 @@ Hugging Face Secret they read, and the Service that is the model's endpoint."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +17,7 @@ from components.kaito_api import (
     Workspace,
 )
 from components.kubernetes_object import KubernetesObject
+from components.options import child_options
 
 SERVICE_PORT = 80
 
@@ -74,19 +74,16 @@ class ModelPlan:
 class KaitoWorkspaceArgs:
     plan: ModelPlan
     hf_token: pulumi.Output[str] | None = None  # secret; required when plan.hf_token_secret is set
-    # What must be ready before any object is created: the KAITO operator (its webhook fails
-    # closed), the GPU stack that labels nodes, the namespace. Passed to every child, since a
-    # component's own dependencies do not hold back its children.
-    wait_for: Sequence[pulumi.Resource] = ()
 
 
 class KaitoWorkspace(pulumi.ComponentResource):
-    """Outputs: `endpoint` (in-cluster OpenAI-compatible URL), `model`, `replicas`."""
+    """Outputs: `endpoint` (in-cluster OpenAI-compatible URL), `model`, `replicas`. Depend it on
+    the KAITO operator (its admission webhook fails closed) and on whatever labels the GPU nodes."""
 
     def __init__(self, name: str, args: KaitoWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("kaito-aks:kubernetes:KaitoWorkspace", name, None, opts)
         plan = args.plan
-        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.wait_for))
+        child = child_options(self, opts)
         inputs: list[pulumi.Resource] = []
 
         for cm in plan.config_maps:
@@ -113,7 +110,7 @@ class KaitoWorkspace(pulumi.ComponentResource):
 
         # KAITO reads the ConfigMaps and Secret when it reconciles, so they come first. Names
         # are fixed, so a replacement must delete the old object before creating the new one.
-        serving = pulumi.ResourceOptions(parent=self, depends_on=[*args.wait_for, *inputs], delete_before_replace=True)
+        serving = child_options(self, opts, depends_on=inputs, delete_before_replace=True)
         self.workspaces = [
             KubernetesObject(
                 f"{name}/{ws.metadata.name}",

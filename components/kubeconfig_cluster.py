@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.options import child_options
+
 
 @dataclass(frozen=True)
 class KubeconfigClusterArgs:
@@ -27,7 +29,7 @@ class KubeconfigCluster(pulumi.ComponentResource):
             name,
             kubeconfig=kubeconfig,
             context=args.context,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self, opts),
         )
         self.name = args.context or "kubeconfig"
         self.register_outputs({"context": args.context})

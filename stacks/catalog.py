@@ -83,6 +83,7 @@ class GpuOperatorChart(CamelModel):
     version: str = ""
     daemonset_tolerations: list[Toleration]
     nfd_worker_tolerations: list[Toleration]
+    value_keys: list[str]
 
 
 class ChartSource(CamelModel):
@@ -173,13 +174,13 @@ def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
     }
 
 
-def nodes_needed(preset: Preset, sku: GpuSku) -> int | None:
-    """Nodes of `sku` one serving instance of `preset` needs, by KAITO's admission rule
-    (node count x GPU memory per node >= model size, GPU count per node >= the preset's),
-    or None when no node count fits (a non-distributed model larger than one node)."""
+def nodes_needed(preset: Preset, sku: GpuSku, need_gib: float | None = None) -> int | None:
+    """Nodes of `sku` one instance of `preset` needs, by KAITO's admission rule (node count x
+    GPU memory per node >= the model size, or `need_gib`; GPUs per node >= the preset's), or
+    None when no node count fits (a non-distributed model larger than one node)."""
     if sku.gpu_count < preset.gpu_count:
         return None
-    count = max(1, math.ceil(preset.model_gib / sku.gpu_mem_gib))
+    count = max(1, math.ceil((need_gib or preset.model_gib) / sku.gpu_mem_gib))
     if count > 1 and not preset.distributed:
         return None
     return count

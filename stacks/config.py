@@ -43,6 +43,7 @@ class AksClusterSpec(CamelModel):
     kubernetes_version: str | None = None  # e.g. "1.33"; default: AKS's default version
     system_pool: SystemPool = SystemPool()
     tags: dict[str, str] = {}
+    protect: bool = False  # refuse to delete or replace the cluster (production)
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -108,15 +109,27 @@ class Autoscale(CamelModel):
 
 
 class GpuNodePoolSpec(CamelModel):
+    """A User-mode AKS node pool of one GPU VM size."""
+
     name: str
-    vm_size: str
-    count: int | None = Field(default=None, ge=0)
+    vm_size: str  # a GPU SKU from stacks/catalog/azure_gpu_skus.yaml
+    count: int | None = Field(default=None, ge=0)  # default 1 unless autoscale is set
     autoscale: Autoscale | None = None
+    # operator: AKS skips the driver and the GPU Operator installs it; aks: AKS installs it.
     gpu_driver: Literal["operator", "aks"] = "operator"
     spot: bool = False
     labels: dict[str, str] = {}
     taints: list[str] = ["sku=gpu:NoSchedule"]
     os_disk_size_gb: int | None = Field(default=None, ge=30)
+    protect: bool = False  # refuse to delete or replace the pool (production)
+
+    @property
+    def max_nodes(self) -> int:
+        return self.autoscale.max if self.autoscale else (1 if self.count is None else self.count)
+
+    @property
+    def min_nodes(self) -> int:
+        return self.autoscale.min if self.autoscale else (1 if self.count is None else self.count)
 
     @field_validator("name")
     @classmethod

@@ -169,22 +169,20 @@ class ProgramMocks(pulumi_mocks.Mocks):
             state["name"] = args.inputs.get("resourceGroupName", args.name)
         return f"{args.name}-id", state
 
-    def call(self, args: pulumi_mocks.MockCallArgs):
+    def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         if args.token in (
             "azure-native:containerservice:listManagedClusterUserCredentials",
             "azure-native:containerservice:listManagedClusterAdminCredentials",
         ):
             kubeconfig = MOCK_KUBECONFIG.format(cluster=args.args.get("resourceName", "aks"))
-            return {
-                "kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]
-            }, None
+            return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
         if args.token == "azure-native:containerservice:getManagedCluster":
-            name = args.args.get("resourceName", "aks")
+            name, group = args.args.get("resourceName", "aks"), args.args.get("resourceGroupName")
             return {
                 "name": name,
-                "id": f"/subscriptions/0/resourceGroups/{args.args.get('resourceGroupName')}/providers/Microsoft.ContainerService/managedClusters/{name}",
-            }, None
-        return {}, None
+                "id": f"/subscriptions/0/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}",
+            }
+        return {}
 
 
 MOCK_KUBECONFIG = """apiVersion: v1

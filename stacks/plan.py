@@ -9,6 +9,9 @@ from typing import Any
 
 import yaml
 
+from components.aks_cluster import AksClusterArgs
+from components.gpu_node_pool import GpuPoolSettings
+from components.gpu_operator import GpuOperatorArgs
 from components.kaito_api import (
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
@@ -30,8 +33,9 @@ from components.kaito_api import (
 )
 from components.kaito_operator import KaitoOperatorArgs
 from components.kaito_workspace import ConfigMapPlan, ModelPlan, ServicePlan
+from components.kubeconfig_cluster import KubeconfigClusterArgs
 from stacks import catalog, names
-from stacks.config import StackConfig, WorkspaceConfig
+from stacks.config import GpuNodePoolSpec, GpuOperatorSpec, StackConfig, WorkspaceConfig
 
 GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # published by GPU Feature Discovery
 CPU_NODE_SELECTOR = {"kubernetes.io/os": "linux"}
@@ -49,7 +53,19 @@ class KaitoPlan:
 
 
 @dataclass(frozen=True)
+class GpuPoolPlan:
+    name: str
+    sku: catalog.GpuSku
+    settings: GpuPoolSettings
+
+
+@dataclass(frozen=True)
 class StackPlan:
+    # Exactly one of: a kubeconfig cluster, or an AKS cluster (created or adopted).
+    kubeconfig_cluster: KubeconfigClusterArgs | None
+    aks_cluster: AksClusterArgs | None
+    gpu_pools: tuple[GpuPoolPlan, ...]
+    gpu_operator: GpuOperatorArgs | None
     kaito: KaitoPlan
     models: tuple[ModelPlan, ...]
     namespaces: tuple[str, ...]  # namespaces this stack creates
@@ -59,7 +75,107 @@ def build_plan(cfg: StackConfig) -> StackPlan:
     chart = catalog.kaito_charts()[cfg.kaito.version]
     models = tuple(model_plan(ws, cfg, chart) for ws in cfg.workspaces)
     namespaces = tuple(sorted({m.namespace for m in models} - {"default"})) if cfg.create_namespaces else ()
-    return StackPlan(kaito=kaito_plan(cfg, chart), models=models, namespaces=namespaces)
+    access = cfg.cluster.kubeconfig
+    pools = tuple(gpu_pool_plan(p) for p in cfg.gpu_node_pools)
+    return StackPlan(
+        kubeconfig_cluster=KubeconfigClusterArgs(path=access.path, context=access.context) if access else None,
+        aks_cluster=aks_cluster_args(cfg),
+        gpu_pools=pools,
+        gpu_operator=gpu_operator_args(cfg, pools) if cfg.gpu_operator_enabled else None,
+        kaito=kaito_plan(cfg, chart),
+        models=models,
+        namespaces=namespaces,
+    )
+
+
+# ---------------------------------------------------------------- Azure
+
+
+def aks_cluster_args(cfg: StackConfig) -> AksClusterArgs | None:
+    if cfg.cluster.aks is not None:
+        aks = cfg.cluster.aks
+        return AksClusterArgs(
+            resource_group=aks.resource_group,
+            name=aks.name,
+            location=aks.location or cfg.azure_location,
+            kubernetes_version=aks.kubernetes_version,
+            system_pool_vm_size=aks.system_pool.vm_size,
+            system_pool_count=aks.system_pool.count,
+            tags={"managed-by": "pulumi", "app": "kaito-aks", **aks.tags},
+            protect=aks.protect,
+        )
+    if cfg.cluster.existing is not None:
+        existing = cfg.cluster.existing
+        return AksClusterArgs(resource_group=existing.resource_group, name=existing.name, create=False)
+    return None
+
+
+def gpu_pool_plan(pool: GpuNodePoolSpec) -> GpuPoolPlan:
+    return GpuPoolPlan(
+        name=pool.name,
+        sku=catalog.all_gpu_skus()[pool.vm_size],
+        settings=GpuPoolSettings(
+            vm_size=pool.vm_size,
+            gpu_driver=pool.gpu_driver,
+            count=None if pool.autoscale else pool.min_nodes,
+            autoscale_min=pool.autoscale.min if pool.autoscale else None,
+            autoscale_max=pool.autoscale.max if pool.autoscale else None,
+            spot=pool.spot,
+            labels=dict(pool.labels),
+            taints=list(pool.taints),
+            os_disk_size_gb=pool.os_disk_size_gb,
+            protect=pool.protect,
+        ),
+    )
+
+
+def taint_toleration(taint: str) -> dict[str, str]:
+    """`key=value:Effect` -> Equal toleration; `key:Effect` -> Exists toleration."""
+    spec, effect = taint.rsplit(":", 1)
+    if "=" in spec:
+        key, value = spec.split("=", 1)
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": spec, "operator": "Exists", "effect": effect}
+
+
+def gpu_operator_args(cfg: StackConfig, pools: tuple[GpuPoolPlan, ...]) -> GpuOperatorArgs:
+    version = cfg.gpu_operator.version if cfg.gpu_operator else GpuOperatorSpec().version
+    chart = catalog.gpu_operator_charts()[version]
+    source = catalog.gpu_operator_chart_source()
+    return GpuOperatorArgs(
+        repository=source.repository,
+        chart=source.chart,
+        version=version,
+        release_name=source.release_name,
+        namespace=source.namespace,
+        values=gpu_operator_values(cfg, chart, pools),
+    )
+
+
+def gpu_operator_values(
+    cfg: StackConfig, chart: catalog.GpuOperatorChart, pools: tuple[GpuPoolPlan, ...]
+) -> dict[str, Any]:
+    """Operands and NFD must tolerate the GPU pools' taints, or NFD/GFD never label the nodes
+    and nothing schedules. When AKS installed the driver and toolkit, the operator uses them."""
+    extra = [taint_toleration(t) for pool in pools for t in pool.settings.node_taints]
+
+    def tolerations(defaults: list[catalog.Toleration]) -> list[dict[str, str]]:
+        out: list[dict[str, str]] = []
+        for t in [d.model_dump(exclude_none=True) for d in defaults] + extra:
+            if t not in out:
+                out.append(t)
+        return out
+
+    values: dict[str, Any] = {
+        "daemonsets": {"tolerations": tolerations(chart.daemonset_tolerations)},
+        "node-feature-discovery": {"worker": {"tolerations": tolerations(chart.nfd_worker_tolerations)}},
+    }
+    if pools and all(p.settings.gpu_driver == "aks" for p in pools):
+        # AKS's driver and container toolkit stay; the operator adds the rest around them.
+        values["driver"] = {"enabled": False}
+        values["toolkit"] = {"enabled": False}
+        values["operator"] = {"runtimeClass": "nvidia-container-runtime"}
+    return deep_merge(values, cfg.gpu_operator.values if cfg.gpu_operator else {})
 
 
 # ---------------------------------------------------------------- KAITO operator
@@ -100,6 +216,8 @@ def kaito_values(cfg: StackConfig, chart: catalog.KaitoChart) -> dict[str, Any]:
         if byo:  # KAITO bundles GFD (with NFD) only in BYO mode
             values["gpu-feature-discovery"] = {"nfd": {"enabled": False}, "gfd": {"enabled": False}}
     if chart.spot_toleration and any(p.spot for p in cfg.gpu_node_pools):
+        # KAITO's preset pods get the AKS spot toleration only when asked.
+        # KAITO's preset pods get the AKS spot toleration only when asked.
         _set_path(values, chart.spot_toleration, True)
     return deep_merge(values, cfg.kaito.values)
 

@@ -1,17 +1,24 @@
 """The Pulumi program: one validated stack config in, components out, in dependency order.
 
-cluster access -> KAITO operator -> model workspaces. No component reads config; each gets
-typed arguments from the plan and the outputs/providers of the ones before it.
+    cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> model workspaces
+
+No component reads config; each gets typed arguments from the plan and the outputs and
+providers of the ones before it. Every Kubernetes resource uses the cluster's explicit provider.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.aks_cluster import AksCluster
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_operator import GpuOperator
 from components.kaito_operator import KaitoOperator
 from components.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs
-from components.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+from components.kubeconfig_cluster import KubeconfigCluster
 from stacks.config import StackConfig
 from stacks.load import StackSecrets
 from stacks.plan import StackPlan, build_plan
@@ -19,41 +26,86 @@ from stacks.plan import StackPlan, build_plan
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
     plan = build_plan(cfg)
-    access = cfg.cluster.kubeconfig
-    assert access is not None  # AKS clusters come with the next components
-    cluster = KubeconfigCluster(
-        "cluster",
-        KubeconfigClusterArgs(path=access.path, context=access.context, contents=secrets.kubeconfig),
-    )
-    on_cluster = pulumi.ResourceOptions(providers=[cluster.provider])
 
+    cluster: AksCluster | KubeconfigCluster
+    if plan.aks_cluster is not None:
+        cluster = AksCluster("cluster", plan.aks_cluster)
+    else:
+        assert plan.kubeconfig_cluster is not None
+        cluster = KubeconfigCluster(
+            "cluster", dataclasses.replace(plan.kubeconfig_cluster, contents=secrets.kubeconfig)
+        )
+
+    pools = []
+    if isinstance(cluster, AksCluster):
+        pools = [
+            GpuNodePool(p.name, GpuNodePoolArgs(cluster.cluster_name, cluster.resource_group_name, p.settings))
+            for p in plan.gpu_pools
+        ]
+    # In-cluster work starts once the GPU nodes exist: the KAITO webhook checks BYO nodes.
+    on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
+
+    gpu_operator = GpuOperator("gpu-operator", plan.gpu_operator, opts=on_cluster) if plan.gpu_operator else None
     kaito = KaitoOperator("kaito", plan.kaito.operator, opts=on_cluster) if plan.kaito.install else None
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns),
-            opts=pulumi.ResourceOptions(provider=cluster.provider),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
         )
         for ns in plan.namespaces
     }
     models = {}
     for m in plan.models:
-        # The KAITO webhook fails closed: no Workspace before the operator serves.
-        ready = [r for r in (kaito, namespaces.get(m.namespace)) if r is not None]
+        # KAITO's webhook fails closed, and in BYO mode it admits a preset only once GPU
+        # Feature Discovery (GPU Operator) has labelled matching nodes.
+        ready = [r for r in (kaito, gpu_operator, namespaces.get(m.namespace)) if r is not None]
         models[m.key] = KaitoWorkspace(
-            m.key, KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token, wait_for=ready), opts=on_cluster
+            m.key,
+            KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token),
+            opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
         )
 
+    _export(cfg, plan, cluster, gpu_operator, models)
+    return plan
+
+
+def _export(cfg: StackConfig, plan: StackPlan, cluster, gpu_operator, models: dict[str, KaitoWorkspace]) -> None:
+    if isinstance(cluster, AksCluster):
+        pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("clusterName", cluster.cluster_name)
+    else:
+        pulumi.export("clusterName", cluster.name)
     pulumi.export(
-        "kaito",
+        "nodePools",
+        [
+            {
+                "name": p.name,
+                "vmSize": p.sku.name,
+                "gpuModel": p.sku.gpu_model,
+                "gpusPerNode": p.sku.gpu_count,
+                "gpuMemoryGiBPerNode": p.sku.gpu_mem_gib,
+                "nodes": p.settings.count
+                if p.settings.autoscale_max is None
+                else f"{p.settings.autoscale_min}-{p.settings.autoscale_max}",
+                "gpuDriver": p.settings.gpu_driver,
+                "spot": p.settings.spot,
+            }
+            for p in plan.gpu_pools
+        ],
+    )
+    pulumi.export(
+        "charts",
         {
-            "version": plan.kaito.chart.version,
-            "installed": plan.kaito.install,
-            "nodeProvisioning": cfg.kaito.node_provisioning,
+            "kaito": {
+                "version": plan.kaito.chart.version,
+                "installed": plan.kaito.install,
+                "nodeProvisioning": cfg.kaito.node_provisioning,
+            },
+            "gpuOperator": {"version": plan.gpu_operator.version} if plan.gpu_operator else None,
         },
     )
     pulumi.export(
         "workspaces",
         {key: {"model": ws.model, "endpoint": ws.endpoint, "replicas": ws.replicas} for key, ws in models.items()},
     )
-    return plan

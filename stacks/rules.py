@@ -270,4 +270,178 @@ def _tuning(path: str, ws: WorkspaceConfig, chart) -> Iterator[Issue]:
 
 
 def gpu_pool_rules(cfg: StackConfig) -> Iterator[Issue]:
-    return iter(())
+    chart = chart_for(cfg)
+    pools = cfg.gpu_node_pools
+    if pools and not cfg.cluster.is_azure:
+        yield Issue("gpuNodePools", "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them")
+        return
+    if cfg.cluster.aks is not None and cfg.cluster.aks.location is None and cfg.azure_location is None:
+        yield Issue("cluster.aks.location", "set it, or run `pulumi config set azure-native:location <region>`")
+    yield from _gpu_operator_rules(cfg)
+    seen: set[str] = set()
+    for i, pool in enumerate(pools):
+        path = f"gpuNodePools[{i}]"
+        if pool.name in seen or pool.name == "system":
+            yield Issue(
+                f"{path}.name", f"{pool.name!r} is already a node pool of this cluster; pool names must be unique"
+            )
+        seen.add(pool.name)
+        yield from _pool_sku(path, pool, chart)
+        yield from _pool_size(path, pool)
+        yield from _pool_taints(path, pool, cfg, chart)
+        yield from _pool_driver(path, pool, cfg)
+    if chart is not None:
+        yield from _placement_on_pools(cfg, chart)
+
+
+def _gpu_operator_rules(cfg: StackConfig) -> Iterator[Issue]:
+    spec = cfg.gpu_operator
+    if spec is None:
+        return
+    chart = catalog.gpu_operator_charts().get(spec.version)
+    if chart is None:
+        supported = ", ".join(catalog.gpu_operator_charts())
+        yield Issue("gpuOperator.version", f"GPU Operator {spec.version} is not supported; use one of: {supported}")
+        return
+    for key in spec.values:
+        if key not in chart.value_keys:
+            yield Issue(f"gpuOperator.values.{key}", f"not a value of the gpu-operator {spec.version} chart")
+
+
+def _pool_sku(path: str, pool, chart) -> Iterator[Issue]:
+    sku = catalog.all_gpu_skus().get(pool.vm_size)
+    if sku is None:
+        known = ", ".join(catalog.all_gpu_skus())
+        yield Issue(f"{path}.vmSize", f"{pool.vm_size} is not a GPU VM size kaito-aks knows; use one of: {known}")
+    elif sku.vendor != "nvidia":
+        yield Issue(
+            f"{path}.vmSize",
+            f"{pool.vm_size} has {sku.gpu_model} GPUs; the GPU Operator and KAITO presets need NVIDIA GPUs",
+        )
+    elif chart is not None and pool.vm_size not in catalog.gpu_skus(chart.sku_catalog):
+        yield Issue(
+            f"{path}.vmSize",
+            f"KAITO {chart.version} no longer supports {sku.gpu_model} ({pool.vm_size}): it needs CUDA compute "
+            "capability 8.0 or newer (A10, A100, H100, H200)",
+        )
+
+
+def _pool_size(path: str, pool) -> Iterator[Issue]:
+    if pool.count is not None and pool.autoscale is not None:
+        yield Issue(path, "set count or autoscale, not both")
+    if pool.autoscale is not None and pool.autoscale.min > pool.autoscale.max:
+        yield Issue(f"{path}.autoscale", f"min ({pool.autoscale.min}) is greater than max ({pool.autoscale.max})")
+
+
+def _pool_taints(path: str, pool, cfg: StackConfig, chart) -> Iterator[Issue]:
+    serves_presets = any(ws.model for ws in cfg.workspaces if _may_land_on(ws, pool))
+    for j, taint in enumerate(pool.taints):
+        if not TAINT.match(taint):
+            yield Issue(f"{path}.taints[{j}]", f"{taint!r} is not a taint: write key=value:Effect or key:Effect")
+            continue
+        if serves_presets and not _kaito_tolerates(taint):
+            yield Issue(
+                f"{path}.taints[{j}]",
+                f"KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "
+                f"{taint!r} would keep them off this pool",
+            )
+    if pool.spot and chart is not None and chart.spot_toleration is None:
+        yield Issue(
+            f"{path}.spot",
+            f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) or a regular pool",
+        )
+
+
+def _kaito_tolerates(taint: str) -> bool:
+    key_value = taint.rsplit(":", 1)[0]
+    key = key_value.split("=", 1)[0]
+    return taint == "sku=gpu:NoSchedule" or key == "nvidia.com/gpu" or taint == SPOT_TAINT
+
+
+def _pool_driver(path: str, pool, cfg: StackConfig) -> Iterator[Issue]:
+    if pool.gpu_driver == "operator" and not cfg.gpu_operator_enabled:
+        yield Issue(
+            f"{path}.gpuDriver",
+            "operator means AKS skips the driver and the GPU Operator installs it, but gpuOperator is disabled; "
+            "enable it or use gpuDriver: aks",
+        )
+    drivers = {p.gpu_driver for p in cfg.gpu_node_pools}
+    if cfg.gpu_operator_enabled and len(drivers) > 1 and pool is cfg.gpu_node_pools[0]:
+        yield Issue(
+            "gpuNodePools",
+            "with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings are cluster-wide)",
+        )
+
+
+def pool_node_labels(pool) -> dict[str, str]:
+    """Labels the pool's nodes will carry: the configured ones, AKS's, and GFD's."""
+    labels = {**pool.labels, "agentpool": pool.name, "kubernetes.azure.com/agentpool": pool.name}
+    labels["nvidia.com/gpu.present"] = "true"
+    if pool.spot:
+        labels["kubernetes.azure.com/scalesetpriority"] = "spot"
+    return labels
+
+
+def _may_land_on(ws: WorkspaceConfig, pool) -> bool:
+    """KAITO lists BYO nodes by the selector's matchLabels (matchExpressions are ignored there)."""
+    if not ws.is_gpu or ws.image:
+        return False
+    from stacks.plan import default_label_selector
+
+    selector = ws.label_selector or default_label_selector(ws)
+    labels = pool_node_labels(pool)
+    return all(labels.get(k) == v for k, v in (selector.match_labels or {}).items())
+
+
+def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
+    """Where GPU workspaces will run when this stack owns the cluster (BYO nodes on AKS)."""
+    if cfg.cluster.aks is None or cfg.kaito.node_provisioning != "byo":
+        return
+    presets = catalog.presets(chart.preset_catalog)
+    skus = catalog.all_gpu_skus()
+    for i, ws in enumerate(cfg.workspaces):
+        if not ws.is_gpu or ws.image:
+            continue
+        path = f"workspaces[{i}]"
+        if not cfg.gpu_node_pools:
+            yield Issue(
+                path,
+                f"{ws.name} needs GPU nodes but the stack has no gpuNodePools; add one (see "
+                f"`python -m stacks models estimate {ws.model}`)",
+            )
+            continue
+        candidates = [p for p in cfg.gpu_node_pools if _may_land_on(ws, p)]
+        if not candidates:
+            yield Issue(
+                f"{path}.labelSelector", "matches no GPU node pool of this stack (compare with the pools' labels)"
+            )
+            continue
+        if len({p.vm_size for p in candidates}) > 1:
+            names = ", ".join(p.name for p in candidates)
+            yield Issue(
+                f"{path}.labelSelector",
+                f"matches pools of different GPU sizes ({names}); KAITO requires the nodes a Workspace selects to be "
+                f'alike: select one pool, e.g. {{"matchLabels": {{"agentpool": "{candidates[0].name}"}}}}',
+            )
+            continue
+        preset = presets.get(ws.model or "")
+        sized = [p for p in candidates if p.vm_size in skus]
+        if preset is not None and sized:
+            need = preset.tuning_gib if ws.tuning and preset.tuning_gib else preset.model_gib
+            fits = [p for p in sized if (n := catalog.nodes_needed(preset, skus[p.vm_size], need)) and n <= p.max_nodes]
+            if not fits:
+                best = max(skus[p.vm_size].gpu_mem_gib for p in sized)
+                spread = "several nodes allowed" if preset.distributed else "one node"
+                yield Issue(
+                    f"{path}.model",
+                    f"{ws.model} needs {need} GiB of GPU memory ({preset.gpu_count} GPU per node, {spread}); the "
+                    f"largest pool node has {best} GiB; add a larger pool (see `python -m stacks models estimate "
+                    f"{ws.model}`)",
+                )
+                continue
+        if all(p.min_nodes == 0 for p in candidates):
+            yield Issue(
+                f"{path}.model",
+                "KAITO admits a BYO preset only when matching GPU nodes exist; every pool it may use scales from 0 "
+                "(set autoscale.min >= 1 or a count)",
+            )

@@ -104,7 +104,7 @@ def test_install_false_installs_nothing_and_workspaces_wait_for_nothing():
     assert ev.of_type("kaito-aks:kubernetes:KaitoOperator") == []
     (ws,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     assert ws.dependencies == []
-    assert ev.outputs["kaito"]["installed"] is False
+    assert ev.outputs["charts"]["kaito"]["installed"] is False
 
 
 def test_release_uses_the_clusters_explicit_provider():

@@ -1,0 +1,18 @@
+"""Resource options shared by every component."""
+
+from __future__ import annotations
+
+import pulumi
+
+
+def child_options(
+    parent: pulumi.ComponentResource, opts: pulumi.ResourceOptions | None, **extra
+) -> pulumi.ResourceOptions:
+    """Options for a component's child: parented to the component, and held back by whatever
+    the component itself depends on. (The engine records a component's dependencies on the
+    component only; without this a child could be created, or deleted, out of order.)"""
+    depends_on = opts.depends_on if opts is not None else None
+    if depends_on is not None and not isinstance(depends_on, list):
+        depends_on = [depends_on]
+    extra_deps = extra.pop("depends_on", None) or []
+    return pulumi.ResourceOptions(parent=parent, depends_on=[*(depends_on or []), *extra_deps], **extra)

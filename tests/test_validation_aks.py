@@ -1,0 +1,161 @@
+"""One test per AKS config rule: each fails before anything is registered, naming path and fix."""
+
+from __future__ import annotations
+
+from tests.conftest import errors_of
+from tests.test_aks import A10, AKS, PHI, aks
+
+
+def one_error(cfg) -> str:
+    errors = errors_of(cfg)
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+def test_gpu_pool_needs_a_gpu_vm_size():
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_D8s_v5"}]))
+    assert err.startswith("gpuNodePools[0].vmSize: Standard_D8s_v5 is not a GPU VM size kaito-aks knows; use one of:")
+
+
+def test_gpu_pool_needs_nvidia_gpus():
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NG32ads_V620_v1"}]))
+    assert err == (
+        "gpuNodePools[0].vmSize: Standard_NG32ads_V620_v1 has AMD Radeon PRO V620 GPUs; "
+        "the GPU Operator and KAITO presets need NVIDIA GPUs"
+    )
+
+
+def test_kaito_0_12_rejects_pre_ampere_gpus():
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NC4as_T4_v3"}], kaito={"version": "0.12.0"}))
+    assert err.startswith("gpuNodePools[0].vmSize: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3)")
+
+
+def test_gpu_workspace_on_a_new_cluster_needs_a_gpu_pool():
+    err = one_error(aks(pools=[]))
+    assert err.startswith("workspaces[0]: phi needs GPU nodes but the stack has no gpuNodePools; add one")
+
+
+def test_cpu_workspace_needs_no_gpu_pool():
+    from tests.conftest import run
+
+    run(
+        aks(
+            pools=[],
+            workspaces=[{"name": "tiny", "compute": "cpu", "image": "r/aikit:1"}],
+            gpuOperator={"enabled": False},
+        )
+    )
+
+
+def test_model_larger_than_one_node_of_every_pool():
+    err = one_error(aks(workspaces=[{**PHI, "model": "phi-4"}]))
+    assert err == (
+        "workspaces[0].model: phi-4 needs 27.31 GiB of GPU memory (1 GPU per node, one node); the largest pool node "
+        "has 24 GiB; add a larger pool (see `python -m stacks models estimate phi-4`)"
+    )
+
+
+def test_distributed_model_counts_the_pools_nodes():
+    big = [{**PHI, "model": "llama-3.3-70b-instruct", "modelAccessSecret": "hf"}]
+    err = one_error(aks(workspaces=big, pools=[{**A10, "count": 2}]))
+    assert err.startswith(
+        "workspaces[0].model: llama-3.3-70b-instruct needs 131.42 GiB of GPU memory (1 GPU per node, several nodes allowed)"
+    )
+    from tests.conftest import run
+
+    run(aks(workspaces=big, pools=[{**A10, "count": None, "autoscale": {"min": 1, "max": 6}}]))
+
+
+def test_taints_kaito_cannot_tolerate_on_a_pool_that_serves_presets():
+    err = one_error(aks(pools=[{**A10, "taints": ["sku=gpu:NoSchedule", "team=ml:NoSchedule"]}]))
+    assert err.startswith(
+        "gpuNodePools[0].taints[1]: KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint"
+    )
+
+
+def test_taints_must_be_taints():
+    err = one_error(aks(pools=[{**A10, "taints": ["sku=gpu"]}]))
+    assert err == "gpuNodePools[0].taints[0]: 'sku=gpu' is not a taint: write key=value:Effect or key:Effect"
+
+
+def test_autoscale_min_above_max():
+    err = one_error(aks(pools=[{**A10, "count": None, "autoscale": {"min": 3, "max": 2}}]))
+    assert err == "gpuNodePools[0].autoscale: min (3) is greater than max (2)"
+
+
+def test_count_or_autoscale_not_both():
+    err = one_error(aks(pools=[{**A10, "autoscale": {"min": 1, "max": 2}}]))
+    assert err == "gpuNodePools[0]: set count or autoscale, not both"
+
+
+def test_kubernetes_version_format():
+    err = one_error(aks(cluster={"aks": {**AKS["aks"], "kubernetesVersion": "v1.33"}}))
+    assert err.startswith("cluster.aks.kubernetesVersion: kubernetesVersion 'v1.33' is not a Kubernetes version")
+
+
+def test_spot_pools_need_a_kaito_that_tolerates_spot():
+    err = one_error(aks(pools=[{**A10, "spot": True}]))
+    assert err.startswith("gpuNodePools[0].spot: KAITO 0.8.1's pods do not tolerate the AKS spot taint")
+
+
+def test_operator_driver_needs_the_gpu_operator():
+    err = one_error(aks(gpuOperator={"enabled": False}))
+    assert err.startswith(
+        "gpuNodePools[0].gpuDriver: operator means AKS skips the driver and the GPU Operator installs it"
+    )
+
+
+def test_one_driver_mode_per_cluster_with_the_gpu_operator():
+    pools = [A10, {**A10, "name": "gpu2", "gpuDriver": "aks", "labels": {"x": "y"}}]
+    errors = errors_of(aks(pools=pools, workspaces=[{**PHI, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}]))
+    assert errors == [
+        "gpuNodePools: with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings are cluster-wide)"
+    ]
+
+
+def test_node_pools_need_an_aks_cluster():
+    err = one_error(aks(cluster={"kubeconfig": {"context": "x"}}))
+    assert err.startswith("gpuNodePools: node pools are created in AKS; use cluster.aks or cluster.existing")
+
+
+def test_workspace_selecting_pools_of_different_sizes():
+    pools = [A10, {**A10, "name": "a100", "vmSize": "Standard_NC24ads_A100_v4"}]
+    err = one_error(aks(pools=pools))
+    assert err.startswith(
+        "workspaces[0].labelSelector: matches pools of different GPU sizes (gpu, a100); KAITO requires"
+    )
+
+
+def test_selecting_one_pool_by_agentpool_label():
+    from tests.conftest import run
+
+    pools = [A10, {**A10, "name": "a100", "vmSize": "Standard_NC24ads_A100_v4"}]
+    ws = [{**PHI, "model": "phi-4", "labelSelector": {"matchLabels": {"agentpool": "a100"}}}]
+    run(aks(pools=pools, workspaces=ws))
+
+
+def test_selector_that_matches_no_pool():
+    err = one_error(aks(workspaces=[{**PHI, "labelSelector": {"matchLabels": {"agentpool": "nope"}}}]))
+    assert err.startswith("workspaces[0].labelSelector: matches no GPU node pool of this stack")
+
+
+def test_byo_presets_need_a_node_at_creation():
+    err = one_error(aks(pools=[{**A10, "count": None, "autoscale": {"min": 0, "max": 2}}]))
+    assert err.startswith("workspaces[0].model: KAITO admits a BYO preset only when matching GPU nodes exist")
+
+
+def test_gpu_operator_version_outside_the_table():
+    err = one_error(aks(gpuOperator={"version": "v24.9.0"}))
+    assert err == "gpuOperator.version: GPU Operator v24.9.0 is not supported; use one of: v25.3.4, v26.7.0"
+
+
+def test_gpu_operator_values_must_exist_in_the_chart():
+    err = one_error(aks(gpuOperator={"values": {"drivers": {"enabled": False}}}))
+    assert err == "gpuOperator.values.drivers: not a value of the gpu-operator v25.3.4 chart"
+
+
+def test_cluster_location_is_required():
+    cfg = aks()
+    del cfg["azure-native:location"]
+    err = one_error(cfg)
+    assert err == "cluster.aks.location: set it, or run `pulumi config set azure-native:location <region>`"
