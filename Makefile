@@ -2,21 +2,36 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+STACK  ?= dev
 
-.PHONY: test lint preview clean
+.PHONY: test lint preview render validate snapshots benchmark e2e clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-test: $(VENV)/.installed  ## unit, conformance and snapshot tests (Pulumi mocks; no cloud, no cluster)
-	$(PY) -m ruff check .
-	$(PY) -m pytest -q
-
-lint: $(VENV)/.installed
+test: $(VENV)/.installed  ## lint, then unit, conformance and snapshot tests (Pulumi mocks; no cloud, no cluster)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m pytest -q
+
+preview: $(VENV)/.installed  ## what STACK (default dev) would deploy, rendered to render/$(STACK) without credentials
+	$(PY) -m stacks validate $(STACK)
+	$(PY) -m stacks render $(STACK)
+	@cat render/$(STACK)/order.yaml | sed -n '/^waves:/,/^resources:/p' | sed '$$d'
+
+render: $(VENV)/.installed  ## every stack, to render/<stack>
+	$(PY) -m stacks render
+
+validate: $(VENV)/.installed  ## config checks of every stack
+	$(PY) -m stacks validate
+
+snapshots: $(VENV)/.installed  ## accept render changes into tests/snapshots (review the diff!)
+	UPDATE_SNAPSHOTS=1 $(PY) -m pytest -q tests/test_render.py -k snapshot
+
+benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..1000 workspaces
+	$(PY) scripts/benchmark.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache render

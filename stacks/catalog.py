@@ -186,14 +186,18 @@ def nodes_needed(preset: Preset, sku: GpuSku, need_gib: float | None = None) -> 
     return count
 
 
-def fitting_skus(preset: Preset, catalog: str = "0.8") -> list[tuple[GpuSku, int]]:
-    """NVIDIA SKUs that can serve `preset`, with the node count each needs, smallest total
-    GPU memory first (what `models estimate` prints)."""
-    fits = []
+def estimate(preset: Preset, catalog: str = "0.8", max_nodes: int = 16) -> list[tuple[int, list[GpuSku]]]:
+    """For each node count, the smallest NVIDIA SKUs (least GPU memory per node) that hold one
+    instance of `preset` with exactly that many nodes. Non-distributed presets: one node only."""
+    by_count: dict[int, list[GpuSku]] = {}
     for sku in gpu_skus(catalog).values():
         if sku.vendor != "nvidia":
             continue
         count = nodes_needed(preset, sku)
-        if count is not None:
-            fits.append((sku, count))
-    return sorted(fits, key=lambda f: (f[0].gpu_mem_gib * f[1], f[1], f[0].gpu_count, f[0].name))
+        if count is not None and count <= max_nodes:
+            by_count.setdefault(count, []).append(sku)
+    out = []
+    for count in sorted(by_count):
+        smallest = min(s.gpu_mem_gib for s in by_count[count])
+        out.append((count, sorted((s for s in by_count[count] if s.gpu_mem_gib == smallest), key=lambda s: s.name)))
+    return out

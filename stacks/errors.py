@@ -64,11 +64,11 @@ def _type_args(tp: object) -> list[object]:
     return out
 
 
-def issues_from_validation(exc: ValidationError, model: type[BaseModel]) -> list[Issue]:
+def issues_from_validation(exc: ValidationError, model: type[BaseModel], prefix: tuple = ()) -> list[Issue]:
     known = sorted(_known_keys(model))
     issues = []
     for err in exc.errors():
-        loc = list(err["loc"])
+        loc = [*prefix, *err["loc"]]
         kind = err["type"]
         # Errors inside a tagged value carry the python type name as a loc element; drop it.
         loc = [p for p in loc if not (isinstance(p, str) and p.startswith("function-"))]

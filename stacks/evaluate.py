@@ -10,7 +10,9 @@ send, not what a helper function returns.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +202,20 @@ users:
 """
 
 
+# Environment the SDKs copy into resource inputs (the kubernetes Provider reads KUBECONFIG when
+# no kubeconfig is given); hidden during evaluation so results do not depend on the machine.
+AMBIENT_ENV = ("KUBECONFIG",)
+
+
+@contextlib.contextmanager
+def _hermetic_env():
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k in AMBIENT_ENV or k.startswith("PULUMI_K8S_")}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def _reset_runtime() -> None:
     """A fresh runtime (no root stack, no pending work) per evaluation."""
     pulumi_settings.reset_options()
@@ -234,7 +250,8 @@ def evaluate(
         else:
             build_stack(*load_stack())
 
-    _sync_await(run_in_stack(run))
+    with _hermetic_env():
+        _sync_await(run_in_stack(run))
     stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
     return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ import pulumi
 from pydantic import ValidationError
 
 from stacks import rules
-from stacks.config import PROJECT, StackConfig
+from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig, WorkspaceConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation
 
 # Config keys whose values are secrets: only their presence enters the StackConfig.
@@ -69,14 +70,41 @@ def parse_stack_config(
             )
         )
         raise StackConfigError(issues)
+    # Entries of the lists are checked one by one, so a malformed entry does not hide what the
+    # rules would say about the others.
+    kept: dict[str, list[int]] = {}
+    for key, model in LIST_ENTRIES.items():
+        entries = data.get(key)
+        if not isinstance(entries, list):
+            continue
+        kept[key] = []
+        for i, entry in enumerate(entries):
+            try:
+                model.model_validate(entry)
+                kept[key].append(i)
+            except ValidationError as exc:
+                issues += issues_from_validation(exc, model, prefix=(key, i))
+        data[key] = [entries[i] for i in kept[key]]
     try:
         cfg = StackConfig.model_validate(data)
     except ValidationError as exc:
         raise StackConfigError(issues + issues_from_validation(exc, StackConfig)) from None
-    issues += rules.check(cfg)
+    issues += [_renumber(issue, kept) for issue in rules.check(cfg)]
     if issues:
-        raise StackConfigError(issues)
+        raise StackConfigError(sorted(issues, key=lambda i: rules.path_key(i.path)))
     return cfg
+
+
+LIST_ENTRIES = {"workspaces": WorkspaceConfig, "gpuNodePools": GpuNodePoolSpec}
+
+
+def _renumber(issue: Issue, kept: dict[str, list[int]]) -> Issue:
+    """Rules saw only the well-formed entries; point their paths back at the config's indexes."""
+    match = re.match(r"^(\w+)\[(\d+)\]", issue.path)
+    if not match or match.group(1) not in kept:
+        return issue
+    original = kept[match.group(1)][int(match.group(2))]
+    return Issue(f"{match.group(1)}[{original}]" + issue.path[match.end() :], issue.message)
 
 
 def _decode(value: Any) -> Any:

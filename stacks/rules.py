@@ -34,11 +34,12 @@ def check(cfg: StackConfig) -> list[Issue]:
         *workspace_rules(cfg),
         *gpu_pool_rules(cfg),
     ]
-    return sorted(set(issues), key=lambda i: (_path_key(i.path), i.message))
+    return sorted(set(issues), key=lambda i: (path_key(i.path), i.message))
 
 
-def _path_key(path: str) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in re.split(r"[\[\].]+", path) if p]
+def path_key(path: str) -> list[tuple[int, int | str]]:
+    """Sort key: config paths in document order (workspaces[2] before workspaces[10])."""
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"[\[\].:]+", path) if p]
 
 
 def chart_for(cfg: StackConfig) -> catalog.KaitoChart | None:

@@ -1,0 +1,172 @@
+"""`python -m stacks`: render, validate, and ask the model catalog, without cloud or cluster.
+
+python -m stacks render <stack>... [--out DIR]   desired state as reviewable files
+python -m stacks validate <stack>...             the config checks alone, every error at once
+python -m stacks models list [--version V] [--json]
+python -m stacks models estimate <preset> [--version V] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from stacks import catalog
+from stacks.stackfile import ROOT, read_stack_file, stack_names
+
+DEFAULT_VERSION = "0.8.1"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m stacks", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    render = sub.add_parser("render", help="write a stack's desired state as files (no credentials)")
+    render.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
+    render.add_argument("--out", type=Path, default=ROOT / "render", help="output directory (default: render/)")
+    render.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
+
+    validate = sub.add_parser("validate", help="check stack configs; list every error with its path")
+    validate.add_argument("stacks", nargs="*", help="stack names (default: all)")
+    validate.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
+
+    models = sub.add_parser("models", help="the KAITO preset catalog")
+    msub = models.add_subparsers(dest="models_command", required=True)
+    for name, help_text in (
+        ("list", "every preset and what it needs"),
+        ("estimate", "the smallest GPU SKUs per node count"),
+    ):
+        p = msub.add_parser(name, help=help_text)
+        if name == "estimate":
+            p.add_argument("preset")
+        p.add_argument("--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version")
+        p.add_argument("--json", action="store_true", help="JSON instead of a table")
+
+    args = parser.parse_args(argv)
+    if args.command == "render":
+        return _render(args.stacks or stack_names(args.dir), args.out, args.dir)
+    if args.command == "validate":
+        return _validate(args.stacks or stack_names(args.dir), args.dir)
+    if args.models_command == "list":
+        return _models_list(args.version, args.json)
+    return _models_estimate(args.preset, args.version, args.json)
+
+
+def _render(stacks: list[str], out: Path, root: Path) -> int:
+    from stacks.render import render_stack
+
+    for stack in stacks:
+        target = out / stack
+        written = render_stack(stack, target, root)
+        print(f"{stack}: {len(written)} files in {target}")
+    return 0
+
+
+def _validate(stacks: list[str], root: Path) -> int:
+    from stacks.errors import StackConfigError
+    from stacks.load import SECRET_KEYS, parse_stack_config
+    from stacks.plan import build_plan
+
+    failed = 0
+    for stack in stacks:
+        f = read_stack_file(stack, root)
+        raw = {k.split(":", 1)[1]: v for k, v in f.config.items() if k.startswith("kaito-aks:")}
+        secrets = [k for k in SECRET_KEYS if f"kaito-aks:{k}" in f.secrets]
+        plaintext = [k for k in SECRET_KEYS if k in raw]
+        try:
+            cfg = parse_stack_config(
+                raw,
+                secrets=secrets + plaintext,
+                plaintext_secrets=plaintext,
+                azure_location=f.config.get("azure-native:location"),
+            )
+        except StackConfigError as err:
+            failed += 1
+            print(f"{stack}: {len(err.issues)} problem(s)")
+            for issue in err.issues:
+                print(f"  {issue}")
+            continue
+        plan = build_plan(cfg)
+        print(
+            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito.chart.version})"
+        )
+    return 1 if failed else 0
+
+
+def _preset_rows(version: str) -> list[dict]:
+    chart = catalog.kaito_charts()[version]
+    return [
+        {
+            "preset": p.name,
+            "gpuMemoryGiB": p.model_gib,
+            "gpus": p.gpu_count,
+            "multiNode": p.distributed,
+            "runtimes": ["vllm", "transformers"],
+            "tuning": ["lora", "qlora"] if p.supports_tuning else [],
+            "tuningGpuMemoryGiB": p.tuning_gib,
+            "gated": p.gated,
+            "maxContext": p.token_limit,
+        }
+        for p in sorted(catalog.presets(chart.preset_catalog).values(), key=lambda p: p.name)
+    ]
+
+
+def _models_list(version: str, as_json: bool) -> int:
+    rows = _preset_rows(version)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = f"{'PRESET':32} {'GPU MEM':>8} {'GPUS':>4} {'MULTI-NODE':10} {'RUNTIMES':19} {'TUNING':11} GATED"
+    print(f"KAITO {version} presets (GPU memory: what the admission webhook requires)")
+    print(header)
+    for r in rows:
+        tuning = "lora,qlora" if r["tuning"] else "-"
+        print(
+            f"{r['preset']:32} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>4} {'yes' if r['multiNode'] else 'no':10} "
+            f"{'vllm,transformers':19} {tuning:11} {'yes' if r['gated'] else 'no'}"
+        )
+    return 0
+
+
+def _models_estimate(name: str, version: str, as_json: bool) -> int:
+    chart = catalog.kaito_charts()[version]
+    preset = catalog.presets(chart.preset_catalog).get(name)
+    if preset is None:
+        close = catalog.closest_presets(name, chart.preset_catalog)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        print(f"unknown KAITO {version} preset {name!r}{hint}", file=sys.stderr)
+        return 2
+    options = catalog.estimate(preset, chart.sku_catalog)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "preset": name,
+                    "gpuMemoryGiB": preset.model_gib,
+                    "gpusPerNode": preset.gpu_count,
+                    "multiNode": preset.distributed,
+                    "options": [
+                        {
+                            "nodes": n,
+                            "gpuMemoryGiBPerNode": skus[0].gpu_mem_gib,
+                            "skus": [{"name": s.name, "gpuModel": s.gpu_model, "gpus": s.gpu_count} for s in skus],
+                        }
+                        for n, skus in options
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    spread = "may span nodes" if preset.distributed else "one node"
+    print(f"{name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread} (KAITO {version})")
+    if not options:
+        print("  no KAITO-known Azure SKU fits")
+        return 1
+    print(f"  {'NODES':>5}  {'GPU MEM/NODE':>12}  SMALLEST SKU(S)")
+    for n, skus in options:
+        names = ", ".join(f"{s.name} ({s.gpu_count}x {s.gpu_model.removeprefix('NVIDIA ')})" for s in skus)
+        print(f"  {n:>5}  {skus[0].gpu_mem_gib:>10}Gi  {names}")
+    return 0

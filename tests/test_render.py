@@ -1,0 +1,137 @@
+"""The credential-free render: golden snapshots per stack, determinism, no secrets, and
+conformance of what it renders against the real KAITO CRDs and chart values."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stacks import catalog
+from stacks.evaluate import evaluate
+from stacks.render import REDACTED, render_files, write_files
+from stacks.stackfile import read_stack_file, stack_names
+from tests.conftest import ROOT, config, reference, run
+from tests.kube_schema import crd_validator, unknown_value_paths
+
+SNAPSHOTS = ROOT / "tests" / "snapshots"
+STACKS = stack_names()
+
+
+def render(stack: str) -> dict[str, str]:
+    f = read_stack_file(stack)
+    return render_files(evaluate(f.config, stack=stack, secrets=f.secrets))
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def rendered(request) -> tuple[str, dict[str, str]]:
+    return request.param, render(request.param)
+
+
+def test_every_stack_file_is_rendered_and_snapshotted():
+    assert set(STACKS) >= {"byo", "dev", "prod"}
+    assert sorted(p.name for p in SNAPSHOTS.iterdir() if p.is_dir()) == STACKS
+
+
+def test_render_matches_the_golden_snapshot(rendered):
+    """Review a change in tests/snapshots/ like a `pulumi preview`. Regenerate: make snapshots."""
+    stack, files = rendered
+    target = SNAPSHOTS / stack
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        write_files(files, target)
+    on_disk = {str(p.relative_to(target)): p.read_text() for p in sorted(target.rglob("*")) if p.is_file()}
+    diff = "".join(
+        difflib.unified_diff(
+            "".join(f"--- {k}\n{v}" for k, v in sorted(on_disk.items())).splitlines(True),
+            "".join(f"--- {k}\n{v}" for k, v in sorted(files.items())).splitlines(True),
+            f"snapshot/{stack}",
+            f"render/{stack}",
+        )
+    )
+    assert not diff, f"render of {stack} changed (run `make snapshots` if intended):\n{diff}"
+
+
+def test_render_is_deterministic(rendered):
+    stack, files = rendered
+    assert render(stack) == files
+
+
+def test_rendered_workspaces_and_inference_sets_pass_the_real_crd(rendered):
+    stack, files = rendered
+    version = read_version(files)
+    chart = catalog.kaito_charts()[version]
+    crds = reference_crds(version)
+    checked = 0
+    for path, text in files.items():
+        obj = yaml.safe_load(text)
+        if isinstance(obj, dict) and obj.get("kind") in ("Workspace", "InferenceSet"):
+            api = obj["apiVersion"].split("/")[1]
+            assert crd_validator(crds[obj["kind"]], api)(obj) == [], path
+            checked += 1
+    # at least one KAITO object per workspace entry of the stack
+    assert checked >= len(read_stack_file(stack).config.get("kaito-aks:workspaces", [])) > 0
+    assert chart.version == version
+
+
+def read_version(files: dict[str, str]) -> str:
+    outputs = yaml.safe_load(files["outputs.yaml"])
+    return outputs["charts"]["kaito"]["version"]
+
+
+def reference_crds(version: str) -> dict[str, Path]:
+    if version.startswith("0.8"):
+        base = "kaito/v0.8.1/charts/kaito/workspace/crds"
+    else:
+        base = f"kaito/v{version}/config/crd/bases"
+    return {
+        "Workspace": reference(f"{base}/kaito.sh_workspaces.yaml"),
+        "InferenceSet": reference(f"{base}/kaito.sh_inferencesets.yaml"),
+    }
+
+
+def test_rendered_helm_values_exist_in_the_pinned_charts(rendered):
+    _stack, files = rendered
+    for path, text in files.items():
+        if not path.startswith("helm/"):
+            continue
+        release = yaml.safe_load(text)
+        if release["chart"] == "workspace":
+            version = release["version"]
+            ref_version = "0.8.1" if version.startswith("0.8") else version
+            chart_values = yaml.safe_load(
+                reference(f"kaito/v{ref_version}/charts/kaito/workspace/values.yaml").read_text()
+            )
+            allowed = tuple(catalog.kaito_charts()[version].subchart_toggles)
+        else:
+            chart_values = yaml.safe_load(reference(f"gpu-operator/{release['version']}/values.yaml").read_text())
+            allowed = ()
+        assert unknown_value_paths(release["values"], chart_values, allowed) == [], path
+
+
+def test_no_secret_reaches_the_render():
+    token = "hf_render_must_never_show_this"
+    ev = run(config([{"name": "llama", "model": "llama-3.1-8b-instruct"}]), hf_token=token)
+    files = render_files(ev)
+    assert all(token not in text for text in files.values())
+    secret = yaml.safe_load(files["kubernetes/default/Secret-llama-hf-token.yaml"])
+    assert secret["stringData"] == {"HF_TOKEN": REDACTED}
+
+
+def test_aks_kubeconfig_is_redacted_everywhere():
+    files = render("dev")
+    assert yaml.safe_load(files["outputs.yaml"])["kubeconfig"] == REDACTED
+    assert yaml.safe_load(files["providers/kubernetes-cluster.yaml"])["properties"]["kubeconfig"] == REDACTED
+    assert all("mock-token" not in text for text in files.values())
+
+
+def test_order_file_lists_waves_in_dependency_order():
+    order = yaml.safe_load(render("dev")["order.yaml"])
+    flat = [r for wave in order["waves"] for r in wave]
+    position = {r: flat.index(r) for r in flat}
+    for resource, info in order["resources"].items():
+        for dep in info["waitsOn"]:
+            assert position[dep] < position[resource], (resource, dep)
+    assert order["waves"][0] == ["azure-native:resources:ResourceGroup::cluster-rg"]
