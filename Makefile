@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 
-.PHONY: test lint preview render validate snapshots benchmark e2e clean
+.PHONY: test lint preview render validate snapshots benchmark e2e docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,3 +35,6 @@ benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..100
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache render
+
+docs: $(VENV)/.installed  ## regenerate the README's config reference from the schema
+	$(PY) -m stacks docs --readme > /dev/null

@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     validate.add_argument("stacks", nargs="*", help="stack names (default: all)")
     validate.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
 
+    docs = sub.add_parser("docs", help="print the config reference (the README's, generated from the schema)")
+    docs.add_argument("--readme", action="store_true", help="write it into README.md")
+
     models = sub.add_parser("models", help="the KAITO preset catalog")
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (
@@ -49,6 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         return _render(args.stacks or stack_names(args.dir), args.out, args.dir)
     if args.command == "validate":
         return _validate(args.stacks or stack_names(args.dir), args.dir)
+    if args.command == "docs":
+        from stacks.docs import config_reference, readme_block
+
+        text = config_reference()
+        if args.readme:
+            readme_block("config-reference", text)
+        print(text)
+        return 0
     if args.models_command == "list":
         return _models_list(args.version, args.json)
     return _models_estimate(args.preset, args.version, args.json)

@@ -25,25 +25,27 @@ class KubeconfigCluster(CamelModel):
     """An existing cluster reached through a kubeconfig. The file's contents may instead come
     from the secret config value `kaito-aks:kubeconfig`."""
 
-    path: str | None = None  # default: $KUBECONFIG or ~/.kube/config
-    context: str | None = None  # default: the kubeconfig's current context
+    path: str | None = Field(None, description="kubeconfig file; default: $KUBECONFIG, then ~/.kube/config")
+    context: str | None = Field(None, description="kubeconfig context; default: the file's current context")
 
 
 class SystemPool(CamelModel):
-    vm_size: str = "Standard_D4s_v5"
-    count: int = Field(default=2, ge=1)
+    """The AKS system node pool (runs the operators, not models)."""
+
+    vm_size: str = Field("Standard_D4s_v5", description="VM size of the system nodes")
+    count: int = Field(2, ge=1, description="number of system nodes")
 
 
 class AksClusterSpec(CamelModel):
     """An AKS cluster this stack creates (with its resource group)."""
 
-    resource_group: str
-    name: str
-    location: str | None = None  # default: azure-native:location
-    kubernetes_version: str | None = None  # e.g. "1.33"; default: AKS's default version
-    system_pool: SystemPool = SystemPool()
-    tags: dict[str, str] = {}
-    protect: bool = False  # refuse to delete or replace the cluster (production)
+    resource_group: str = Field(description="resource group to create for the cluster")
+    name: str = Field(description="cluster name (also its DNS prefix and KAITO's clusterName)")
+    location: str | None = Field(None, description="Azure region; default: `azure-native:location`")
+    kubernetes_version: str | None = Field(None, description='e.g. `"1.33"` (quoted); default: AKS\'s default')
+    system_pool: SystemPool = Field(SystemPool(), description="`{vmSize, count}` of the system pool")
+    tags: dict[str, str] = Field({}, description="Azure tags on the resource group and cluster")
+    protect: bool = Field(False, description="refuse to delete or replace the cluster (production)")
 
     @field_validator("kubernetes_version")
     @classmethod
@@ -59,16 +61,16 @@ class AksClusterSpec(CamelModel):
 class ExistingAksSpec(CamelModel):
     """An AKS cluster that already exists; the stack adopts it read-only."""
 
-    resource_group: str
-    name: str
+    resource_group: str = Field(description="the cluster's resource group")
+    name: str = Field(description="the cluster's name")
 
 
 class ClusterSpec(CamelModel):
     """Exactly one of: kubeconfig (any cluster), aks (create one), existing (adopt one)."""
 
-    kubeconfig: KubeconfigCluster | None = None
-    aks: AksClusterSpec | None = None
-    existing: ExistingAksSpec | None = None
+    kubeconfig: KubeconfigCluster | None = Field(None, description="any existing cluster, through a kubeconfig")
+    aks: AksClusterSpec | None = Field(None, description="an AKS cluster this stack creates")
+    existing: ExistingAksSpec | None = Field(None, description="an AKS cluster that already exists")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> ClusterSpec:
@@ -89,39 +91,56 @@ class ClusterSpec(CamelModel):
 
 
 class KaitoSpec(CamelModel):
-    version: str = "0.8.1"  # KAITO workspace chart and app version
-    install: bool = True  # false: KAITO is already installed (AKS add-on, platform team)
-    node_provisioning: Literal["byo", "auto"] = "byo"
-    feature_gates: dict[str, bool] = {}  # merged over the version's defaults
-    values: dict[str, Any] = {}  # extra chart values, deep-merged last
-    # Who advertises GPUs and labels GPU nodes: KAITO's bundled device plugin, NFD and GFD
-    # ("kaito"), or something else such as the NVIDIA GPU Operator ("external"). Default:
-    # external when this stack installs the GPU Operator, else kaito.
-    gpu_discovery: Literal["kaito", "external"] | None = None
+    """The KAITO workspace operator."""
+
+    version: str = Field("0.8.1", description="KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0")
+    install: bool = Field(
+        True, description="false: KAITO is already installed (AKS add-on, platform team); only Workspaces are created"
+    )
+    node_provisioning: Literal["byo", "auto"] = Field(
+        "byo", description="byo: your nodes, auto-provisioning off; auto: KAITO creates `instanceType` nodes"
+    )
+    feature_gates: dict[str, bool] = Field(
+        {}, description="merged over the version's defaults; an unknown gate is an error"
+    )
+    values: dict[str, Any] = Field({}, description="extra chart values, deep-merged last")
+    gpu_discovery: Literal["kaito", "external"] | None = Field(
+        None,
+        description="who runs the device plugin, NFD and GFD: KAITO's bundled ones, or `external` (e.g. the GPU "
+        "Operator); default: external when this stack installs the GPU Operator",
+    )
 
 
 # ---------------------------------------------------------------- GPU nodes (AKS)
 
 
 class Autoscale(CamelModel):
-    min: int = Field(ge=0)
-    max: int = Field(ge=1)
+    """Cluster-autoscaler bounds of a node pool."""
+
+    min: int = Field(ge=0, description="fewest nodes (BYO presets need at least one to be admitted)")
+    max: int = Field(ge=1, description="most nodes")
 
 
 class GpuNodePoolSpec(CamelModel):
     """A User-mode AKS node pool of one GPU VM size."""
 
-    name: str
-    vm_size: str  # a GPU SKU from stacks/catalog/azure_gpu_skus.yaml
-    count: int | None = Field(default=None, ge=0)  # default 1 unless autoscale is set
-    autoscale: Autoscale | None = None
-    # operator: AKS skips the driver and the GPU Operator installs it; aks: AKS installs it.
-    gpu_driver: Literal["operator", "aks"] = "operator"
-    spot: bool = False
-    labels: dict[str, str] = {}
-    taints: list[str] = ["sku=gpu:NoSchedule"]
-    os_disk_size_gb: int | None = Field(default=None, ge=30)
-    protect: bool = False  # refuse to delete or replace the pool (production)
+    name: str = Field(description="pool name: 1-12 lowercase letters and digits")
+    vm_size: str = Field(description="a GPU VM size KAITO knows (`python -m stacks models estimate <preset>`)")
+    count: int | None = Field(None, ge=0, description="fixed node count (default 1), or use autoscale")
+    autoscale: Autoscale | None = Field(None, description="`{min, max}` instead of count")
+    gpu_driver: Literal["operator", "aks"] = Field(
+        "operator",
+        description="operator: AKS skips the driver (gpuProfile.driver None) and the GPU Operator installs it; aks: AKS installs it",
+    )
+    spot: bool = Field(False, description="Azure Spot VMs (carry the AKS spot taint; needs KAITO 0.12)")
+    labels: dict[str, str] = Field({}, description="node labels (select a pool with labelSelector)")
+    taints: list[str] = Field(
+        ["sku=gpu:NoSchedule"], description="node taints; KAITO presets tolerate sku=gpu and nvidia.com/gpu"
+    )
+    os_disk_size_gb: int | None = Field(
+        None, ge=30, alias="osDiskSizeGB", description="OS disk size in GB (model weights are cached on it)"
+    )
+    protect: bool = Field(False, description="refuse to delete or replace the pool (production)")
 
     @property
     def max_nodes(self) -> int:
@@ -142,9 +161,11 @@ class GpuNodePoolSpec(CamelModel):
 
 
 class GpuOperatorSpec(CamelModel):
-    enabled: bool = True
-    version: str = "v25.3.4"
-    values: dict[str, Any] = {}
+    """The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes)."""
+
+    enabled: bool = Field(True, description="default: on for AKS stacks with GPU pools, off for kubeconfig stacks")
+    version: str = Field("v25.3.4", description="chart version: v25.3.4 or v26.7.0")
+    values: dict[str, Any] = Field({}, description="extra chart values, deep-merged last")
 
 
 # ---------------------------------------------------------------- workspaces
@@ -153,39 +174,54 @@ class GpuOperatorSpec(CamelModel):
 class AdapterConfig(CamelModel):
     """A LoRA adapter served on top of a preset, from a container image."""
 
-    name: str
-    image: str
-    strength: float | None = Field(default=None, ge=0, le=1)
-    image_pull_secrets: list[str] | None = None
+    name: str = Field(description="adapter name (a DNS subdomain)")
+    image: str = Field(description="image holding the adapter under /data")
+    strength: float | None = Field(None, ge=0, le=1, description="weight of the adapter, 0-1 (KAITO default 1.0)")
+    image_pull_secrets: list[str] | None = Field(None, description="Secrets to pull the image with")
 
 
 class TuningConfig(CamelModel):
-    method: Literal["lora", "qlora"]
-    input: DataSource
-    output: DataDestination
-    config: dict[str, Any] | None = None  # tuning parameters -> ConfigMap
+    """A fine-tuning job instead of serving (presets that support tuning only)."""
+
+    method: Literal["lora", "qlora"] = Field(description="lora or qlora")
+    input: DataSource = Field(description="exactly one of urls, image, volumeSource (KAITO DataSource)")
+    output: DataDestination = Field(description="exactly one of image (+ imagePushSecret), volumeSource")
+    config: dict[str, Any] | None = Field(None, description="tuning parameters, as a ConfigMap's training_config.yaml")
 
 
 class WorkspaceConfig(CamelModel):
     """One model deployment: a preset (GPU) or a custom image (e.g. llama.cpp on CPU)."""
 
-    name: str
-    namespace: str = "default"
-    model: str | None = None  # a KAITO preset name
-    image: str | None = None  # a custom serving image (inference.template), instead of a preset
-    compute: Literal["gpu", "cpu"] = "gpu"
-    replicas: int = Field(default=1, ge=1)
-    label_selector: LabelSelector | None = None  # default: by compute (see README)
-    runtime: Literal["vllm", "transformers"] | None = None  # default: the version's (vLLM)
-    instance_type: str | None = None  # only with kaito.nodeProvisioning: auto
-    adapters: list[AdapterConfig] = []
-    config: dict[str, Any] | None = None  # runtime parameters -> ConfigMap inference_config.yaml
-    tuning: TuningConfig | None = None
-    model_access_secret: str | None = None  # an existing Secret with key HF_TOKEN
-    load_balancer: bool = False  # expose through a LoadBalancer Service (kaito.sh/enablelb)
-    port: int = Field(default=5000, ge=1, le=65535)  # container port of a custom image
-    args: list[str] | None = None  # custom image arguments; default: AIKit's run --address=:<port>
-    resources: dict[str, Any] | None = None  # container resources of a custom image
+    name: str = Field(description="DNS-1123 name; also the Service (endpoint) name")
+    namespace: str = Field("default", description="created unless `default` (see createNamespaces)")
+    model: str | None = Field(None, description="a KAITO preset (`python -m stacks models list`)")
+    image: str | None = Field(
+        None, description="a custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset"
+    )
+    compute: Literal["gpu", "cpu"] = Field("gpu", description="picks the default labelSelector; presets need gpu")
+    replicas: int = Field(1, ge=1, description="serving instances behind the one endpoint")
+    label_selector: LabelSelector | None = Field(
+        None,
+        description='nodes to run on; default: `nvidia.com/gpu.present: "true"` (gpu) or `kubernetes.io/os: linux` (cpu)',
+    )
+    runtime: Literal["vllm", "transformers"] | None = Field(None, description="preset runtime; default: KAITO's (vLLM)")
+    instance_type: str | None = Field(
+        None, description="GPU VM size KAITO provisions; only with kaito.nodeProvisioning: auto"
+    )
+    adapters: list[AdapterConfig] = Field([], description="LoRA adapters on a preset (at most 10)")
+    config: dict[str, Any] | None = Field(
+        None, description="runtime parameters, as a ConfigMap's inference_config.yaml"
+    )
+    tuning: TuningConfig | None = Field(None, description="fine-tune the preset instead of serving it")
+    model_access_secret: str | None = Field(
+        None, description="an existing Secret with key HF_TOKEN, instead of hfToken"
+    )
+    load_balancer: bool = Field(False, description="expose the endpoint through a LoadBalancer Service")
+    port: int = Field(5000, ge=1, le=65535, description="container port of a custom image")
+    args: list[str] | None = Field(None, description="custom image arguments; default: AIKit's `run --address=:<port>`")
+    resources: dict[str, Any] | None = Field(
+        None, description="container resources of a custom image; default 2 CPU, 4-8 GiB"
+    )
 
     @property
     def is_gpu(self) -> bool:
@@ -199,12 +235,12 @@ class WorkspaceConfig(CamelModel):
 class StackConfig(CamelModel):
     """Everything under the `kaito-aks:` namespace of a stack's config."""
 
-    cluster: ClusterSpec
-    kaito: KaitoSpec = KaitoSpec()
-    workspaces: list[WorkspaceConfig] = []
-    gpu_node_pools: list[GpuNodePoolSpec] = []
-    gpu_operator: GpuOperatorSpec | None = None
-    create_namespaces: bool = True  # create the workspaces' namespaces (other than default)
+    cluster: ClusterSpec = Field(description="where KAITO runs: kubeconfig, aks or existing")
+    kaito: KaitoSpec = Field(KaitoSpec(), description="the KAITO operator")
+    workspaces: list[WorkspaceConfig] = Field([], description="the models to serve or tune")
+    gpu_node_pools: list[GpuNodePoolSpec] = Field([], description="AKS GPU node pools (aks/existing clusters)")
+    gpu_operator: GpuOperatorSpec | None = Field(None, description="the NVIDIA GPU Operator")
+    create_namespaces: bool = Field(True, description="create the workspaces' namespaces (other than default)")
     # Secret values are not part of the model; these say which secrets the stack has.
     hf_token: Annotated[bool, Field(exclude=True)] = False
     kubeconfig: Annotated[bool, Field(exclude=True)] = False

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
@@ -85,19 +86,6 @@ class Evaluation:
         return matches[0]
 
 
-def decode(value: Any) -> Any:
-    """Wire JSON (struct) to Python, keeping secrets as Secret."""
-    if isinstance(value, dict):
-        if value.get(SIG_KEY) == SECRET_SIG:
-            return Secret(decode(value.get("value")))
-        return {k: decode(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def reveal(value: Any) -> Any:
     """The same value with secrets unwrapped (for assertions on secret contents)."""
     if isinstance(value, Secret):
@@ -109,42 +97,76 @@ def reveal(value: Any) -> Any:
     return value
 
 
-def _struct(message: Any) -> dict[str, Any]:
-    return decode(json_format.MessageToDict(message)) if message is not None else {}
+def _value(v: Any) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct(v.struct_value)
+    if kind == "list_value":
+        return [_value(x) for x in v.list_value.values]
+    if kind == "number_value":
+        n = v.number_value
+        return int(n) if n.is_integer() else n
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def _struct(message: Any) -> Any:
+    """A protobuf Struct from the wire as Python, keeping secrets as Secret."""
+    if message is None:
+        return {}
+    out = {k: _value(v) for k, v in message.fields.items()}
+    if out.get(SIG_KEY) == SECRET_SIG:
+        return Secret(out.get("value"))
+    return out
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    def __init__(self, mocks: pulumi_mocks.Mocks):
+    """The SDK's mock monitor, recording each registration whole. Inputs are decoded once and
+    echoed back as the resource's state (secrets stay secret), plus the computed outputs the
+    mocks add, which keeps evaluation fast for stacks with thousands of resources."""
+
+    def __init__(self, mocks: ProgramMocks):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
         self.outputs: dict[str, dict[str, Any]] = {}
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
-        response = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            self.registrations.append(
-                Registration(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    custom=request.custom,
-                    parent=request.parent,
-                    provider=request.provider,
-                    dependencies=sorted(request.dependencies),
-                    inputs=_struct(request.object),
-                    options={
-                        "protect": request.protect,
-                        "deleteBeforeReplace": request.deleteBeforeReplace,
-                        "replaceOnChanges": sorted(request.replaceOnChanges),
-                        "ignoreChanges": sorted(request.ignoreChanges),
-                        "retainOnDelete": request.retainOnDelete,
-                        "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
-                        "aliases": [json_format.MessageToDict(a) for a in request.aliases],
-                        "version": request.version,
-                    },
-                )
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        inputs = _struct(request.object)
+        id_, computed = self.mocks.computed(request.type, request.name, reveal(inputs))
+        state = struct_pb2.Struct()
+        state.CopyFrom(request.object)
+        if computed:
+            state.update(computed)
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, {**reveal(inputs), **computed})
+        self.registrations.append(
+            Registration(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                custom=request.custom,
+                parent=request.parent,
+                provider=request.provider,
+                dependencies=sorted(request.dependencies),
+                inputs=inputs,
+                options={
+                    "protect": request.protect,
+                    "deleteBeforeReplace": request.deleteBeforeReplace,
+                    "replaceOnChanges": sorted(request.replaceOnChanges),
+                    "ignoreChanges": sorted(request.ignoreChanges),
+                    "retainOnDelete": request.retainOnDelete,
+                    "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
+                    "aliases": [json_format.MessageToDict(a) for a in request.aliases],
+                    "version": request.version,
+                },
             )
-        return response
+        )
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state)
 
     def RegisterResourceOutputs(self, request):  # noqa: N802
         self.outputs[request.urn] = _struct(request.outputs)
@@ -152,24 +174,30 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
 
 class ProgramMocks(pulumi_mocks.Mocks):
-    """Cloud and cluster stand-ins: echo inputs back, plus the few computed outputs the
-    program reads (Helm release status, AKS credentials)."""
+    """Cloud and cluster stand-ins: a resource's state is its inputs plus the few computed
+    outputs the program reads (Helm release status, Azure names, AKS credentials)."""
 
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
-        state = dict(args.inputs)
-        if args.typ == "kubernetes:helm.sh/v3:Release":
-            state["status"] = {
-                "name": args.inputs.get("name", args.name),
-                "namespace": args.inputs.get("namespace", "default"),
-                "version": args.inputs.get("version", ""),
+    def computed(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        if typ == "kubernetes:helm.sh/v3:Release":
+            status = {
+                "name": inputs.get("name", name),
+                "namespace": inputs.get("namespace", "default"),
+                "version": inputs.get("version", ""),
                 "status": "deployed",
             }
-        elif args.typ == "azure-native:containerservice:ManagedCluster":
-            state.setdefault("fqdn", f"{args.inputs.get('dnsPrefix', args.name)}.hcp.example.azmk8s.io")
-            state["name"] = args.inputs.get("resourceName", args.name)
-        elif args.typ == "azure-native:resources:ResourceGroup":
-            state["name"] = args.inputs.get("resourceGroupName", args.name)
-        return f"{args.name}-id", state
+            return f"{name}-id", {"status": status}
+        if typ == "azure-native:containerservice:ManagedCluster":
+            fqdn = f"{inputs.get('dnsPrefix', name)}.hcp.example.azmk8s.io"
+            return f"{name}-id", {"fqdn": fqdn, "name": inputs.get("resourceName", name)}
+        if typ == "azure-native:resources:ResourceGroup":
+            return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
+        if typ == "azure-native:containerservice:AgentPool":
+            return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
+        return f"{name}-id", {}
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        id_, computed = self.computed(args.typ, args.name, args.inputs)
+        return id_, {**args.inputs, **computed}
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
         if args.token in (

@@ -217,7 +217,6 @@ def kaito_values(cfg: StackConfig, chart: catalog.KaitoChart) -> dict[str, Any]:
             values["gpu-feature-discovery"] = {"nfd": {"enabled": False}, "gfd": {"enabled": False}}
     if chart.spot_toleration and any(p.spot for p in cfg.gpu_node_pools):
         # KAITO's preset pods get the AKS spot toleration only when asked.
-        # KAITO's preset pods get the AKS spot toleration only when asked.
         _set_path(values, chart.spot_toleration, True)
     return deep_merge(values, cfg.kaito.values)
 

@@ -9,6 +9,7 @@ providers of the ones before it. Every Kubernetes resource uses the cluster's ex
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -23,8 +24,14 @@ from stacks.config import StackConfig
 from stacks.load import StackSecrets
 from stacks.plan import StackPlan, build_plan
 
+# The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
+# program ends; at Python's default thresholds every collection rescans them all, which makes
+# evaluation superlinear in the number of resources (1000 workspaces: 8.2 s -> 4.5 s measured).
+GC_THRESHOLDS = (50_000, 20, 100)
+
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
+    gc.set_threshold(*GC_THRESHOLDS)
     plan = build_plan(cfg)
 
     cluster: AksCluster | KubeconfigCluster

@@ -100,3 +100,18 @@ def test_validate_lists_every_error_with_its_path(tmp_path, capsys):
     assert "workspaces[0].model: phi-2 is deprecated" in out
     assert "kaito-aks:hfToken: must be a secret" in out
     assert "workspaces[1].preferredNodes: removed in KAITO 0.8; use labelSelector" in out
+
+
+def test_readme_config_reference_is_generated_from_the_schema():
+    from stacks.docs import config_reference, readme_block
+
+    assert readme_block("config-reference").strip() == config_reference().strip(), (
+        "run `python -m stacks docs --readme`"
+    )
+
+
+def test_readme_test_command_is_what_ci_runs():
+    from tests.conftest import ROOT
+
+    assert "make test" in (ROOT / "README.md").read_text()
+    assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Benchmark: evaluate the real program for synthetic stacks of 10, 50, 200 and 1000 workspaces
+(Pulumi mocks, as the tests and `render` run it) and time the test suite.
+
+Each size runs in a fresh process, so its peak memory is its own. Prints a markdown table;
+`--readme` also writes it into README.md between the benchmark markers.
+
+    python scripts/benchmark.py [--sizes 10 50 200 1000] [--repeat 3] [--readme] [--no-tests]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+GPU_PRESETS = ["phi-4-mini-instruct", "phi-3.5-mini-instruct", "qwen2.5-coder-7b-instruct", "mistral-7b-instruct"]
+
+
+def synthetic_config(n: int) -> dict:
+    """n workspaces on a kubeconfig cluster: two GPU presets (some with replicas and runtime
+    config) for every CPU image, spread over four namespaces."""
+    workspaces = []
+    for i in range(n):
+        ws: dict = {"name": f"model-{i}", "namespace": f"team-{i % 4}"}
+        if i % 3 == 2:
+            ws |= {"compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
+        else:
+            ws |= {"model": GPU_PRESETS[i % len(GPU_PRESETS)], "replicas": 1 + i % 2}
+            if i % 5 == 0:
+                ws["config"] = {"vllm": {"max-model-len": 4096}}
+        workspaces.append(ws)
+    return {"kaito-aks:cluster": {"kubeconfig": {"context": "bench"}}, "kaito-aks:workspaces": workspaces}
+
+
+def measure_one(n: int, repeat: int) -> dict:
+    """In this process: import, then evaluate the n-workspace stack `repeat` times."""
+    t0 = time.perf_counter()
+    from stacks.evaluate import evaluate
+
+    imported = time.perf_counter() - t0
+    cfg = synthetic_config(n)
+    times, resources = [], 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        ev = evaluate(cfg, stack=f"bench-{n}")
+        times.append(time.perf_counter() - start)
+        resources = len(ev.resources)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "workspaces": n,
+        "resources": resources,
+        "seconds": min(times),
+        "import": imported,
+        "peakMiB": peak_kib / 1024,
+    }
+
+
+def run_size(n: int, repeat: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", str(n), "--repeat", str(repeat)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(out.stdout)
+
+
+def time_tests() -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT, check=True, capture_output=True
+    )
+    return time.perf_counter() - start
+
+
+def table(rows: list[dict], tests: float | None) -> str:
+    lines = [
+        "| workspaces | resources registered | evaluation (s) | per workspace (ms) | marginal per extra workspace (ms) | peak memory (MiB) |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    prev = None
+    for r in rows:
+        marginal = (
+            ""
+            if prev is None
+            else f"{(r['seconds'] - prev['seconds']) / (r['workspaces'] - prev['workspaces']) * 1000:.2f}"
+        )
+        lines.append(
+            f"| {r['workspaces']} | {r['resources']} | {r['seconds']:.2f} | {r['seconds'] / r['workspaces'] * 1000:.2f} | "
+            f"{marginal} | {r['peakMiB']:.0f} |"
+        )
+        prev = r
+    cpu = f"{os.cpu_count()} cores, Python {platform.python_version()}"
+    lines.append("")
+    lines.append(
+        f"Best of the runs per size, each size in a fresh process; imports ({rows[0]['import']:.2f} s) not included; {cpu}."
+    )
+    if tests is not None:
+        lines.append(f"Whole test suite (`pytest -q`): {tests:.1f} s.")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 1000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--no-tests", action="store_true", help="skip timing the test suite")
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure_one(args.one, args.repeat)))
+        return
+    rows = [run_size(n, args.repeat) for n in args.sizes]
+    tests = None if args.no_tests else time_tests()
+    text = table(rows, tests)
+    print(text)
+    if args.readme:
+        from stacks.docs import readme_block
+
+        readme_block("benchmark", text)
+
+
+if __name__ == "__main__":
+    main()
