@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""`make e2e`: the real Pulumi engine against a real kube-apiserver, offline.
+
+1. etcd and kube-apiserver on loopback (free ports, token auth, a temp dir), torn down at the
+   end whatever happens;
+2. the real KAITO v0.8.1 CRDs, as on a cluster where KAITO is already installed (the stack says
+   `kaito.install: false`);
+3. the `e2e` stack (a GPU, a CPU and a gated workspace) on a local file backend:
+   preview -> up -> read back what the API server stored -> up again (no changes) -> replicas
+   1 -> 2 -> preset change (a replace) -> a bad config (fails, cluster unchanged) -> destroy.
+
+Every assertion reads the API server. Nothing here passes without the engine and the server:
+missing tools fail the run with the reason. The checkout is never modified: the project is
+copied to the temp dir and runs there with the checkout's virtualenv.
+
+    python scripts/e2e.py --bin <dir from scripts/e2e-tools> [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+REFERENCE = Path(os.environ.get("KAITO_AKS_REFERENCE", ROOT.parent / "shared" / "reference"))
+CRDS = REFERENCE / "kaito/v0.8.1/charts/kaito/workspace/crds"
+TOKEN = "kaito-aks-e2e-admin-token"
+PROJECT_FILES = ["Pulumi.yaml", "Pulumi.e2e.yaml", "__main__.py", "components", "stacks", "requirements.txt"]
+STACK = "e2e"
+GPU, CPU, GATED = "phi-4-mini", "tiny-cpu", "llama"
+
+
+class E2EError(Exception):
+    pass
+
+
+class Run:
+    def __init__(self, bin_dir: Path, work: Path):
+        self.bin = bin_dir
+        self.work = work
+        self.times: list[tuple[str, float]] = []
+        self.procs: list[subprocess.Popen] = []
+        self.kubeconfig = work / "kubeconfig"
+        self.project = work / "project"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "KUBECONFIG", "ARM_"))},
+            "PATH": f"{bin_dir}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+            "PULUMI_HOME": str(work / "pulumi-home"),
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+            "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+            "KUBECONFIG": str(self.kubeconfig),
+        }
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextlib.contextmanager
+    def step(self, name: str):
+        print(f"\n=== {name}", flush=True)
+        start = time.monotonic()
+        yield
+        took = time.monotonic() - start
+        self.times.append((name, took))
+        print(f"--- {name}: ok ({took:.1f} s)", flush=True)
+
+    def sh(
+        self, *cmd: str, check: bool = True, cwd: Path | None = None, quiet: bool = False
+    ) -> subprocess.CompletedProcess:
+        result = subprocess.run(cmd, cwd=cwd or self.project, env=self.env, capture_output=True, text=True)
+        if not quiet or (check and result.returncode != 0):
+            out = (result.stdout + result.stderr).strip()
+            if out:
+                print("\n".join("    " + line for line in out.splitlines()[-60:]))
+        if check and result.returncode != 0:
+            raise E2EError(f"`{' '.join(cmd)}` exited {result.returncode}")
+        return result
+
+    def pulumi(self, *args: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
+        return self.sh(str(self.bin / "pulumi"), *args, "--non-interactive", "--stack", STACK, check=check, quiet=quiet)
+
+    def kubectl_json(self, *args: str) -> Any:
+        out = self.sh(str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args, "-o", "json", quiet=True)
+        return json.loads(out.stdout)
+
+    def start(self, name: str, *cmd: str) -> None:
+        log = open(self.work / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+    # ------------------------------------------------------------------ the cluster
+
+    def start_cluster(self) -> None:
+        for tool in (
+            "etcd",
+            "kube-apiserver",
+            "kubectl",
+            "pulumi",
+            "pulumi-language-python",
+            "pulumi-resource-kubernetes",
+        ):
+            if not os.access(self.bin / tool, os.X_OK):
+                raise E2EError(f"{self.bin / tool} is missing: run scripts/e2e-tools (it builds the toolchain)")
+        certs, data = self.work / "certs", self.work / "etcd"
+        certs.mkdir()
+        subprocess.run(["openssl", "genrsa", "-out", str(certs / "sa.key"), "2048"], check=True, capture_output=True)
+        subprocess.run(
+            ["openssl", "rsa", "-in", str(certs / "sa.key"), "-pubout", "-out", str(certs / "sa.pub")],
+            check=True,
+            capture_output=True,
+        )
+        (self.work / "tokens.csv").write_text(f'{TOKEN},admin,admin,"system:masters"\n')
+        client, peer, secure = free_port(), free_port(), free_port()
+        self.start(
+            "etcd", str(self.bin / "etcd"), "--data-dir", str(data), "--name", "e2e",
+            "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync",
+        )  # fmt: skip
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{client}/health"), "etcd", 60)
+        self.start(
+            "kube-apiserver", str(self.bin / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{client}", "--bind-address=127.0.0.1", f"--secure-port={secure}",
+            f"--cert-dir={certs}", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+            "--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={certs / 'sa.pub'}", f"--service-account-signing-key-file={certs / 'sa.key'}",
+            f"--token-auth-file={self.work / 'tokens.csv'}", "--authorization-mode=RBAC",
+            "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
+            # No kube-controller-manager runs: without a garbage collector, foreground deletes
+            # would wait forever on their finalizer.
+            "--enable-garbage-collector=false",
+        )  # fmt: skip
+        server = f"https://127.0.0.1:{secure}"
+        wait_for(lambda: http_ok(f"{server}/readyz", TOKEN), "kube-apiserver /readyz", 120)
+        self.kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "e2e", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+                    "users": [{"name": "admin", "user": {"token": TOKEN}}],
+                    "contexts": [
+                        {"name": "e2e", "context": {"cluster": "e2e", "user": "admin", "namespace": "default"}}
+                    ],
+                    "current-context": "e2e",
+                }
+            )
+        )
+        wait_for(lambda: self.kubectl_ok("get", "namespace", "default"), "namespace default", 60)
+
+    def kubectl_ok(self, *args: str) -> bool:
+        cmd = [str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        return subprocess.run(cmd, env=self.env, capture_output=True).returncode == 0
+
+    def install_kaito_crds(self) -> None:
+        files = sorted(CRDS.glob("*.yaml"))
+        if not files:
+            raise E2EError(f"no KAITO CRDs under {CRDS} (../shared/reference must sit beside the checkout)")
+        for f in files:
+            self.sh(
+                str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), "apply", "--server-side", "-f", str(f)
+            )
+        self.sh(
+            str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), "wait", "--for=condition=Established",
+            "--timeout=60s", "crd/workspaces.kaito.sh", "crd/inferencesets.kaito.sh",
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ the project
+
+    def prepare_project(self) -> None:
+        self.project.mkdir()
+        for name in PROJECT_FILES:
+            src = ROOT / name
+            if src.is_dir():
+                shutil.copytree(src, self.project / name, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy2(src, self.project / name)
+        venv = ROOT / ".venv"
+        if not (venv / "bin" / "python").exists():
+            raise E2EError(f"{venv} is missing: run `make .venv/.installed` first")
+        (self.project / ".venv").symlink_to(venv)
+        provider_version = installed_sdk_version("pulumi_kubernetes")
+        self.sh(
+            str(self.bin / "pulumi"), "plugin", "install", "resource", "kubernetes", f"v{provider_version}",
+            "--file", str(self.bin / "pulumi-resource-kubernetes"),
+        )  # fmt: skip
+        self.sh(str(self.bin / "pulumi"), "stack", "init", STACK, "--non-interactive")
+
+    def config_path(self, path: str, value: str) -> None:
+        self.pulumi("config", "set", "--path", f"kaito-aks:{path}", value, quiet=True)
+
+    # ------------------------------------------------------------------ reading the cluster
+
+    def objects(self, kind: str) -> dict[str, dict]:
+        return {o["metadata"]["name"]: o for o in self.kubectl_json("get", kind, "-n", "default")["items"]}
+
+    def snapshot(self) -> dict[str, str]:
+        """name -> resourceVersion of every object our stack owns kinds of."""
+        out = {}
+        for kind in ("workspaces.kaito.sh", "secrets", "services", "configmaps"):
+            for name, o in self.objects(kind).items():
+                out[f"{kind}/{name}"] = o["metadata"]["resourceVersion"]
+        return out
+
+
+def installed_sdk_version(module: str) -> str:
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    code = f"from {module} import _utilities as u; print(u.get_version())"
+    return subprocess.run([str(venv_python), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_ok(url: str, token: str | None = None) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def wait_for(check, what: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise E2EError(f"{what} not ready after {seconds:.0f} s")
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise E2EError(message)
+
+
+def preview_ops(result: subprocess.CompletedProcess) -> dict[str, list[str]]:
+    """op -> resource names, from `pulumi preview --json`."""
+    data = json.loads(result.stdout)
+    ops: dict[str, list[str]] = {}
+    for step in data.get("steps", []):
+        ops.setdefault(step["op"], []).append(step["urn"].rsplit("::", 1)[1])
+    return ops
+
+
+# ---------------------------------------------------------------------- the scenario
+
+
+def scenario(run: Run) -> None:
+    from stacks.plan import build_plan
+    from stacks.load import parse_stack_config
+    from stacks.stackfile import read_stack_file
+
+    with run.step("start etcd + kube-apiserver"):
+        run.start_cluster()
+    with run.step("install the KAITO v0.8.1 CRDs"):
+        run.install_kaito_crds()
+    with run.step("project, provider plugin, stack init"):
+        run.prepare_project()
+
+    def expected_workspaces() -> dict[str, dict]:
+        f = read_stack_file(STACK, run.project)
+        raw = {k.split(":", 1)[1]: v for k, v in f.config.items() if k.startswith("kaito-aks:")}
+        cfg = parse_stack_config(raw, secrets=["hfToken"])
+        return {ws.metadata.name: ws.manifest() for m in build_plan(cfg).models for ws in m.workspaces}
+
+    with run.step("pulumi preview shows the creates"):
+        ops = preview_ops(run.pulumi("preview", "--json", quiet=True))
+        expect(set(ops) <= {"create", "same"}, f"unexpected operations in a first preview: {sorted(ops)}")
+        created = set(ops.get("create", []))
+        for name in (
+            f"default/{GPU}/{GPU}-0",
+            f"default/{CPU}/{CPU}-0",
+            f"default/{GATED}/{GATED}-0",
+            f"default/{GATED}/{GATED}-hf-token",
+        ):
+            expect(name in created, f"preview does not create {name}: {sorted(created)}")
+
+    with run.step("pulumi up creates them"):
+        run.pulumi("up", "--yes", "--skip-preview")
+
+    with run.step("the API server stored exactly the expected objects"):
+        stored = run.objects("workspaces.kaito.sh")
+        wanted = expected_workspaces()
+        expect(set(stored) == set(wanted), f"Workspaces {sorted(stored)} != {sorted(wanted)}")
+        for name, want in wanted.items():
+            got = stored[name]
+            expect("spec" not in got, f"{name} has a spec")
+            # What the server adds is the CRD's defaults: resource.count and preset.accessMode.
+            want_resource = {"count": 1, **want["resource"]}
+            expect(got["resource"] == want_resource, f"{name}.resource: {got['resource']} != {want_resource}")
+            want_inference = json.loads(json.dumps(want["inference"]))
+            if "preset" in want_inference:
+                want_inference["preset"] = {"accessMode": "public", **want_inference["preset"]}
+            expect(got["inference"] == want_inference, f"{name}.inference: {got['inference']} != {want_inference}")
+            expect(
+                got["metadata"]["labels"] == want["metadata"]["labels"], f"{name} labels {got['metadata']['labels']}"
+            )
+        gated = stored[f"{GATED}-0"]["inference"]["preset"]
+        expect(gated["presetOptions"] == {"modelAccessSecret": f"{GATED}-hf-token"}, f"gated preset options: {gated}")
+        expect(
+            stored[f"{GPU}-0"]["resource"]["labelSelector"] == {"matchLabels": {"nvidia.com/gpu.present": "true"}},
+            "GPU selector",
+        )
+        expect(
+            stored[f"{CPU}-0"]["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}},
+            "CPU selector",
+        )
+        secret = run.objects("secrets")[f"{GATED}-hf-token"]
+        expect(set(secret["data"]) == {"HF_TOKEN"}, f"secret keys: {sorted(secret['data'])}")
+        expect(
+            base64.b64decode(secret["data"]["HF_TOKEN"]).decode().startswith("hf_"),
+            "HF_TOKEN is not the configured token",
+        )
+        svc = run.objects("services")[GPU]
+        expect(
+            svc["spec"]["selector"] == {"inferenceset.kaito.sh/created-by": GPU, "apps.kubernetes.io/pod-index": "0"},
+            "service selector",
+        )
+        state = run.pulumi("stack", "export", quiet=True).stdout
+        expect("hf_" not in state.replace('"hf_token"', ""), "the HF token appears in plaintext in the Pulumi state")
+
+    with run.step("a second pulumi up changes nothing"):
+        before = run.snapshot()
+        run.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes")
+        expect(run.snapshot() == before, "objects changed on a no-op update")
+
+    with run.step("replicas 1 -> 2 adds a serving instance, touches nothing else"):
+        before = run.snapshot()
+        run.config_path("workspaces[0].replicas", "2")
+        result = run.pulumi("up", "--yes", "--skip-preview")
+        expect("failed" not in result.stdout.lower(), "an update step failed")
+        stored = run.objects("workspaces.kaito.sh")
+        expect({f"{GPU}-0", f"{GPU}-1"} <= set(stored), f"replicas: {sorted(stored)}")
+        expect(
+            stored[f"{GPU}-1"]["metadata"]["labels"]["inferenceset.kaito.sh/created-by"] == GPU,
+            "replica not behind the endpoint",
+        )
+        after = run.snapshot()
+        expect(all(after[k] == v for k, v in before.items()), "existing objects were modified by scaling")
+
+    with run.step("changing the preset (immutable in KAITO) is a replace, and succeeds"):
+        old_uid = run.objects("workspaces.kaito.sh")[f"{GPU}-0"]["metadata"]["uid"]
+        run.config_path("workspaces[0].model", "phi-3.5-mini-instruct")
+        ops = preview_ops(run.pulumi("preview", "--json", quiet=True))
+        replaced = (
+            set(ops.get("replace", [])) | set(ops.get("create-replacement", [])) | set(ops.get("delete-replaced", []))
+        )
+        expect(f"default/{GPU}/{GPU}-0" in replaced, f"preset change is not a replace: {ops}")
+        run.pulumi("up", "--yes", "--skip-preview")
+        ws = run.objects("workspaces.kaito.sh")[f"{GPU}-0"]
+        expect(ws["inference"]["preset"]["name"] == "phi-3.5-mini-instruct", "preset not changed")
+        expect(ws["metadata"]["uid"] != old_uid, "the Workspace was patched, not replaced")
+
+    with run.step("a bad config fails before anything changes in the cluster"):
+        before = run.snapshot()
+        run.config_path("workspaces[1].model", "phi-2")
+        result = run.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
+        expect(result.returncode != 0, "pulumi up accepted a bad config")
+        expect("phi-2 is deprecated" in result.stdout + result.stderr, "the error does not name the problem")
+        expect(run.snapshot() == before, "the cluster changed although the config was bad")
+        run.pulumi("config", "rm", "--path", "kaito-aks:workspaces[1].model", quiet=True)
+
+    with run.step("pulumi destroy leaves no Workspace or Secret behind"):
+        run.pulumi("destroy", "--yes", "--skip-preview")
+        expect(run.objects("workspaces.kaito.sh") == {}, "Workspaces left behind")
+        expect(not any(n.endswith("-hf-token") for n in run.objects("secrets")), "Secrets left behind")
+        expect(GPU not in run.objects("services"), "Services left behind")
+
+
+def versions(run: Run) -> str:
+    pulumi = subprocess.run([str(run.bin / "pulumi"), "version"], capture_output=True, text=True).stdout.strip()
+    kube = subprocess.run([str(run.bin / "kube-apiserver"), "--version"], capture_output=True, text=True).stdout.strip()
+    etcd = subprocess.run([str(run.bin / "etcd"), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return (
+        f"pulumi CLI {pulumi}, Python SDK pulumi {installed_sdk_version('pulumi')}, "
+        f"kubernetes provider {installed_sdk_version('pulumi_kubernetes')}, {kube}, {etcd}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", type=Path, required=True, help="bin dir printed by scripts/e2e-tools")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (logs, state)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kaito-aks-e2e-"))
+    run = Run(args.bin.resolve(), work)
+    start = time.monotonic()
+    failed = None
+    try:
+        scenario(run)
+    except E2EError as err:
+        failed = str(err)
+    finally:
+        run.stop()
+    print("\nstep times:")
+    for name, took in run.times:
+        print(f"  {took:6.1f} s  {name}")
+    print(f"  {time.monotonic() - start:6.1f} s  total")
+    print(f"versions: {versions(run)}")
+    if failed:
+        for log in ("kube-apiserver", "etcd"):
+            path = work / f"{log}.log"
+            if path.exists():
+                print(f"\n--- last lines of {log}.log:\n" + "\n".join(path.read_text().splitlines()[-15:]))
+        print(f"\nE2E FAILED: {failed}   (work dir: {work})")
+        return 1
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    print("\nE2E PASSED")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
