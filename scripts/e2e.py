@@ -280,8 +280,8 @@ def preview_ops(result: subprocess.CompletedProcess) -> dict[str, list[str]]:
 
 
 def scenario(run: Run) -> None:
-    from stacks.plan import build_plan
     from stacks.load import parse_stack_config
+    from stacks.plan import build_plan
     from stacks.stackfile import read_stack_file
 
     with run.step("start etcd + kube-apiserver"):
