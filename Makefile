@@ -30,6 +30,9 @@ validate: $(VENV)/.installed  ## config checks of every stack
 snapshots: $(VENV)/.installed  ## accept render changes into tests/snapshots (review the diff!)
 	UPDATE_SNAPSHOTS=1 $(PY) -m pytest -q tests/test_render.py -k snapshot
 
+e2e: $(VENV)/.installed  ## real Pulumi engine + kube-apiserver, offline (toolchain built once into ~/.cache/kaito-aks)
+	BIN="$$(scripts/e2e-tools)" && $(PY) scripts/e2e.py --bin "$$BIN"
+
 benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..1000 workspaces
 	$(PY) scripts/benchmark.py
 
