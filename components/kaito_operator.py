@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.helm import ChartRelease, pinned_release
 from components.options import child_options
 
 # Helm waits for the controller and its admission webhook to be ready; pulling the image on a
 # fresh node takes a while.
 INSTALL_TIMEOUT_SECONDS = 900
-
-
-@dataclass(frozen=True)
-class KaitoOperatorArgs:
-    repository: str  # https://kaito-project.github.io/kaito/charts/kaito
-    chart: str  # workspace
-    version: str  # pinned chart version (== KAITO app version)
-    release_name: str
-    namespace: str
-    values: dict[str, Any]
 
 
 class KaitoOperator(pulumi.ComponentResource):
@@ -32,24 +20,9 @@ class KaitoOperator(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ChartRelease, opts: pulumi.ResourceOptions | None = None):
         super().__init__("kaito-aks:kubernetes:KaitoOperator", name, None, opts)
-        self.release = k8s.helm.v3.Release(
-            name,
-            k8s.helm.v3.ReleaseArgs(
-                name=args.release_name,
-                chart=args.chart,
-                version=args.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.repository),
-                namespace=args.namespace,
-                create_namespace=True,
-                values=args.values,
-                atomic=True,
-                cleanup_on_fail=True,
-                timeout=INSTALL_TIMEOUT_SECONDS,
-            ),
-            opts=child_options(self, opts),
-        )
+        self.release = pinned_release(name, args, INSTALL_TIMEOUT_SECONDS, child_options(self, opts))
         self.namespace = self.release.status.namespace
         self.chart_version = self.release.status.version
         self.register_outputs({"namespace": self.namespace, "chartVersion": self.chart_version})

@@ -1,5 +1,5 @@
 """From a validated stack config to a plan: which components exist and with what typed
-arguments. Pure data, no Pulumi, so `validate`, the benchmark and the tests can use it alone."""
+arguments. Pure data (no resources are created here), so `validate` and the tests can use it alone."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 
 from components.aks_cluster import AksClusterArgs
 from components.gpu_node_pool import GpuPoolSettings
-from components.gpu_operator import GpuOperatorArgs
+from components.helm import ChartRelease
 from components.kaito_api import (
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
@@ -31,7 +31,6 @@ from components.kaito_api import (
     TuningSpec,
     Workspace,
 )
-from components.kaito_operator import KaitoOperatorArgs
 from components.kaito_workspace import ConfigMapPlan, ModelPlan, ServicePlan
 from components.kubeconfig_cluster import KubeconfigClusterArgs
 from stacks import catalog, names
@@ -49,7 +48,7 @@ PRESET_PORT = 5000  # KAITO's preset servers listen here
 class KaitoPlan:
     install: bool  # false: KAITO is already on the cluster; only its CRDs are relied on
     chart: catalog.KaitoChart
-    operator: KaitoOperatorArgs
+    operator: ChartRelease
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ class StackPlan:
     kubeconfig_cluster: KubeconfigClusterArgs | None
     aks_cluster: AksClusterArgs | None
     gpu_pools: tuple[GpuPoolPlan, ...]
-    gpu_operator: GpuOperatorArgs | None
+    gpu_operator: ChartRelease | None
     kaito: KaitoPlan
     models: tuple[ModelPlan, ...]
     namespaces: tuple[str, ...]  # namespaces this stack creates
@@ -138,11 +137,11 @@ def taint_toleration(taint: str) -> dict[str, str]:
     return {"key": spec, "operator": "Exists", "effect": effect}
 
 
-def gpu_operator_args(cfg: StackConfig, pools: tuple[GpuPoolPlan, ...]) -> GpuOperatorArgs:
+def gpu_operator_args(cfg: StackConfig, pools: tuple[GpuPoolPlan, ...]) -> ChartRelease:
     version = cfg.gpu_operator.version if cfg.gpu_operator else GpuOperatorSpec().version
     chart = catalog.gpu_operator_charts()[version]
     source = catalog.gpu_operator_chart_source()
-    return GpuOperatorArgs(
+    return ChartRelease(
         repository=source.repository,
         chart=source.chart,
         version=version,
@@ -186,7 +185,7 @@ def kaito_plan(cfg: StackConfig, chart: catalog.KaitoChart) -> KaitoPlan:
     return KaitoPlan(
         install=cfg.kaito.install,
         chart=chart,
-        operator=KaitoOperatorArgs(
+        operator=ChartRelease(
             repository=source.repository,
             chart=source.chart,
             version=chart.version,

@@ -9,15 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from components.gpu_node_pool import SPOT_TAINT
 from stacks import catalog
 from stacks.config import StackConfig, WorkspaceConfig
 from stacks.errors import Issue
 from stacks.names import replica_names
 
-# Taints KAITO's preset pods tolerate (pkg/workspace/inference defaultTolerations), and AKS's
-# own spot taint, which spot pools always carry.
-KAITO_TOLERATED_TAINTS = ("sku=gpu:NoSchedule", "nvidia.com/gpu")
-SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 TAINT = re.compile(
     r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$"
 )
@@ -354,9 +351,16 @@ def _pool_taints(path: str, pool, cfg: StackConfig, chart) -> Iterator[Issue]:
 
 
 def _kaito_tolerates(taint: str) -> bool:
-    key_value = taint.rsplit(":", 1)[0]
-    key = key_value.split("=", 1)[0]
-    return taint == "sku=gpu:NoSchedule" or key == "nvidia.com/gpu" or taint == SPOT_TAINT
+    """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
+    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.12 with
+    spotInstance, AKS's spot taint (checked by the spot rule); PreferNoSchedule never blocks."""
+    m = TAINT.match(taint)
+    if m is None:
+        return False
+    key, value, effect = m["key"], m["value"], m["effect"]
+    if effect == "PreferNoSchedule" or taint == SPOT_TAINT:
+        return True
+    return effect == "NoSchedule" and ((key == "sku" and value == "gpu") or key == "nvidia.com/gpu")
 
 
 def _pool_driver(path: str, pool, cfg: StackConfig) -> Iterator[Issue]:

@@ -159,3 +159,17 @@ def test_cluster_location_is_required():
     del cfg["azure-native:location"]
     err = one_error(cfg)
     assert err == "cluster.aks.location: set it, or run `pulumi config set azure-native:location <region>`"
+
+
+def test_kaito_tolerated_taint_forms():
+    from tests.conftest import run
+
+    ok = [
+        "sku=gpu:NoSchedule",
+        "nvidia.com/gpu:NoSchedule",
+        "nvidia.com/gpu=present:NoSchedule",
+        "team=ml:PreferNoSchedule",
+    ]
+    run(aks(pools=[{**A10, "taints": ok}]))
+    err = one_error(aks(pools=[{**A10, "taints": ["sku=gpu:NoExecute"]}]))
+    assert err.startswith("gpuNodePools[0].taints[0]: KAITO's preset pods tolerate only")
