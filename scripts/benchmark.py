@@ -11,6 +11,7 @@ Each size runs in a fresh process, so its peak memory is its own. Prints a markd
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -51,6 +52,7 @@ def measure_one(n: int, repeat: int) -> dict:
     cfg = synthetic_config(n)
     times, resources = [], 0
     for _ in range(repeat):
+        gc.collect()  # start each run clean, so the peak is one evaluation's
         start = time.perf_counter()
         ev = evaluate(cfg, stack=f"bench-{n}")
         times.append(time.perf_counter() - start)
@@ -114,7 +116,7 @@ def table(rows: list[dict], tests: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 1000])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--readme", action="store_true", help="write the table into README.md")
     parser.add_argument("--no-tests", action="store_true", help="skip timing the test suite")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -279,7 +280,10 @@ def evaluate(
             build_stack(*load_stack())
 
     with _hermetic_env():
-        _sync_await(run_in_stack(run))
+        try:
+            _sync_await(run_in_stack(run))
+        finally:
+            gc.unfreeze()  # the program froze its graph; in this long-lived process, let it go
     stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
     return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)

@@ -27,6 +27,8 @@ from stacks.plan import StackPlan, build_plan
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
 # program ends; at Python's default thresholds every collection rescans them all, which makes
 # evaluation superlinear in the number of resources (1000 workspaces: 8.2 s -> 4.5 s measured).
+# So collect less often, and once the graph is declared, stop scanning it at all (gc.freeze):
+# it lives until the program exits anyway.
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
@@ -74,6 +76,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
         )
 
     _export(cfg, plan, cluster, gpu_operator, models)
+    gc.freeze()
     return plan
 
 
