@@ -27,6 +27,7 @@ MAX_WORKSPACE_NAME = 52
 
 def check(cfg: StackConfig) -> list[Issue]:
     issues = [
+        *cluster_rules(cfg),
         *kaito_rules(cfg),
         *workspace_rules(cfg),
         *gpu_pool_rules(cfg),
@@ -41,6 +42,22 @@ def path_key(path: str) -> list[tuple[int, int | str]]:
 
 def chart_for(cfg: StackConfig) -> catalog.KaitoChart | None:
     return catalog.kaito_charts().get(cfg.kaito.version)
+
+
+# ---------------------------------------------------------------- cluster
+
+
+def cluster_rules(cfg: StackConfig) -> Iterator[Issue]:
+    access = cfg.cluster.kubeconfig
+    if cfg.kubeconfig and access is None:
+        yield Issue(
+            "kaito-aks:kubeconfig", "only used with cluster.kubeconfig; AKS stacks get theirs from Azure; remove it"
+        )
+    if cfg.kubeconfig and access is not None and access.path:
+        yield Issue(
+            "cluster.kubeconfig.path",
+            "the secret kaito-aks:kubeconfig already gives the kubeconfig; remove one of them",
+        )
 
 
 # ---------------------------------------------------------------- KAITO operator

@@ -278,3 +278,29 @@ def test_install_false_takes_no_chart_settings():
 def test_every_problem_is_reported_at_once():
     errors = errors_of(config([{**PHI, "model": "phi-2"}, {**PHI, "name": "B"}], kaito={"featureGates": {"x": True}}))
     assert [e.split(":")[0] for e in errors] == ["kaito.featureGates.x", "workspaces[0].model", "workspaces[1].name"]
+
+
+def test_kubeconfig_secret_only_for_kubeconfig_clusters():
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_config
+
+    aks = {"aks": {"resourceGroup": "rg", "name": "c", "location": "eastus2"}}
+    with pytest.raises(StackConfigError) as err:
+        parse_stack_config({"cluster": aks}, secrets=["kubeconfig"])
+    assert str(err.value.issues[0]).startswith("kaito-aks:kubeconfig: only used with cluster.kubeconfig")
+    with pytest.raises(StackConfigError) as err:
+        parse_stack_config({"cluster": {"kubeconfig": {"path": "k"}}}, secrets=["kubeconfig"])
+    assert str(err.value.issues[0]).startswith("cluster.kubeconfig.path: the secret kaito-aks:kubeconfig already gives")
+
+
+def test_kubeconfig_secret_feeds_the_provider_as_a_secret():
+    from stacks.evaluate import Secret, evaluate, reveal
+
+    ev = evaluate(
+        config([PHI], cluster={"kubeconfig": {"context": "ctx"}}),
+        secrets={"kaito-aks:kubeconfig": "apiVersion: v1\nkind: Config\n"},
+    )
+    provider = ev.named("cluster", "pulumi:providers:kubernetes")
+    assert isinstance(provider.inputs["kubeconfig"], Secret)
+    assert reveal(provider.inputs["kubeconfig"]).startswith("apiVersion: v1")
+    assert provider.inputs["context"] == "ctx"
