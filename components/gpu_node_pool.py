@@ -15,7 +15,7 @@ from components.options import child_options
 SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 # Set only when a pool is created (AKS ignores changes to them), so a change must be a replace
 # that shows in the preview rather than a silent no-op.
-CREATE_ONLY_PROPERTIES = ["gpuProfile", "nodeTaints", "vmSize", "scaleSetPriority", "osSKU"]
+CREATE_ONLY_PROPERTIES = ["gpuProfile", "nodeTaints", "vmSize", "scaleSetPriority", "osSKU", "osDiskSizeGB"]
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, model_validator
+
+from components.camel import CamelModel
 
 WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
 MAX_ADAPTERS = 10  # webhook: at most 10 adapters per workspace
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
-LOAD_BALANCER_ANNOTATION = "kaito.sh/enablelb"
 # The key KAITO's preset pods read the Hugging Face token from (secretKeyRef).
 HF_TOKEN_KEY = "HF_TOKEN"
 # The ConfigMap key KAITO reads runtime parameters from (inference.config).
@@ -27,9 +27,7 @@ INFERENCE_CONFIG_KEY = "inference_config.yaml"
 TUNING_CONFIG_KEY = "training_config.yaml"
 
 
-class ApiModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
-
+class ApiModel(CamelModel):
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
 

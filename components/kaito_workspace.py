@@ -4,7 +4,6 @@ Hugging Face Secret they read, and the Service that is the model's endpoint."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -49,7 +48,6 @@ class ModelPlan:
     name: str
     namespace: str
     model: str  # preset name, Hugging Face ID, or custom image
-    purpose: Literal["inference", "tuning"]
     replicas: int
     workspaces: tuple[Workspace, ...]
     inference_set: InferenceSet | None

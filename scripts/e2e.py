@@ -86,11 +86,12 @@ class Run:
         print(f"--- {name}: ok ({took:.1f} s)", flush=True)
 
     def sh(
-        self, *cmd: str, check: bool = True, cwd: Path | None = None, quiet: bool = False
+        self, *cmd: str, check: bool = True, cwd: Path | None = None, quiet: bool = False, secret: bool = False
     ) -> subprocess.CompletedProcess:
+        """Run a command and print its output (unless quiet; never when it may hold secrets)."""
         cwd = cwd or (self.project if self.project.exists() else self.work)
         result = subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True)
-        if not quiet or (check and result.returncode != 0):
+        if not secret and (not quiet or (check and result.returncode != 0)):
             out = (result.stdout + result.stderr).strip()
             if out:
                 print("\n".join("    " + line for line in out.splitlines()[-60:]))
@@ -98,8 +99,11 @@ class Run:
             raise E2EError(f"`{' '.join(cmd)}` exited {result.returncode}")
         return result
 
-    def pulumi(self, *args: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
-        return self.sh(str(self.bin / "pulumi"), *args, "--non-interactive", "--stack", STACK, check=check, quiet=quiet)
+    def pulumi(
+        self, *args: str, check: bool = True, quiet: bool = False, secret: bool = False
+    ) -> subprocess.CompletedProcess:
+        pulumi = str(self.bin / "pulumi")
+        return self.sh(pulumi, *args, "--non-interactive", "--stack", STACK, check=check, quiet=quiet, secret=secret)
 
     def kubectl_json(self, *args: str) -> Any:
         out = self.sh(str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args, "-o", "json", quiet=True)
@@ -291,7 +295,7 @@ def preview_ops(result: subprocess.CompletedProcess) -> dict[str, list[str]]:
 
 
 def scenario(run: Run) -> None:
-    from stacks.load import parse_stack_config
+    from stacks.load import parse_stack_file
     from stacks.plan import build_plan
     from stacks.stackfile import read_stack_file
 
@@ -304,8 +308,7 @@ def scenario(run: Run) -> None:
 
     def expected_workspaces() -> dict[str, dict]:
         f = read_stack_file(STACK, run.project)
-        raw = {k.split(":", 1)[1]: v for k, v in f.config.items() if k.startswith("kaito-aks:")}
-        cfg = parse_stack_config(raw, secrets=["hfToken"])
+        cfg = parse_stack_file(f)
         return {ws.metadata.name: ws.manifest() for m in build_plan(cfg).models for ws in m.workspaces}
 
     with run.step("pulumi preview shows the creates"):
@@ -364,7 +367,7 @@ def scenario(run: Run) -> None:
         forms = (E2E_HF_TOKEN, base64.b64encode(E2E_HF_TOKEN.encode()).decode())  # the provider stores data base64
         state = run.pulumi("stack", "export", quiet=True).stdout
         expect(not any(f in state for f in forms), "the HF token appears in plaintext in the Pulumi state")
-        revealed = run.pulumi("stack", "export", "--show-secrets", quiet=True).stdout
+        revealed = run.pulumi("stack", "export", "--show-secrets", secret=True).stdout
         expect(
             any(f in revealed for f in forms),
             "the state check is blind: the token is not in the decrypted state either",

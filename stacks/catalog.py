@@ -15,7 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
-from stacks.base import CamelModel
+from components.camel import CamelModel
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 

@@ -66,33 +66,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _render(stacks: list[str], out: Path, root: Path) -> int:
+    from stacks.errors import StackConfigError
     from stacks.render import render_stack
 
     for stack in stacks:
         target = out / stack
-        written = render_stack(stack, target, root)
+        try:
+            written = render_stack(stack, target, root)
+        except (StackConfigError, FileNotFoundError) as err:
+            print(f"{stack}: not rendered: {err}", file=sys.stderr)
+            return 1
         print(f"{stack}: {len(written)} files in {target}")
     return 0
 
 
 def _validate(stacks: list[str], root: Path) -> int:
     from stacks.errors import StackConfigError
-    from stacks.load import SECRET_KEYS, parse_stack_config
+    from stacks.load import parse_stack_file
     from stacks.plan import build_plan
 
     failed = 0
     for stack in stacks:
-        f = read_stack_file(stack, root)
-        raw = {k.split(":", 1)[1]: v for k, v in f.config.items() if k.startswith("kaito-aks:")}
-        secrets = [k for k in SECRET_KEYS if f"kaito-aks:{k}" in f.secrets]
-        plaintext = [k for k in SECRET_KEYS if k in raw]
         try:
-            cfg = parse_stack_config(
-                raw,
-                secrets=secrets + plaintext,
-                plaintext_secrets=plaintext,
-                azure_location=f.config.get("azure-native:location"),
-            )
+            cfg = parse_stack_file(read_stack_file(stack, root))
+        except FileNotFoundError as err:
+            print(f"{stack}: {err}")
+            failed += 1
+            continue
         except StackConfigError as err:
             failed += 1
             print(f"{stack}: {len(err.issues)} problem(s)")
@@ -111,7 +111,9 @@ def _preset_rows(version: str) -> list[dict]:
     return [
         {
             "preset": p.name,
+            "family": p.family,
             "gpuMemoryGiB": p.model_gib,
+            "diskGiB": p.disk_gib,
             "gpus": p.gpu_count,
             "multiNode": p.distributed,
             "runtimes": ["vllm", "transformers"],
@@ -162,7 +164,10 @@ def _models_estimate(name: str, version: str, as_json: bool) -> int:
                         {
                             "nodes": n,
                             "gpuMemoryGiBPerNode": skus[0].gpu_mem_gib,
-                            "skus": [{"name": s.name, "gpuModel": s.gpu_model, "gpus": s.gpu_count} for s in skus],
+                            "skus": [
+                                {"name": s.name, "gpuModel": s.gpu_model, "gpus": s.gpu_count, "localNvme": s.nvme}
+                                for s in skus
+                            ],
                         }
                         for n, skus in options
                     ],

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from components.camel import CamelModel
 from components.kaito_api import DataDestination, DataSource, LabelSelector
-from stacks.base import CamelModel
 
 PROJECT = "kaito-aks"
 
@@ -163,7 +163,9 @@ class GpuNodePoolSpec(CamelModel):
 class GpuOperatorSpec(CamelModel):
     """The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes)."""
 
-    enabled: bool = Field(True, description="default: on for AKS stacks with GPU pools, off for kubeconfig stacks")
+    enabled: bool | None = Field(
+        None, description="default: on for AKS stacks with GPU pools, off for kubeconfig stacks"
+    )
     version: str = Field("v25.3.4", description="chart version: v25.3.4 or v26.7.0")
     values: dict[str, Any] = Field({}, description="extra chart values, deep-merged last")
 
@@ -246,12 +248,14 @@ class StackConfig(CamelModel):
     kubeconfig: Annotated[bool, Field(exclude=True)] = False
     # azure-native:location, for AKS clusters that do not name a location.
     azure_location: Annotated[str | None, Field(exclude=True)] = None
+    # Config lists that had malformed entries (reported already; rules skip what needs them all).
+    incomplete: Annotated[tuple[str, ...], Field(exclude=True)] = ()
 
     @property
     def gpu_operator_enabled(self) -> bool:
         """The GPU Operator is installed by default on AKS stacks, never on kubeconfig stacks
         unless asked."""
-        if self.gpu_operator is not None:
+        if self.gpu_operator is not None and self.gpu_operator.enabled is not None:
             return self.gpu_operator.enabled
         return self.cluster.is_azure and bool(self.gpu_node_pools)
 

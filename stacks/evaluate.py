@@ -31,7 +31,6 @@ from stacks.config import PROJECT
 # Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,6 @@ class Registration:
     dependencies: list[str]
     inputs: dict[str, Any]  # secrets wrapped in Secret
     options: dict[str, Any]
-
-    @property
-    def is_kubernetes(self) -> bool:
-        return self.type.startswith("kubernetes:")
 
     @property
     def provider_urn(self) -> str:
@@ -280,10 +275,13 @@ def evaluate(
             build_stack(*load_stack())
 
     with _hermetic_env():
+        thresholds = gc.get_threshold()
         try:
             _sync_await(run_in_stack(run))
         finally:
-            gc.unfreeze()  # the program froze its graph; in this long-lived process, let it go
+            # The program tunes the collector for a one-shot process; this one lives on.
+            gc.unfreeze()
+            gc.set_threshold(*thresholds)
     stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
     return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)

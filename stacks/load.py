@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from stacks import rules
 from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig, WorkspaceConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation
+from stacks.stackfile import StackFile
 
 # Config keys whose values are secrets: only their presence enters the StackConfig.
 SECRET_KEYS = ("hfToken", "kubeconfig")
@@ -85,6 +86,7 @@ def parse_stack_config(
             except ValidationError as exc:
                 issues += issues_from_validation(exc, model, prefix=(key, i))
         data[key] = [entries[i] for i in kept[key]]
+    data["incomplete"] = tuple(key for key, idx in kept.items() if len(idx) != len(raw.get(key) or []))
     try:
         cfg = StackConfig.model_validate(data)
     except ValidationError as exc:
@@ -99,12 +101,27 @@ LIST_ENTRIES = {"workspaces": WorkspaceConfig, "gpuNodePools": GpuNodePoolSpec}
 
 
 def _renumber(issue: Issue, kept: dict[str, list[int]]) -> Issue:
-    """Rules saw only the well-formed entries; point their paths back at the config's indexes."""
-    match = re.match(r"^(\w+)\[(\d+)\]", issue.path)
-    if not match or match.group(1) not in kept:
-        return issue
-    original = kept[match.group(1)][int(match.group(2))]
-    return Issue(f"{match.group(1)}[{original}]" + issue.path[match.end() :], issue.message)
+    """Rules saw only the well-formed entries; point their paths (and the paths they mention)
+    back at the config's indexes."""
+
+    def original(match: re.Match) -> str:
+        key, index = match.group(1), int(match.group(2))
+        return f"{key}[{kept[key][index]}]" if key in kept else match.group(0)
+
+    entry = re.compile(r"\b(workspaces|gpuNodePools)\[(\d+)\]")
+    return Issue(entry.sub(original, issue.path), entry.sub(original, issue.message))
+
+
+def parse_stack_file(f: StackFile) -> StackConfig:
+    """A Pulumi.<stack>.yaml's config, validated as `pulumi up` would (secure values count as
+    set secrets; their contents are never needed)."""
+    prefix = f"{PROJECT}:"
+    raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
+    present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
+    plaintext = [k for k in SECRET_KEYS if k in raw]
+    return parse_stack_config(
+        raw, secrets=present, plaintext_secrets=plaintext, azure_location=f.config.get("azure-native:location")
+    )
 
 
 def _decode(value: Any) -> Any:

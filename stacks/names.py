@@ -3,7 +3,14 @@ validation and the components agree)."""
 
 from __future__ import annotations
 
+from components.kaito_api import LabelSelector
 from stacks.catalog import KaitoChart
+
+# The label NVIDIA's GPU Operator puts on GPU nodes; kaito-aks also sets it on the AKS GPU pools
+# it creates, so it is there from a node's first minute. (Standalone GPU Feature Discovery
+# publishes nvidia.com/gpu.product/count/memory, which KAITO reads, but not this one.)
+GPU_PRESENT_LABEL = {"nvidia.com/gpu.present": "true"}
+LINUX_LABEL = {"kubernetes.io/os": "linux"}
 
 # The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
 # InferenceSet controller sets it to the set's name; in 0.8 we set it on each replica Workspace
@@ -33,3 +40,8 @@ def inference_config_map(name: str) -> str:
 
 def tuning_config_map(name: str) -> str:
     return f"{name}-tuning-config"
+
+
+def default_label_selector(is_gpu: bool) -> LabelSelector:
+    """GPU workloads land on nodes labelled GPU-present; CPU workloads on any Linux node."""
+    return LabelSelector(match_labels=dict(GPU_PRESENT_LABEL if is_gpu else LINUX_LABEL))

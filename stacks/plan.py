@@ -23,7 +23,6 @@ from components.kaito_api import (
     InferenceSetSpec,
     InferenceSetTemplate,
     InferenceSpec,
-    LabelSelector,
     ObjectMeta,
     PresetOptions,
     PresetSpec,
@@ -36,8 +35,6 @@ from components.kubeconfig_cluster import KubeconfigClusterArgs
 from stacks import catalog, names
 from stacks.config import GpuNodePoolSpec, GpuOperatorSpec, StackConfig, WorkspaceConfig
 
-GPU_NODE_SELECTOR = {"nvidia.com/gpu.present": "true"}  # published by GPU Feature Discovery
-CPU_NODE_SELECTOR = {"kubernetes.io/os": "linux"}
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Resources of a custom (CPU) serving container when the config names none.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
@@ -120,7 +117,7 @@ def gpu_pool_plan(pool: GpuNodePoolSpec) -> GpuPoolPlan:
             autoscale_min=pool.autoscale.min if pool.autoscale else None,
             autoscale_max=pool.autoscale.max if pool.autoscale else None,
             spot=pool.spot,
-            labels=dict(pool.labels),
+            labels={**names.GPU_PRESENT_LABEL, **pool.labels},
             taints=list(pool.taints),
             os_disk_size_gb=pool.os_disk_size_gb,
             protect=pool.protect,
@@ -241,17 +238,12 @@ def _set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
 # ---------------------------------------------------------------- workspaces
 
 
-def default_label_selector(ws: WorkspaceConfig) -> LabelSelector:
-    """GPU workloads land on nodes GPU Feature Discovery marked; CPU workloads on any Linux node."""
-    return LabelSelector(match_labels=dict(GPU_NODE_SELECTOR if ws.is_gpu else CPU_NODE_SELECTOR))
-
-
 def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart) -> ModelPlan:
     preset = catalog.presets(chart.preset_catalog).get(ws.model or "")
     auto = cfg.kaito.node_provisioning == "auto"
     resource = ResourceSpec(
         instance_type=ws.instance_type if auto else None,
-        label_selector=ws.label_selector or default_label_selector(ws),
+        label_selector=ws.label_selector or names.default_label_selector(ws.is_gpu),
     )
     annotations = {RUNTIME_ANNOTATION: ws.runtime} if ws.runtime else None
     config_maps: list[ConfigMapPlan] = []
@@ -276,7 +268,6 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
             name=ws.name,
             namespace=ws.namespace,
             model=ws.model or "",
-            purpose="tuning",
             replicas=1,
             workspaces=(workspace,),
             inference_set=None,
@@ -346,7 +337,6 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
         name=ws.name,
         namespace=ws.namespace,
         model=ws.model or ws.image or "",
-        purpose="inference",
         replicas=ws.replicas,
         workspaces=workspaces,
         inference_set=inference_set,

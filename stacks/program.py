@@ -51,7 +51,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
             GpuNodePool(p.name, GpuNodePoolArgs(cluster.cluster_name, cluster.resource_group_name, p.settings))
             for p in plan.gpu_pools
         ]
-    # In-cluster work starts once the GPU nodes exist: the KAITO webhook checks BYO nodes.
+    # In-cluster work starts once the GPU nodes exist.
     on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
 
     gpu_operator = GpuOperator("gpu-operator", plan.gpu_operator, opts=on_cluster) if plan.gpu_operator else None
@@ -66,9 +66,10 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
     }
     models = {}
     for m in plan.models:
-        # KAITO's webhook fails closed, and in BYO mode it admits a preset only once GPU
-        # Feature Discovery (GPU Operator) has labelled matching nodes.
-        ready = [r for r in (kaito, gpu_operator, namespaces.get(m.namespace)) if r is not None]
+        # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching
+        # GPU nodes exist and GPU Feature Discovery has labelled them: wait for the pools,
+        # both operators (when this stack installs them) and the namespace.
+        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(m.namespace)) if r is not None)]
         models[m.key] = KaitoWorkspace(
             m.key,
             KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token),

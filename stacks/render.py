@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +169,3 @@ def write_files(files: dict[str, str], out: Path) -> list[Path]:
         path.write_text(text)
         written.append(path)
     return written
-
-
-def tree(paths: Iterable[Path], root: Path) -> str:
-    return "\n".join(str(p.relative_to(root)) for p in sorted(paths))

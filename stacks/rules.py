@@ -10,16 +10,19 @@ import re
 from collections.abc import Iterator
 
 from components.gpu_node_pool import SPOT_TAINT
+from components.kaito_api import MAX_ADAPTERS
 from stacks import catalog
 from stacks.config import StackConfig, WorkspaceConfig
 from stacks.errors import Issue
-from stacks.names import replica_names
+from stacks.names import GPU_PRESENT_LABEL, default_label_selector, replica_names
 
 TAINT = re.compile(
     r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$"
 )
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Namespaces the cluster or the operator releases own (this program would try to create them).
+RESERVED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease", "kaito-workspace", "gpu-operator")
 # A StatefulSet's pods carry controller-revision-hash=<name>-<hash>: a label value, so the
 # name KAITO gives the StatefulSet (the Workspace's) must leave room for the hash.
 MAX_WORKSPACE_NAME = 52
@@ -73,9 +76,20 @@ def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
     for key in cfg.kaito.values:
         if key not in chart.value_keys:
             yield Issue(f"kaito.values.{key}", f"not a value of the KAITO {chart.version} workspace chart")
-    gates_in_values = cfg.kaito.values.get("featureGates")
-    if isinstance(gates_in_values, dict):
-        yield from _gate_rules("kaito.values.featureGates", gates_in_values, chart)
+    if "featureGates" in cfg.kaito.values:
+        gates = cfg.kaito.values["featureGates"]
+        if not isinstance(gates, dict):
+            yield Issue("kaito.values.featureGates", "must be a map of gate: true|false (better: kaito.featureGates)")
+        else:
+            yield from _gate_rules("kaito.values.featureGates", gates, chart)
+    if "nodeProvisioner" in cfg.kaito.values and chart.node_provisioner is not None:
+        yield Issue("kaito.values.nodeProvisioner", "set by kaito.nodeProvisioning (byo | auto); remove it")
+    if cfg.kaito.gpu_discovery == "kaito" and cfg.gpu_operator_enabled:
+        yield Issue(
+            "kaito.gpuDiscovery",
+            "this stack installs the GPU Operator, which runs the device plugin, NFD and GFD; a second set from "
+            "KAITO fights it over GPUs and node labels: use external (the default) or disable gpuOperator",
+        )
     if not cfg.kaito.install and (cfg.kaito.feature_gates or cfg.kaito.values):
         yield Issue(
             "kaito.install",
@@ -85,7 +99,9 @@ def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
 
 
 def _gate_rules(path: str, gates: dict, chart: catalog.KaitoChart) -> Iterator[Issue]:
-    for gate in gates:
+    for gate, value in gates.items():
+        if gate in chart.feature_gates and not isinstance(value, bool):
+            yield Issue(f"{path}.{gate}", f"must be true or false, not {value!r} (the chart formats gates with %t)")
         if gate not in chart.feature_gates:
             known = ", ".join(chart.feature_gates)
             yield Issue(
@@ -127,6 +143,13 @@ def _dns_label(path: str, value: str, what: str) -> Iterator[Issue]:
 
 def _names(path: str, ws: WorkspaceConfig, chart, seen: dict) -> Iterator[Issue]:
     bad = [*_dns_label(f"{path}.name", ws.name, "name"), *_dns_label(f"{path}.namespace", ws.namespace, "namespace")]
+    if ws.namespace in RESERVED_NAMESPACES:
+        bad.append(
+            Issue(
+                f"{path}.namespace",
+                f"{ws.namespace} belongs to the cluster or an operator release; use a namespace of your own",
+            )
+        )
     yield from bad
     if chart is None or bad:
         return
@@ -214,10 +237,8 @@ def _placement(path: str, ws: WorkspaceConfig, cfg: StackConfig, chart) -> Itera
             "only with kaito.nodeProvisioning: auto; in byo mode KAITO rejects instanceType "
             "(select your nodes with labelSelector)",
         )
-    if auto and not ws.instance_type and ws.model:
-        yield Issue(
-            f"{path}.instanceType", "required with kaito.nodeProvisioning: auto (the GPU VM size KAITO creates)"
-        )
+    if auto and not ws.instance_type:
+        yield Issue(f"{path}.instanceType", "required with kaito.nodeProvisioning: auto (the VM size KAITO creates)")
     if auto and ws.instance_type and chart is not None and ws.model:
         yield from _instance_fits(path, ws, chart)
     selector = ws.label_selector
@@ -251,8 +272,8 @@ def _instance_fits(path: str, ws: WorkspaceConfig, chart) -> Iterator[Issue]:
 
 
 def _serving_options(path: str, ws: WorkspaceConfig) -> Iterator[Issue]:
-    if len(ws.adapters) > 10:
-        yield Issue(f"{path}.adapters", "KAITO serves at most 10 adapters per workspace")
+    if len(ws.adapters) > MAX_ADAPTERS:
+        yield Issue(f"{path}.adapters", f"KAITO serves at most {MAX_ADAPTERS} adapters per workspace")
     for j, adapter in enumerate(ws.adapters):
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", adapter.name):
             yield Issue(f"{path}.adapters[{j}].name", "must be a DNS-1123 subdomain (it names a container)")
@@ -354,6 +375,11 @@ def _pool_taints(path: str, pool, cfg: StackConfig, chart) -> Iterator[Issue]:
         if not TAINT.match(taint):
             yield Issue(f"{path}.taints[{j}]", f"{taint!r} is not a taint: write key=value:Effect or key:Effect")
             continue
+        if taint == SPOT_TAINT and not pool.spot:
+            yield Issue(
+                f"{path}.taints[{j}]", "AKS sets the spot taint on spot pools; set spot: true instead of the taint"
+            )
+            continue
         if serves_presets and not _kaito_tolerates(taint):
             yield Issue(
                 f"{path}.taints[{j}]",
@@ -396,9 +422,8 @@ def _pool_driver(path: str, pool, cfg: StackConfig) -> Iterator[Issue]:
 
 
 def pool_node_labels(pool) -> dict[str, str]:
-    """Labels the pool's nodes will carry: the configured ones, AKS's, and GFD's."""
-    labels = {**pool.labels, "agentpool": pool.name, "kubernetes.azure.com/agentpool": pool.name}
-    labels["nvidia.com/gpu.present"] = "true"
+    """Labels the pool's nodes will carry: the GPU-present label we set, the configured ones, AKS's."""
+    labels = {**GPU_PRESENT_LABEL, **pool.labels, "agentpool": pool.name, "kubernetes.azure.com/agentpool": pool.name}
     if pool.spot:
         labels["kubernetes.azure.com/scalesetpriority"] = "spot"
     return labels
@@ -408,17 +433,15 @@ def _may_land_on(ws: WorkspaceConfig, pool) -> bool:
     """KAITO lists BYO nodes by the selector's matchLabels (matchExpressions are ignored there)."""
     if not ws.is_gpu or ws.image:
         return False
-    from stacks.plan import default_label_selector
-
-    selector = ws.label_selector or default_label_selector(ws)
+    selector = ws.label_selector or default_label_selector(ws.is_gpu)
     labels = pool_node_labels(pool)
     return all(labels.get(k) == v for k, v in (selector.match_labels or {}).items())
 
 
 def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
     """Where GPU workspaces will run when this stack owns the cluster (BYO nodes on AKS)."""
-    if cfg.cluster.aks is None or cfg.kaito.node_provisioning != "byo":
-        return
+    if cfg.cluster.aks is None or cfg.kaito.node_provisioning != "byo" or "gpuNodePools" in cfg.incomplete:
+        return  # (with malformed pools, reported already, where models land is unknown)
     presets = catalog.presets(chart.preset_catalog)
     skus = catalog.all_gpu_skus()
     for i, ws in enumerate(cfg.workspaces):
@@ -446,8 +469,11 @@ def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
                 f'alike: select one pool, e.g. {{"matchLabels": {{"agentpool": "{candidates[0].name}"}}}}',
             )
             continue
+        if all(p.max_nodes == 0 for p in candidates):
+            yield Issue(f"{path}.model", "every GPU pool it may use has count: 0; give one at least a node")
+            continue
         preset = presets.get(ws.model or "")
-        sized = [p for p in candidates if p.vm_size in skus]
+        sized = [p for p in candidates if p.vm_size in skus and p.max_nodes > 0]
         if preset is not None and sized:
             need = preset.tuning_gib if ws.tuning and preset.tuning_gib else preset.model_gib
             fits = [p for p in sized if (n := catalog.nodes_needed(preset, skus[p.vm_size], need)) and n <= p.max_nodes]

@@ -127,11 +127,16 @@ def test_aks_kubeconfig_is_redacted_everywhere():
     assert all("mock-token" not in text for text in files.values())
 
 
-def test_order_file_lists_waves_in_dependency_order():
-    order = yaml.safe_load(render("dev")["order.yaml"])
-    flat = [r for wave in order["waves"] for r in wave]
-    position = {r: flat.index(r) for r in flat}
-    for resource, info in order["resources"].items():
-        for dep in info["waitsOn"]:
-            assert position[dep] < position[resource], (resource, dep)
-    assert order["waves"][0] == ["azure-native:resources:ResourceGroup::cluster-rg"]
+def test_order_file_puts_cluster_pools_operators_and_workspaces_in_waves():
+    waves = yaml.safe_load(render("dev")["order.yaml"])["waves"]
+
+    def wave_of(label: str) -> int:
+        return next(i for i, wave in enumerate(waves) if label in wave)
+
+    group = wave_of("azure-native:resources:ResourceGroup::cluster-rg")
+    cluster = wave_of("azure-native:containerservice:ManagedCluster::cluster")
+    pool = wave_of("azure-native:containerservice:AgentPool::gpu")
+    kaito = wave_of("kubernetes:helm.sh/v3:Release::kaito")
+    gpu_operator = wave_of("kubernetes:helm.sh/v3:Release::gpu-operator")
+    workspace = wave_of("kubernetes:kaito.sh/v1beta1:Workspace::default/phi-4-mini/phi-4-mini-0")
+    assert group < cluster < pool < kaito == gpu_operator < workspace

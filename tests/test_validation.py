@@ -304,3 +304,36 @@ def test_kubeconfig_secret_feeds_the_provider_as_a_secret():
     assert isinstance(provider.inputs["kubeconfig"], Secret)
     assert reveal(provider.inputs["kubeconfig"]).startswith("apiVersion: v1")
     assert provider.inputs["context"] == "ctx"
+
+
+def test_collision_messages_name_the_original_entry():
+    errors = errors_of(config([{"name": "x", "bogus": 1}, PHI, PHI]))
+    assert errors[1] == (
+        "workspaces[2].name: default/phi is also created for workspaces[1]; choose names that do not collide "
+        "(replicas are named <name>-0, <name>-1, ...)"
+    )
+
+
+def test_values_feature_gates_must_be_a_map_of_booleans():
+    assert one_error(config([PHI], kaito={"values": {"featureGates": "vLLM=true"}})).startswith(
+        "kaito.values.featureGates: must be a map of gate: true|false"
+    )
+    assert one_error(config([PHI], kaito={"values": {"featureGates": {"vLLM": "true"}}})).startswith(
+        "kaito.values.featureGates.vLLM: must be true or false"
+    )
+
+
+def test_node_provisioner_value_is_owned_by_node_provisioning():
+    err = one_error(config([PHI], kaito={"version": "0.12.0", "values": {"nodeProvisioner": "azure-gpu-provisioner"}}))
+    assert err == "kaito.values.nodeProvisioner: set by kaito.nodeProvisioning (byo | auto); remove it"
+
+
+def test_auto_mode_needs_an_instance_type_for_custom_images_too():
+    err = one_error(config([CPU], kaito={"nodeProvisioning": "auto"}))
+    assert err.startswith("workspaces[0].instanceType: required with kaito.nodeProvisioning: auto")
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kaito-workspace", "gpu-operator"])
+def test_reserved_namespaces(namespace):
+    err = one_error(config([{**PHI, "namespace": namespace}]))
+    assert err.startswith(f"workspaces[0].namespace: {namespace} belongs to the cluster or an operator release")

@@ -173,3 +173,54 @@ def test_kaito_tolerated_taint_forms():
     run(aks(pools=[{**A10, "taints": ok}]))
     err = one_error(aks(pools=[{**A10, "taints": ["sku=gpu:NoExecute"]}]))
     assert err.startswith("gpuNodePools[0].taints[0]: KAITO's preset pods tolerate only")
+
+
+def test_spot_taint_belongs_to_spot_pools():
+    err = one_error(aks(pools=[{**A10, "taints": ["kubernetes.azure.com/scalesetpriority=spot:NoSchedule"]}]))
+    assert (
+        err == "gpuNodePools[0].taints[0]: AKS sets the spot taint on spot pools; set spot: true instead of the taint"
+    )
+
+
+def test_pool_without_nodes():
+    err = one_error(aks(pools=[{**A10, "count": 0}]))
+    assert err == "workspaces[0].model: every GPU pool it may use has count: 0; give one at least a node"
+
+
+def test_a_malformed_pool_does_not_make_up_placement_errors():
+    errors = errors_of(aks(pools=[{**A10, "vmSize": 7}]))
+    assert errors == ["gpuNodePools[0].vmSize: Input should be a valid string"]
+
+
+def test_kaito_gpu_discovery_next_to_the_gpu_operator():
+    err = one_error(aks(kaito={"gpuDiscovery": "kaito"}))
+    assert err.startswith("kaito.gpuDiscovery: this stack installs the GPU Operator")
+
+
+def test_gpu_operator_stays_off_on_kubeconfig_clusters_unless_enabled():
+    from tests.conftest import config, run
+
+    ev = run(config([PHI], gpuOperator={"version": "v26.7.0"}))
+    assert [r.name for r in ev.of_type("kubernetes:helm.sh/v3:Release")] == ["kaito"]
+    ev = run(config([PHI], gpuOperator={"enabled": True, "version": "v26.7.0"}))
+    assert sorted(r.name for r in ev.of_type("kubernetes:helm.sh/v3:Release")) == ["gpu-operator", "kaito"]
+
+
+def test_preinstalled_kaito_workspaces_still_wait_for_the_gpu_pool():
+    from tests.conftest import run
+
+    ev = run(aks(pools=[{**A10, "gpuDriver": "aks"}], gpuOperator={"enabled": False}, kaito={"install": False}))
+    pool = ev.named("gpu", "azure-native:containerservice:AgentPool")
+    (ws,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    assert pool.urn in ws.dependencies
+
+
+def test_gpu_pools_carry_the_gpu_present_label_the_default_selector_needs():
+    from tests.conftest import run
+
+    labels = (
+        run(aks(pools=[{**A10, "labels": {"workload": "llm"}}]))
+        .named("gpu", "azure-native:containerservice:AgentPool")
+        .inputs["nodeLabels"]
+    )
+    assert labels == {"nvidia.com/gpu.present": "true", "workload": "llm"}

@@ -1,9 +1,10 @@
-"""The pydantic base every config and catalog model shares: camelCase in YAML, snake_case in
-Python, unknown keys rejected."""
+"""The pydantic base of every typed model here (config, catalogs, KAITO API objects)."""
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 
 class CamelModel(BaseModel):
+    """camelCase in YAML and Kubernetes JSON, snake_case in Python, unknown keys rejected."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
