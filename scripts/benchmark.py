@@ -116,7 +116,7 @@ def table(rows: list[dict], tests: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 1000])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--readme", action="store_true", help="write the table into README.md")
     parser.add_argument("--no-tests", action="store_true", help="skip timing the test suite")
