@@ -76,12 +76,14 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
             opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
         )
 
-    _export(cfg, plan, cluster, gpu_operator, models)
+    _export(cfg, plan, cluster, models)
     gc.freeze()
     return plan
 
 
-def _export(cfg: StackConfig, plan: StackPlan, cluster, gpu_operator, models: dict[str, KaitoWorkspace]) -> None:
+def _export(
+    cfg: StackConfig, plan: StackPlan, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoWorkspace]
+) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("clusterName", cluster.cluster_name)
