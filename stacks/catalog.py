@@ -93,19 +93,20 @@ class ChartSource(CamelModel):
     namespace: str
 
 
+@cache
 def _load(name: str) -> dict:
+    """One catalog file, read and parsed once per process."""
     return yaml.safe_load((CATALOG_DIR / name).read_text())
 
 
-@cache
-def _presets_data() -> dict:
-    return _load("presets.yaml")
+def _chart_source(name: str) -> ChartSource:
+    return ChartSource.model_validate({k: v for k, v in _load(name).items() if k != "versions"})
 
 
 @cache
 def presets(catalog: str = "0.8") -> dict[str, Preset]:
     """Presets as a given KAITO release measures them (catalog: '0.8', '0.12')."""
-    data = _presets_data()
+    data = _load("presets.yaml")
     overrides = data.get("versionOverrides", {}).get(catalog, {})
     return {
         name: Preset.model_validate({"name": name, **fields, **overrides.get(name, {})})
@@ -115,7 +116,7 @@ def presets(catalog: str = "0.8") -> dict[str, Preset]:
 
 def deprecated_presets() -> dict[str, str]:
     """Preset names KAITO rejects, with the advice to give instead."""
-    return dict(_presets_data()["deprecated"])
+    return dict(_load("presets.yaml")["deprecated"])
 
 
 def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
@@ -142,35 +143,26 @@ def _minor(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
-@cache
-def _kaito_data() -> dict:
-    return _load("kaito_charts.yaml")
-
-
 def kaito_chart_source() -> ChartSource:
-    data = _kaito_data()
-    return ChartSource.model_validate({k: v for k, v in data.items() if k != "versions"})
+    return _chart_source("kaito_charts.yaml")
 
 
 @cache
 def kaito_charts() -> dict[str, KaitoChart]:
-    return {v: KaitoChart.model_validate({"version": v, **f}) for v, f in _kaito_data()["versions"].items()}
-
-
-@cache
-def _gpu_operator_data() -> dict:
-    return _load("gpu_operator_charts.yaml")
+    return {
+        v: KaitoChart.model_validate({"version": v, **f}) for v, f in _load("kaito_charts.yaml")["versions"].items()
+    }
 
 
 def gpu_operator_chart_source() -> ChartSource:
-    data = _gpu_operator_data()
-    return ChartSource.model_validate({k: v for k, v in data.items() if k != "versions"})
+    return _chart_source("gpu_operator_charts.yaml")
 
 
 @cache
 def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
     return {
-        v: GpuOperatorChart.model_validate({"version": v, **f}) for v, f in _gpu_operator_data()["versions"].items()
+        v: GpuOperatorChart.model_validate({"version": v, **f})
+        for v, f in _load("gpu_operator_charts.yaml")["versions"].items()
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import pulumi
 from pydantic import BaseModel, ValidationError
@@ -64,8 +65,13 @@ def _type_args(tp: object) -> list[object]:
     return out
 
 
+@cache
+def _suggestable_keys(model: type[BaseModel]) -> list[str]:
+    return sorted(_known_keys(model))
+
+
 def issues_from_validation(exc: ValidationError, model: type[BaseModel], prefix: tuple = ()) -> list[Issue]:
-    known = sorted(_known_keys(model))
+    known = _suggestable_keys(model)
     issues = []
     for err in exc.errors():
         loc = [*prefix, *err["loc"]]
