@@ -37,8 +37,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-REFERENCE = Path(os.environ.get("KAITO_AKS_REFERENCE", ROOT.parent / "shared" / "reference"))
-CRDS = REFERENCE / "kaito/v0.8.1/charts/kaito/workspace/crds"
+# KAITO's CRDs as the project derived them from the release (tests/upstream, see its provenance).
+CRDS = ROOT / "tests" / "upstream" / "kaito-0.8.1" / "crds"
 TOKEN = "kaito-aks-e2e-admin-token"
 PROJECT_FILES = ["Pulumi.yaml", "Pulumi.e2e.yaml", "__main__.py", "components", "stacks", "requirements.txt"]
 STACK = "e2e"
@@ -194,7 +194,7 @@ class Run:
     def install_kaito_crds(self) -> None:
         files = sorted(CRDS.glob("*.yaml"))
         if not files:
-            raise E2EError(f"no KAITO CRDs under {CRDS} (../shared/reference must sit beside the checkout)")
+            raise E2EError(f"no KAITO CRDs under {CRDS}: regenerate them with scripts/upstream_data.py")
         for f in files:
             self.sh(
                 str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), "apply", "--server-side", "-f", str(f)

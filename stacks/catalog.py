@@ -63,6 +63,7 @@ class KaitoChart(CamelModel):
     preset_catalog: str
     sku_catalog: str
     feature_gates: dict[str, bool]
+    controller_only_gates: dict[str, bool]
     node_provisioner: NodeProvisioner | None
     replicas: Literal["workspacePerReplica", "inferenceSet"]
     inference_set_api_version: str | None
@@ -70,6 +71,11 @@ class KaitoChart(CamelModel):
     accepts_hugging_face_ids: bool
     subchart_toggles: list[str]
     value_keys: list[str]
+
+    @property
+    def known_gates(self) -> dict[str, bool]:
+        """Every gate the controller accepts, with its default."""
+        return {**self.controller_only_gates, **self.feature_gates}
 
 
 class Toleration(CamelModel):
@@ -149,9 +155,10 @@ def kaito_chart_source() -> ChartSource:
 
 @cache
 def kaito_charts() -> dict[str, KaitoChart]:
-    return {
-        v: KaitoChart.model_validate({"version": v, **f}) for v, f in _load("kaito_charts.yaml")["versions"].items()
-    }
+    """Supported KAITO releases, oldest first."""
+    versions = _load("kaito_charts.yaml")["versions"]
+    ordered = sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+    return {v: KaitoChart.model_validate({"version": v, **versions[v]}) for v in ordered}
 
 
 def gpu_operator_chart_source() -> ChartSource:

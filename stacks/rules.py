@@ -100,10 +100,10 @@ def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
 
 def _gate_rules(path: str, gates: dict, chart: catalog.KaitoChart) -> Iterator[Issue]:
     for gate, value in gates.items():
-        if gate in chart.feature_gates and not isinstance(value, bool):
+        if gate in chart.known_gates and not isinstance(value, bool):
             yield Issue(f"{path}.{gate}", f"must be true or false, not {value!r} (the chart formats gates with %t)")
-        if gate not in chart.feature_gates:
-            known = ", ".join(chart.feature_gates)
+        if gate not in chart.known_gates:
+            known = ", ".join(chart.known_gates)
             yield Issue(
                 f"{path}.{gate}",
                 f"unknown feature gate for KAITO {chart.version} (the controller would crash); known: {known}",

@@ -1,9 +1,8 @@
-"""Shared test helpers: evaluate the real program under Pulumi mocks, and read the real KAITO
-and GPU Operator reference data (../shared/reference) for conformance checks."""
+"""Shared test helpers: evaluate the real program under Pulumi mocks. (The upstream data the
+conformance tests read is in tests/upstream_facts.py.)"""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from stacks.errors import StackConfigError
 from stacks.evaluate import Evaluation, ProgramMocks, RecordingMonitor, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
-REFERENCE = Path(os.environ.get("KAITO_AKS_REFERENCE", ROOT.parent / "shared" / "reference"))
 
 BYO_CLUSTER = {"kubeconfig": {"context": "test"}}
 
@@ -38,10 +36,3 @@ def errors_of(cfg: dict[str, Any], **kw: Any) -> list[str]:
         run(cfg, monitor=monitor, **kw)
     assert monitor.registrations == [], "resources were registered before the config error"
     return [str(i) for i in err.value.issues]
-
-
-def reference(path: str) -> Path:
-    p = REFERENCE / path
-    if not p.exists():
-        pytest.fail(f"reference data missing: {p} (CI provides ../shared/reference beside the checkout)")
-    return p

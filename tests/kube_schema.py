@@ -7,11 +7,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 # The metadata fields a create may carry (metav1.ObjectMeta, writable part).
 OBJECT_META = {
@@ -45,8 +43,8 @@ def _strict(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def crd_validator(crd_file: Path, version: str):
-    crd = yaml.safe_load(crd_file.read_text())
+def crd_validator(crd: dict[str, Any], version: str):
+    """`crd`: a CRD manifest (tests/upstream_facts.crd)."""
     served = {v["name"]: v for v in crd["spec"]["versions"]}
     schema = _strict(served[version]["schema"]["openAPIV3Schema"])
     schema["properties"]["metadata"] = OBJECT_META

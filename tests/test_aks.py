@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from stacks import catalog
 from stacks.evaluate import Secret, reveal
 from stacks.stackfile import read_stack_file
-from tests.conftest import reference, run
+from tests import upstream_facts
+from tests.conftest import run
 from tests.kube_schema import unknown_value_paths
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -167,13 +167,12 @@ def test_every_gpu_operator_value_exists_in_that_charts_values_yaml(version, dri
     values = release(
         run(aks(pools=[{**A10, "gpuDriver": driver}], gpuOperator={"version": version})), "gpu-operator"
     ).inputs["values"]
-    chart_values = yaml.safe_load(reference(f"gpu-operator/{version}/values.yaml").read_text())
-    assert unknown_value_paths(values, chart_values) == []
+    assert unknown_value_paths(values, upstream_facts.chart_values("gpu-operator", version)) == []
 
 
 def test_gpu_operator_catalog_defaults_match_the_chart():
     for version, chart in catalog.gpu_operator_charts().items():
-        real = yaml.safe_load(reference(f"gpu-operator/{version}/values.yaml").read_text())
+        real = upstream_facts.chart_values("gpu-operator", version)
         assert [t.model_dump(exclude_none=True) for t in chart.daemonset_tolerations] == real["daemonsets"][
             "tolerations"
         ]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
-from tests.conftest import config, reference, run
+from tests import upstream_facts
+from tests.conftest import config, run
 from tests.kube_schema import unknown_value_paths
 
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
@@ -18,7 +18,7 @@ def release(ev):
 
 
 def chart_values(version: str) -> dict:
-    return yaml.safe_load(reference(f"kaito/v{version}/charts/kaito/workspace/values.yaml").read_text())
+    return upstream_facts.chart_values("kaito", version)
 
 
 def test_release_is_the_pinned_official_chart():

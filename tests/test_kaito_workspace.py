@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from stacks.evaluate import Secret, reveal
-from tests.conftest import config, reference, run
+from tests import upstream_facts
+from tests.conftest import config, run
 from tests.kube_schema import crd_validator
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
@@ -18,7 +19,7 @@ TOKEN = "hf_very_secret_token_value"
 
 @pytest.fixture(scope="module")
 def workspace_errors():
-    return crd_validator(reference("kaito/v0.8.1/charts/kaito/workspace/crds/kaito.sh_workspaces.yaml"), "v1beta1")
+    return crd_validator(upstream_facts.crd("0.8.1", "workspaces.kaito.sh"), "v1beta1")
 
 
 def workspaces(ev):
@@ -110,7 +111,7 @@ def test_replicas_on_0_12_are_an_inference_set():
     assert spec["replicas"] == 3
     assert spec["labelSelector"] == {"matchLabels": {"nvidia.com/gpu.present": "true"}}
     assert spec["template"] == {"inference": {"preset": {"name": "phi-4-mini-instruct"}}}
-    errors = crd_validator(reference("kaito/v0.12.0/config/crd/bases/kaito.sh_inferencesets.yaml"), "v1beta1")
+    errors = crd_validator(upstream_facts.crd("0.12.0", "inferencesets.kaito.sh"), "v1beta1")
     assert errors(iset.inputs) == []
 
 

@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""Derive, from upstream files at a release tag, the facts the tests check kaito-aks against.
+
+The project keeps these facts in the repository (tests/upstream/<project>-<version>/), so a plain
+clone runs every test; this script is how they are made and refreshed. It reads upstream files
+only and writes plain data: no upstream prose (descriptions are stripped) and no code.
+
+    # from a git mirror or clone of the upstream repository, at a tag
+    python scripts/upstream_data.py kaito --git <repo> --tag v0.8.1
+    # from a directory holding the upstream files at their repository paths (a checkout at
+    # the tag), or a subset of them (e.g. ../shared/reference/kaito/v0.8.1); give the commit
+    python scripts/upstream_data.py kaito --dir <dir> --tag v0.8.1 --commit d56734a...
+    python scripts/upstream_data.py gpu-operator --git <repo> --tag v25.3.4
+    # KAITO bundles NVIDIA's gpu-feature-discovery chart, which NVIDIA publishes from the
+    # nvidia-device-plugin chart source (same values.yaml and dependencies)
+    python scripts/upstream_data.py nvidia-device-plugin --git <k8s-device-plugin repo> --tag v0.17.4
+    # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
+
+What each project yields (files are skipped when the source has no input for them, e.g. a
+subset directory has no Go sources):
+
+    provenance.yaml     repository, tag, commit, and the sha256 of every source file read
+    chart.yaml          the chart's name, version, appVersion and dependencies
+    chart-values.yaml   every value path of the chart's values.yaml with its type and default
+    crds/<name>.yaml    KAITO's CRDs as applied to a cluster, descriptions stripped
+    presets.yaml        KAITO's preset table: supported_models.yaml and the model catalog (0.11+)
+    preset-definitions.yaml  the numbers in the presets' Go definitions (before 0.11)
+    skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
+    feature-gates.yaml  the feature gates KAITO's controller knows, with their defaults
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "upstream"
+REPOSITORIES = {
+    "kaito": "https://github.com/kaito-project/kaito",
+    "gpu-operator": "https://github.com/NVIDIA/gpu-operator",
+    "nvidia-device-plugin": "https://github.com/NVIDIA/k8s-device-plugin",
+}
+
+
+# ---------------------------------------------------------------------------------- sources
+
+
+@dataclass
+class Source:
+    """Upstream files at one tag: from a git repository (`git show tag:path`) or a directory.
+    Every file read is remembered with its sha256 for the provenance file."""
+
+    tag: str
+    commit: str
+    git: Path | None = None
+    directory: Path | None = None
+    read_files: dict[str, str] = field(default_factory=dict)
+
+    def read(self, *candidates: str) -> tuple[str, str] | None:
+        """(upstream path, text) of the first candidate that exists. Candidates are upstream
+        repository paths; a directory source may also hold a file at a shorter path (the part
+        after `|`), as ../shared/reference does for the GPU Operator chart."""
+        for candidate in candidates:
+            upstream, _, short = candidate.partition("|")
+            data = self._read(upstream) or (self._read(short) if short else None)
+            if data is not None:
+                self.read_files[upstream] = hashlib.sha256(data).hexdigest()
+                return upstream, data.decode()
+        return None
+
+    def listdir(self, path: str) -> list[str]:
+        if self.git is not None:
+            out = _git(self.git, "ls-tree", "-r", "--name-only", self.tag, "--", path, check=False)
+            return sorted(out.splitlines())
+        assert self.directory is not None
+        base = self.directory / path
+        return (
+            sorted(str(p.relative_to(self.directory)) for p in base.rglob("*") if p.is_file()) if base.is_dir() else []
+        )
+
+    def _read(self, path: str) -> bytes | None:
+        if self.git is not None:
+            result = subprocess.run(
+                ["git", "-C", str(self.git), "show", f"{self.tag}:{path}"], capture_output=True, check=False
+            )
+            return result.stdout if result.returncode == 0 else None
+        assert self.directory is not None
+        p = self.directory / path
+        return p.read_bytes() if p.is_file() else None
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> str:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    if check and result.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)} failed in {repo}: {result.stderr.strip()}")
+    return result.stdout
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def strip_descriptions(schema: Any) -> Any:
+    """An OpenAPI schema without its prose: `description` of every schema node is dropped; a
+    property that happens to be called `description` is kept."""
+    if isinstance(schema, list):
+        return [strip_descriptions(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description" and isinstance(value, str):
+            continue
+        if key in ("properties", "patternProperties", "definitions") and isinstance(value, dict):
+            out[key] = {name: strip_descriptions(sub) for name, sub in value.items()}
+        else:
+            out[key] = strip_descriptions(value)
+    return out
+
+
+def type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "list"
+    return "map"
+
+
+def value_paths(values: Any, prefix: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every leaf of a chart's values (an empty map and a list are leaves) as {path, type, default}."""
+    if isinstance(values, dict) and values:
+        out = []
+        for key, value in values.items():
+            out += value_paths(value, (*prefix, str(key)))
+        return out
+    return [{"path": list(prefix), "type": type_name(values), "default": values}]
+
+
+def chart_facts(chart_yaml: str) -> dict[str, Any]:
+    chart = yaml.safe_load(chart_yaml)
+    return {
+        "name": chart["name"],
+        "version": str(chart["version"]),
+        "appVersion": str(chart.get("appVersion", "")),
+        "dependencies": [
+            {k: d[k] for k in ("name", "version", "repository", "condition") if k in d}
+            for d in chart.get("dependencies") or []
+        ],
+    }
+
+
+def quantity_gib(text: str) -> float:
+    """A Kubernetes quantity in GiB ("13.44Gi", "90Gi", "512Mi")."""
+    m = re.fullmatch(r"([0-9.]+)(Gi|Mi|Ti)?", text.strip())
+    if m is None:
+        raise ValueError(f"not a quantity: {text!r}")
+    scale = {"Gi": 1.0, "Mi": 1 / 1024, "Ti": 1024.0, None: 1 / 1024**3}[m.group(2)]
+    return round(float(m.group(1)) * scale, 4)
+
+
+# ---------------------------------------------------------------------------------- KAITO
+
+KAITO_CRDS = {
+    "workspaces.kaito.sh": (
+        "charts/kaito/workspace/crds/kaito.sh_workspaces.yaml",
+        "config/crd/bases/kaito.sh_workspaces.yaml",
+    ),
+    "inferencesets.kaito.sh": (
+        "charts/kaito/workspace/crds/kaito.sh_inferencesets.yaml",
+        "config/crd/bases/kaito.sh_inferencesets.yaml",
+    ),
+}
+KAITO_VALUES = "charts/kaito/workspace/values.yaml"
+KAITO_CHART = "charts/kaito/workspace/Chart.yaml"
+MODELS = "presets/workspace/models"
+
+
+def crd_manifest(text: str) -> dict[str, Any]:
+    crd = yaml.safe_load(text)
+    spec = dict(crd["spec"])
+    spec["versions"] = [
+        {**v, "schema": {"openAPIV3Schema": strip_descriptions(v["schema"]["openAPIV3Schema"])}} if "schema" in v else v
+        for v in spec["versions"]
+    ]
+    spec["versions"] = [
+        {
+            **v,
+            "additionalPrinterColumns": [
+                {k: c[k] for k in c if k != "description"} for c in v.get("additionalPrinterColumns", [])
+            ],
+        }
+        if "additionalPrinterColumns" in v
+        else v
+        for v in spec["versions"]
+    ]
+    return {
+        "apiVersion": crd["apiVersion"],
+        "kind": crd["kind"],
+        "metadata": {"name": crd["metadata"]["name"]},
+        "spec": spec,
+    }
+
+
+def go_string_consts(text: str) -> dict[str, str]:
+    """`Name = "value"` and `Name = Other + "-suffix"` constants of a Go file."""
+    consts: dict[str, str] = {}
+    for name, expr in re.findall(r"^\s*([A-Z][A-Za-z0-9_]*)\s*=\s*(.+?)\s*$", text, re.M):
+        parts = [p.strip() for p in expr.split("+")]
+        value = ""
+        for part in parts:
+            if part.startswith('"') and part.endswith('"'):
+                value += part[1:-1]
+            elif part in consts:
+                value += consts[part]
+            else:
+                value = None  # type: ignore[assignment]
+                break
+        if value is not None:
+            consts[name] = value
+    return consts
+
+
+def go_func_bodies(text: str, method: str) -> dict[str, str]:
+    """Receiver type -> body of `func (*T) method(...)`, found by brace matching."""
+    out = {}
+    for m in re.finditer(rf"func \((?:\w+\s+)?\*?(\w+)\) {method}\([^)]*\)[^{{]*\{{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = text[m.end() : i - 1]
+    return out
+
+
+def go_model_definitions(text: str) -> dict[str, dict[str, Any]]:
+    """Preset name -> the numbers of its Go definition (KAITO before 0.11)."""
+    text = re.sub(r"^\s*//.*$", "", text, flags=re.M)  # commented-out fields are not facts
+    consts = go_string_consts(text)
+    inference = go_func_bodies(text, "GetInferenceParameters")
+    tuning = go_func_bodies(text, "GetTuningParameters")
+    distributed = go_func_bodies(text, "SupportDistributedInference")
+    tunable = go_func_bodies(text, "SupportTuning")
+    presets: dict[str, dict[str, Any]] = {}
+    for receiver, body in inference.items():
+        name_ref = re.search(r"metadata\.MustGet\((\w+)\)", body)
+        if name_ref is None:
+            continue
+        name = consts[name_ref.group(1)]
+        entry: dict[str, Any] = {
+            "gpuCount": int(_go_field(body, "GPUCountRequirement", str)),
+            "modelGiB": quantity_gib(_go_field(body, "TotalSafeTensorFileSize", str)),
+            "diskGiB": quantity_gib(_go_field(body, "DiskStorageRequirement", str)),
+            "bytesPerToken": _go_field(body, "BytesPerToken", int, default=None),
+            "tokenLimit": _go_field(body, "ModelTokenLimit", int, default=None),
+            "disallowLoRA": _go_field(body, "DisallowLoRA", bool, default=False),
+            "disableTensorParallelism": _go_field(body, "DisableTensorParallelism", bool, default=False),
+            "distributed": "return true" in distributed.get(receiver, ""),
+        }
+        tuning_body = tuning.get(receiver, "")
+        if "return true" in tunable.get(receiver, "") and "PresetParam{" in tuning_body:
+            per_gpu = re.search(r"TuningPerGPUMemoryRequirement:\s*map\[string\]int\{([^}]*)\}", tuning_body)
+            entry["tuning"] = {
+                "modelGiB": quantity_gib(_go_field(tuning_body, "TotalSafeTensorFileSize", str)),
+                "gpuCount": int(_go_field(tuning_body, "GPUCountRequirement", str)),
+                "perGpuMemoryGiB": {k: int(v) for k, v in re.findall(r'"(\w+)":\s*(\d+)', per_gpu.group(1))}
+                if per_gpu
+                else {},
+            }
+        presets[name] = entry
+    return presets
+
+
+def _go_field(body: str, name: str, kind: type, default: Any = ...) -> Any:
+    m = re.search(rf"\b{name}:\s*([^,\n]+),", body)
+    if m is None:
+        if default is ...:
+            raise ValueError(f"field {name} not found")
+        return default
+    raw = m.group(1).strip()
+    if kind is str:
+        return raw.strip('"')
+    if kind is bool:
+        return raw == "true"
+    return kind(raw)
+
+
+def kaito_presets(src: Source) -> dict[str, Any] | None:
+    found = src.read(f"{MODELS}/supported_models.yaml")
+    if found is None:
+        return None
+    supported = yaml.safe_load(found[1])["models"]
+    catalog = src.read(f"{MODELS}/model_catalog.yaml")
+    by_hf_id = {}
+    if catalog is not None:
+        for m in yaml.safe_load(catalog[1])["models"]:
+            by_hf_id[m["name"].lower()] = {
+                "modelGiB": quantity_gib(m["modelFileSize"]),
+                "tokenLimit": m.get("modelTokenLimit"),
+                "hiddenSize": m.get("hiddenSize"),
+                "numHiddenLayers": m.get("numHiddenLayers"),
+                "numAttentionHeads": m.get("numAttentionHeads"),
+                "numKeyValueHeads": m.get("numKeyValueHeads"),
+                "architectures": m.get("architectures"),
+            }
+    presets = {}
+    for m in supported:
+        if m["name"] == "base":
+            continue
+        hf = re.match(r"https://huggingface\.co/([^/]+/[^/]+)", str(m.get("version", "")))
+        entry: dict[str, Any] = {
+            "type": m.get("type"),
+            "runtime": m.get("runtime"),
+            "huggingFaceId": hf.group(1) if hf else None,
+            "downloadAtRuntime": bool(m.get("downloadAtRuntime")),
+            "downloadAuthRequired": bool(m.get("downloadAuthRequired")),
+            "deprecated": bool(m.get("deprecated")),
+        }
+        if hf and hf.group(1).lower() in by_hf_id:
+            entry["catalog"] = by_hf_id[hf.group(1).lower()]
+        presets[m["name"]] = entry
+    return {"presets": presets}
+
+
+def kaito_preset_definitions(src: Source) -> dict[str, Any] | None:
+    """The numbers in the presets' Go definitions (presets/workspace/models/<family>/model.go),
+    which KAITO sized presets by before its model catalog (0.11)."""
+    definitions: dict[str, dict[str, Any]] = {}
+    for path in src.listdir(MODELS):
+        if path.endswith("/model.go"):
+            got = src.read(path)
+            if got is not None:
+                definitions.update(go_model_definitions(got[1]))
+    return {"presets": dict(sorted(definitions.items()))} if definitions else None
+
+
+def kaito_skus(src: Source) -> dict[str, Any] | None:
+    found = src.read("pkg/sku/azure_sku_handler.go")
+    if found is None:
+        return None
+    skus = {}
+    for line in found[1].splitlines():
+        line = line.strip()
+        if not line.startswith('{SKU: "'):
+            continue
+        fields = dict(re.findall(r'(\w+):\s*("[^"]*"|resource\.MustParse\("[^"]*"\)|[0-9.]+|true|false)', line))
+        name = fields.pop("SKU").strip('"')
+        mem = fields.get("GPUMemGiB") or re.sub(r'resource\.MustParse\("([^"]*)"\)', r"\1", fields.get("GPUMem", ""))
+        skus[name] = {
+            "gpuCount": int(fields["GPUCount"]),
+            "gpuMemGiB": quantity_gib(mem) if mem.endswith("i") else int(mem),
+            "gpuModel": fields["GPUModel"].strip('"'),
+            "nvme": fields.get("NVMeDiskEnabled") == "true",
+            **(
+                {"cudaComputeCapability": float(fields["CUDAComputeCapability"])}
+                if "CUDAComputeCapability" in fields
+                else {}
+            ),
+        }
+    return {"skus": skus}
+
+
+def kaito_feature_gates(src: Source) -> dict[str, Any] | None:
+    gates = src.read("pkg/featuregates/featuregates.go")
+    consts = src.read("pkg/utils/consts/consts.go")
+    if gates is None or consts is None:
+        return None
+    names = go_string_consts(consts[1])
+    table = re.search(r"FeatureGates = map\[string\]bool\{(.*?)\n\t\}", gates[1], re.S)
+    if table is None:
+        raise SystemExit("pkg/featuregates/featuregates.go: no FeatureGates table")
+    return {
+        "featureGates": {names[n]: v == "true" for n, v in re.findall(r"consts\.(\w+):\s*(true|false)", table.group(1))}
+    }
+
+
+def derive_kaito(src: Source) -> dict[str, Any]:
+    files: dict[str, Any] = {}
+    for name, candidates in KAITO_CRDS.items():
+        found = src.read(*candidates)
+        if found is not None:
+            files[f"crds/{name}.yaml"] = crd_manifest(found[1])
+    values = src.read(KAITO_VALUES)
+    if values is not None:
+        files["chart-values.yaml"] = {"values": value_paths(yaml.safe_load(values[1]))}
+    chart = src.read(KAITO_CHART)
+    if chart is not None:
+        files["chart.yaml"] = chart_facts(chart[1])
+    for name, derive in (
+        ("presets.yaml", kaito_presets),
+        ("preset-definitions.yaml", kaito_preset_definitions),
+        ("skus.yaml", kaito_skus),
+    ):
+        data = derive(src)
+        if data is not None:
+            files[name] = data
+    gates = kaito_feature_gates(src)
+    if gates is not None:
+        files["feature-gates.yaml"] = gates
+    return files
+
+
+# ---------------------------------------------------------------------------------- charts
+
+
+def chart_deriver(chart_dir: str) -> Callable[[Source], dict[str, Any]]:
+    """A Helm chart's values and Chart.yaml; a directory source may hold them at its top."""
+
+    def derive(src: Source) -> dict[str, Any]:
+        files: dict[str, Any] = {}
+        values = src.read(f"{chart_dir}/values.yaml|values.yaml")
+        if values is not None:
+            files["chart-values.yaml"] = {"values": value_paths(yaml.safe_load(values[1]))}
+        chart = src.read(f"{chart_dir}/Chart.yaml|Chart.yaml")
+        if chart is not None:
+            files["chart.yaml"] = chart_facts(chart[1])
+        return files
+
+    return derive
+
+
+PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
+    "kaito": derive_kaito,
+    "gpu-operator": chart_deriver("deployments/gpu-operator"),
+    "nvidia-device-plugin": chart_deriver("deployments/helm/nvidia-device-plugin"),
+}
+
+
+# ---------------------------------------------------------------------------------- output
+
+
+def dump(data: Any) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
+
+
+def provenance(project: str, src: Source, version: str) -> dict[str, Any]:
+    return {
+        "project": project,
+        "repository": REPOSITORIES[project],
+        "tag": src.tag,
+        "version": version,
+        "commit": src.commit,
+        "derivedBy": "scripts/upstream_data.py",
+        "sources": [{"path": p, "sha256": h} for p, h in sorted(src.read_files.items())],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("project", choices=list(PROJECTS))
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--git", type=Path, help="a git repository (mirror or clone) of the upstream project")
+    where.add_argument("--dir", type=Path, help="upstream files at the tag, at their repository paths")
+    parser.add_argument("--tag", required=True, help="the release tag, e.g. v0.8.1")
+    parser.add_argument("--commit", help="the tag's commit (read from the repository with --git)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where the data goes (default: {OUT})")
+    parser.add_argument("--check", action="store_true", help="compare with the committed data; write nothing")
+    args = parser.parse_args(argv)
+
+    if args.git is not None:
+        commit = _git(args.git, "rev-parse", f"{args.tag}^{{commit}}").strip()
+        if args.commit and not commit.startswith(args.commit):
+            raise SystemExit(f"--commit {args.commit} is not {args.tag} ({commit})")
+        src = Source(tag=args.tag, commit=commit, git=args.git)
+    else:
+        if not args.commit:
+            raise SystemExit("--dir needs --commit (the commit of the tag the files come from)")
+        src = Source(tag=args.tag, commit=args.commit, directory=args.dir)
+
+    version = args.tag.removeprefix("v") if args.project == "kaito" else args.tag
+    files = PROJECTS[args.project](src)
+    if not files:
+        raise SystemExit(f"no {args.project} upstream files found in {args.git or args.dir} at {args.tag}")
+    target = args.out / f"{args.project}-{version}"
+    rendered = {path: dump(data) for path, data in files.items()}
+
+    if args.check:
+        return check(target, rendered, provenance(args.project, src, version))
+    rendered["provenance.yaml"] = dump(provenance(args.project, src, version))
+    for path, text in rendered.items():
+        out = target / path
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    print(f"{target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: {', '.join(sorted(rendered))}")
+    return 0
+
+
+def check(target: Path, rendered: dict[str, str], prov: dict[str, Any]) -> int:
+    """What this source gives must equal what is committed, file by file; the committed
+    provenance must name the same commit and the same sha256 for each source file read."""
+    drift = []
+    for path, text in rendered.items():
+        committed = target / path
+        if not committed.exists():
+            drift.append(f"{path}: not committed")
+        elif committed.read_text() != text:
+            drift.append(f"{path}: differs from the committed file (regenerate it)")
+    committed_prov = (
+        yaml.safe_load((target / "provenance.yaml").read_text()) if (target / "provenance.yaml").exists() else {}
+    )
+    if committed_prov.get("commit") != prov["commit"]:
+        drift.append(f"provenance.yaml: commit {committed_prov.get('commit')} != {prov['commit']}")
+    recorded = {s["path"]: s["sha256"] for s in committed_prov.get("sources", [])}
+    for s in prov["sources"]:
+        if recorded.get(s["path"]) != s["sha256"]:
+            drift.append(f"provenance.yaml: {s['path']} sha256 {recorded.get(s['path'])} != {s['sha256']}")
+    for line in drift:
+        print(f"{target.name}: {line}", file=sys.stderr)
+    if not drift:
+        print(f"{target.name}: {len(rendered)} file(s) and {len(prov['sources'])} source hash(es) match")
+    return 1 if drift else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

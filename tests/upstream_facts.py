@@ -1,0 +1,56 @@
+"""The upstream facts the tests check against, as committed under tests/upstream/<project>-<version>/
+(derived from upstream files at each release tag by scripts/upstream_data.py; see each folder's
+provenance.yaml). Nothing here reads outside the repository."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+UPSTREAM = Path(__file__).resolve().parent / "upstream"
+
+
+def folder(project: str, version: str) -> Path:
+    """`tests/upstream/<project>-<version>`, e.g. ("kaito", "0.8.1"), ("gpu-operator", "v25.3.4")."""
+    path = UPSTREAM / f"{project}-{version}"
+    if not path.is_dir():
+        pytest.fail(f"no upstream data for {project} {version}: run scripts/upstream_data.py {project} ...")
+    return path
+
+
+@cache
+def load(project: str, version: str, name: str) -> Any:
+    path = folder(project, version) / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: regenerate it with scripts/upstream_data.py")
+    return yaml.safe_load(path.read_text())
+
+
+def chart_values(project: str, version: str) -> dict[str, Any]:
+    """A chart's values.yaml defaults, rebuilt as the nested map Helm merges into."""
+    values: dict[str, Any] = {}
+    for leaf in load(project, version, "chart-values.yaml")["values"]:
+        node = values
+        for key in leaf["path"][:-1]:
+            node = node.setdefault(key, {})
+        if leaf["path"]:
+            node[leaf["path"][-1]] = leaf["default"]
+    return values
+
+
+def chart(project: str, version: str) -> dict[str, Any]:
+    return load(project, version, "chart.yaml")
+
+
+def crd(version: str, name: str) -> dict[str, Any]:
+    """A KAITO CRD manifest (descriptions stripped), e.g. crd("0.8.1", "workspaces.kaito.sh")."""
+    return load("kaito", version, f"crds/{name}.yaml")
+
+
+def kaito(version: str, name: str) -> dict[str, Any]:
+    """presets, preset-definitions, skus or feature-gates of a KAITO release."""
+    return load("kaito", version, f"{name}.yaml")
