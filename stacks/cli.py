@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from stacks import catalog
-from stacks.stackfile import ROOT, read_stack_file, stack_names
+from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 
 DEFAULT_VERSION = "0.8.1"
 
@@ -66,21 +66,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _render(stacks: list[str], out: Path, root: Path) -> int:
+    """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError
-    from stacks.render import render_stack
+    from stacks.render import RenderTargetError, render_stack
 
+    failed = 0
     for stack in stacks:
         target = out / stack
         try:
             written = render_stack(stack, target, root)
-        except (StackConfigError, FileNotFoundError) as err:
+        except StackConfigError as err:
+            failed += 1
+            print(f"{stack}: not rendered, {len(err.issues)} problem(s):", file=sys.stderr)
+            for line in err.lines:
+                print(f"  {line}", file=sys.stderr)
+            continue
+        except (StackFileError, FileNotFoundError, RenderTargetError) as err:
+            failed += 1
             print(f"{stack}: not rendered: {err}", file=sys.stderr)
-            return 1
+            continue
         print(f"{stack}: {len(written)} files in {target}")
-    return 0
+    return 1 if failed else 0
 
 
 def _validate(stacks: list[str], root: Path) -> int:
+    """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.errors import StackConfigError
     from stacks.load import parse_stack_file
     from stacks.plan import build_plan
@@ -89,15 +99,15 @@ def _validate(stacks: list[str], root: Path) -> int:
     for stack in stacks:
         try:
             cfg = parse_stack_file(read_stack_file(stack, root))
-        except FileNotFoundError as err:
+        except (FileNotFoundError, StackFileError) as err:
             print(f"{stack}: {err}")
             failed += 1
             continue
         except StackConfigError as err:
             failed += 1
             print(f"{stack}: {len(err.issues)} problem(s)")
-            for issue in err.issues:
-                print(f"  {issue}")
+            for line in err.lines:
+                print(f"  {line}")
             continue
         plan = build_plan(cfg)
         print(

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -17,7 +18,7 @@ from pydantic import ValidationError
 from stacks import rules
 from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig, WorkspaceConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation
-from stacks.stackfile import StackFile
+from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
 # Config keys whose values are secrets: only their presence enters the StackConfig.
 SECRET_KEYS = ("hfToken", "kubeconfig")
@@ -71,30 +72,66 @@ def parse_stack_config(
             )
         )
         raise StackConfigError(issues)
-    # Entries of the lists are checked one by one, so a malformed entry does not hide what the
-    # rules would say about the others.
+    # Entries of the lists are checked one by one, and a field with a wrong type is set aside
+    # rather than the whole entry, so one mistake does not hide what the rules say about the
+    # rest of that entry or about the other entries.
     kept: dict[str, list[int]] = {}
+    set_aside: list[str] = []
     for key, model in LIST_ENTRIES.items():
         entries = data.get(key)
         if not isinstance(entries, list):
             continue
         kept[key] = []
+        usable = []
         for i, entry in enumerate(entries):
-            try:
-                model.model_validate(entry)
+            entry_issues, usable_entry, dropped = _check_entry(entry, model, (key, i))
+            issues += entry_issues
+            set_aside += [f"{key}[{i}].{name}" for name in dropped]
+            if usable_entry is not None:
                 kept[key].append(i)
-            except ValidationError as exc:
-                issues += issues_from_validation(exc, model, prefix=(key, i))
-        data[key] = [entries[i] for i in kept[key]]
+                usable.append(usable_entry)
+        data[key] = usable
     data["incomplete"] = tuple(key for key, idx in kept.items() if len(idx) != len(raw.get(key) or []))
     try:
         cfg = StackConfig.model_validate(data)
     except ValidationError as exc:
         raise StackConfigError(issues + issues_from_validation(exc, StackConfig)) from None
-    issues += [_renumber(issue, kept) for issue in rules.check(cfg)]
+    for issue in rules.check(cfg):
+        issue = _renumber(issue, kept)
+        if not any(issue.path == p or issue.path.startswith((f"{p}.", f"{p}[")) for p in set_aside):
+            issues.append(issue)
     if issues:
         raise StackConfigError(sorted(issues, key=lambda i: rules.path_key(i.path)))
     return cfg
+
+
+def _check_entry(entry: Any, model: type, loc: tuple[str, int]) -> tuple[list[Issue], Any, list[str]]:
+    """(issues, the entry without its ill-typed fields or None when nothing usable is left,
+    the names of the fields set aside)."""
+    path = f"{loc[0]}[{loc[1]}]"
+    if not isinstance(entry, dict):
+        return [Issue(path, f"must be a map of key: value, not {entry!r}")], None, []
+    issues: list[Issue] = []
+    dropped: list[str] = []
+    current = dict(entry)
+    while True:
+        try:
+            model.model_validate(current)
+            return issues, current, dropped
+        except ValidationError as exc:
+            found = issues_from_validation(exc, model, prefix=loc)
+            issues += [i for i in found if i not in issues and not _under(i.path, path, dropped)]
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"] and str(e["loc"][0]) in current}
+            if not bad:
+                return issues, None, dropped
+            for name in bad:
+                current.pop(name)
+                dropped.append(name)
+
+
+def _under(issue_path: str, entry_path: str, fields: list[str]) -> bool:
+    """Whether an issue is about a field already reported and set aside."""
+    return any(issue_path == f"{entry_path}.{f}" or issue_path.startswith(f"{entry_path}.{f}.") for f in fields)
 
 
 LIST_ENTRIES = {"workspaces": WorkspaceConfig, "gpuNodePools": GpuNodePoolSpec}
@@ -119,9 +156,12 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
-    return parse_stack_config(
-        raw, secrets=present, plaintext_secrets=plaintext, azure_location=f.config.get("azure-native:location")
-    )
+    try:
+        return parse_stack_config(
+            raw, secrets=present, plaintext_secrets=plaintext, azure_location=f.config.get("azure-native:location")
+        )
+    except StackConfigError as err:
+        raise err.with_source(f) from None
 
 
 def _decode(value: Any) -> Any:
@@ -143,6 +183,15 @@ def _engine_config() -> dict[str, Any]:
     return values
 
 
+def _own_stack_file() -> StackFile | None:
+    """This stack's Pulumi.<stack>.yaml in the working directory, to point errors at lines
+    (None when it cannot be read: the errors are then reported without lines)."""
+    try:
+        return read_stack_file(pulumi.get_stack(), Path.cwd())
+    except (OSError, StackFileError):
+        return None
+
+
 def load_stack() -> tuple[StackConfig, StackSecrets]:
     """The current stack's config and secrets, validated (for __main__.py)."""
     from pulumi.runtime.config import is_config_secret
@@ -153,7 +202,10 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
     location = engine.get("azure-native:location")
-    cfg = parse_stack_config(raw, secrets=present, plaintext_secrets=plaintext, azure_location=location)
+    try:
+        cfg = parse_stack_config(raw, secrets=present, plaintext_secrets=plaintext, azure_location=location)
+    except StackConfigError as err:
+        raise err.with_source(_own_stack_file()) from None
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,

@@ -6,23 +6,30 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
     <out>/kubernetes/<namespace>/<kind>-<name>.yaml   manifests as the API server receives them
     <out>/helm/<namespace>-<release>.yaml             chart, repository, version, namespace, values
     <out>/azure/<type>-<name>.yaml                    Azure resource type and properties
-    <out>/order.yaml                                  creation waves and what waits on what
+    <out>/order.yaml                                  creation waves and what waits on what, by file
     <out>/outputs.yaml                                stack outputs
+
+`--out` folders carry a marker file; a folder without one is never replaced or deleted.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from stacks.errors import StackConfigError
 from stacks.evaluate import Evaluation, Registration, Secret, evaluate, reveal
 from stacks.stackfile import ROOT, read_stack_file
 
 REDACTED = "[secret]"
+# Written into every render folder: only a folder holding it may be replaced by a new render.
+MARKER = ".kaito-aks-render"
 MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -67,14 +74,19 @@ def helm_release(r: Registration) -> dict[str, Any]:
     }
 
 
-def _label(r: Registration) -> str:
-    return f"{r.type}::{r.name}"
+class RenderTargetError(Exception):
+    """The --out folder holds files this command did not write."""
 
 
-def dependency_order(ev: Evaluation) -> dict[str, Any]:
+def dependency_order(ev: Evaluation, names: dict[str, str]) -> dict[str, Any]:
     """What the engine creates in which wave, and what each resource waits on (explicit
-    dependencies, the resources its inputs come from, and its provider)."""
+    dependencies, the resources its inputs come from, and its provider). Resources are named
+    by the file they are rendered to (`names`: urn -> path); components by type::name."""
     by_urn = {r.urn: r for r in ev.resources}
+
+    def _label(r: Registration) -> str:
+        return names.get(r.urn, f"{r.type}::{r.name}")
+
     custom = [r for r in ev.resources if r.custom]
 
     def waits_on(r: Registration) -> set[str]:
@@ -119,31 +131,42 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
 
 
+def rendered_file(r: Registration) -> tuple[str, Any] | None:
+    """(relative path, body) of one resource's file, or None for what is not rendered."""
+    if not r.custom:
+        return None
+    if r.type == HELM_RELEASE:
+        body = helm_release(r)
+        return f"helm/{body['namespace']}-{body['release']}.yaml", body
+    if r.type.startswith("kubernetes:"):
+        body = manifest(r)
+        meta = body.get("metadata", {})
+        ns = meta.get("namespace", "_cluster")
+        return f"kubernetes/{ns}/{_slug(body['kind'])}-{_slug(meta['name'])}.yaml", body
+    if r.type.startswith("azure-native:"):
+        return f"azure/{_slug(r.type.split(':', 1)[1])}-{_slug(r.name)}.yaml", {
+            "type": r.type,
+            "properties": redact(r.inputs),
+        }
+    if r.type.startswith("pulumi:providers:"):
+        return f"providers/{_slug(r.type.rsplit(':', 1)[1])}-{_slug(r.name)}.yaml", {
+            "type": r.type,
+            "properties": redact(r.inputs),
+        }
+    return None
+
+
 def render_files(ev: Evaluation) -> dict[str, str]:
     """Relative path -> file text, for every object of the stack."""
     files: dict[str, Any] = {}
+    names: dict[str, str] = {}
     for r in ev.resources:
-        if not r.custom:
-            continue
-        if r.type == HELM_RELEASE:
-            body = helm_release(r)
-            files[f"helm/{body['namespace']}-{body['release']}.yaml"] = body
-        elif r.type.startswith("kubernetes:"):
-            body = manifest(r)
-            meta = body.get("metadata", {})
-            ns = meta.get("namespace", "_cluster")
-            files[f"kubernetes/{ns}/{_slug(body['kind'])}-{_slug(meta['name'])}.yaml"] = body
-        elif r.type.startswith("azure-native:"):
-            files[f"azure/{_slug(r.type.split(':', 1)[1])}-{_slug(r.name)}.yaml"] = {
-                "type": r.type,
-                "properties": redact(r.inputs),
-            }
-        elif r.type.startswith("pulumi:providers:"):
-            files[f"providers/{_slug(r.type.rsplit(':', 1)[1])}-{_slug(r.name)}.yaml"] = {
-                "type": r.type,
-                "properties": redact(r.inputs),
-            }
-    files["order.yaml"] = dependency_order(ev)
+        rendered = rendered_file(r)
+        if rendered is not None:
+            path, body = rendered
+            files[path] = body
+            names[r.urn] = path
+    files["order.yaml"] = dependency_order(ev, names)
     files["outputs.yaml"] = redact(ev.outputs)
     return {path: _dump(body) for path, body in sorted(files.items())}
 
@@ -155,17 +178,38 @@ def _dump(body: Any) -> str:
 def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
     """Evaluate `Pulumi.<stack>.yaml` and write its render to `out` (replacing what was there)."""
     f = read_stack_file(stack, root)
-    ev = evaluate(f.config, stack=stack, secrets=f.secrets)
+    try:
+        ev = evaluate(f.config, stack=stack, secrets=f.secrets)
+    except StackConfigError as err:
+        raise err.with_source(f) from None
     return write_files(render_files(ev), out)
 
 
 def write_files(files: dict[str, str], out: Path) -> list[Path]:
-    if out.exists():
-        shutil.rmtree(out)
-    written = []
-    for rel, text in files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        written.append(path)
-    return written
+    """Write a render to `out`: into a fresh folder beside it first, then swapped in. An
+    existing `out` is replaced only when it carries the render marker (an earlier render, or
+    empty); anything else is left untouched and is an error."""
+    if out.exists() and not (out / MARKER).exists() and (not out.is_dir() or any(out.iterdir())):
+        raise RenderTargetError(
+            f"{out} exists and was not written by render (no {MARKER} in it); "
+            "choose another --out or move that folder away"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        for rel, text in files.items():
+            path = fresh / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        (fresh / MARKER).write_text("written by `python -m stacks render`; replaced by the next render\n")
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / out.name)
+            os.replace(fresh, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(fresh, out)
+    finally:
+        if fresh.exists():
+            shutil.rmtree(fresh)
+    return [out / rel for rel in files]

@@ -9,7 +9,7 @@ import yaml
 
 from stacks import catalog
 from stacks.cli import main
-from tests.conftest import reference
+from tests.upstream_facts import kaito
 
 VERSIONS = list(catalog.kaito_charts())
 
@@ -20,9 +20,7 @@ def cli_json(capsys, *argv: str):
 
 
 def reference_models(version: str) -> dict[str, dict]:
-    ref = "0.8.1" if version.startswith("0.8") else version
-    data = yaml.safe_load(reference(f"kaito/v{ref}/presets/workspace/models/supported_models.yaml").read_text())
-    return {m["name"]: m for m in data["models"] if m["name"] != "base"}
+    return kaito(version, "presets")["presets"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -115,3 +113,68 @@ def test_readme_test_command_is_what_ci_runs():
 
     assert "make test" in (ROOT / "README.md").read_text()
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def _stack(tmp_path, name: str, text: str) -> None:
+    (tmp_path / f"Pulumi.{name}.yaml").write_text(text)
+
+
+CLUSTER = "  kaito-aks:cluster: {kubeconfig: {context: c}}\n"
+GOOD = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    - {name: phi, model: phi-4-mini-instruct}\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("config:\n  kaito-aks:workspaces: [\n", "Pulumi.bad.yaml:3"),
+        ("- just\n- a list\n", "Pulumi.bad.yaml:1: a stack file is a map with a `config:` key, not a list"),
+        ("config:\n  - kaito-aks:workspaces\n", "Pulumi.bad.yaml:2: `config:` must be a map"),
+        (
+            "config:\n" + CLUSTER + "  kaito-aks:kaito:\n    version: 0.12\n",
+            'Pulumi.bad.yaml:4: kaito.version: YAML reads 0.12 as the number 0.12; quote it: "0.12"',
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_broken_stack_file_is_located_and_does_not_stop_the_others(tmp_path, capsys, text, expected, command):
+    _stack(tmp_path, "bad", text)
+    _stack(tmp_path, "good", GOOD)
+    extra = ["--out", str(tmp_path / "out")] if command == "render" else []
+    assert main([command, "--dir", str(tmp_path), *extra]) == 1
+    captured = capsys.readouterr()
+    output = captured.out + captured.err
+    assert expected in output
+    assert "Traceback" not in output
+    assert "good" in output
+    if command == "render":
+        assert (tmp_path / "out" / "good" / "order.yaml").is_file()
+    else:
+        assert "good: ok" in output
+
+
+def test_one_entry_with_several_mistakes_reports_them_all(tmp_path, capsys):
+    _stack(
+        tmp_path,
+        "bad",
+        "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n"
+        "    - name: Bad_Name\n      model: phi-4-mini-instruc\n      replicas: many\n      bogus: 1\n",
+    )
+    assert main(["validate", "bad", "--dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "Pulumi.bad.yaml:5: workspaces[0].model" in out
+    assert "Pulumi.bad.yaml:6: workspaces[0].replicas" in out
+    assert "Pulumi.bad.yaml:7: workspaces[0].bogus: unknown key" in out
+    assert "Pulumi.bad.yaml:4: workspaces[0].name" in out
+
+
+def test_render_never_deletes_a_folder_it_did_not_write(tmp_path, capsys):
+    _stack(tmp_path, "good", GOOD)
+    mine = tmp_path / "out" / "good"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep me")
+    assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert (mine / "notes.txt").read_text() == "keep me"
+    assert "not written by" in capsys.readouterr().err
+    (mine / "notes.txt").unlink()  # an empty folder may be used
+    assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0  # and re-rendered

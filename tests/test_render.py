@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import difflib
 import os
-from pathlib import Path
 
 import pytest
 import yaml
 
 from stacks import catalog
 from stacks.evaluate import evaluate
-from stacks.render import REDACTED, render_files, write_files
+from stacks.render import MARKER, REDACTED, render_files, write_files
 from stacks.stackfile import read_stack_file, stack_names
-from tests.conftest import ROOT, config, reference, run
+from tests import upstream_facts
+from tests.conftest import ROOT, config, run
 from tests.kube_schema import crd_validator, unknown_value_paths
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
@@ -42,7 +42,9 @@ def test_render_matches_the_golden_snapshot(rendered):
     target = SNAPSHOTS / stack
     if os.environ.get("UPDATE_SNAPSHOTS"):
         write_files(files, target)
-    on_disk = {str(p.relative_to(target)): p.read_text() for p in sorted(target.rglob("*")) if p.is_file()}
+    on_disk = {
+        str(p.relative_to(target)): p.read_text() for p in sorted(target.rglob("*")) if p.is_file() and p.name != MARKER
+    }
     diff = "".join(
         difflib.unified_diff(
             "".join(f"--- {k}\n{v}" for k, v in sorted(on_disk.items())).splitlines(True),
@@ -63,13 +65,13 @@ def test_rendered_workspaces_and_inference_sets_pass_the_real_crd(rendered):
     stack, files = rendered
     version = read_version(files)
     chart = catalog.kaito_charts()[version]
-    crds = reference_crds(version)
     checked = 0
     for path, text in files.items():
         obj = yaml.safe_load(text)
         if isinstance(obj, dict) and obj.get("kind") in ("Workspace", "InferenceSet"):
             api = obj["apiVersion"].split("/")[1]
-            assert crd_validator(crds[obj["kind"]], api)(obj) == [], path
+            crd = upstream_facts.crd(version, f"{obj['kind'].lower()}s.kaito.sh")
+            assert crd_validator(crd, api)(obj) == [], path
             checked += 1
     # at least one KAITO object per workspace entry of the stack
     assert checked >= len(read_stack_file(stack).config.get("kaito-aks:workspaces", [])) > 0
@@ -81,17 +83,6 @@ def read_version(files: dict[str, str]) -> str:
     return outputs["charts"]["kaito"]["version"]
 
 
-def reference_crds(version: str) -> dict[str, Path]:
-    if version.startswith("0.8"):
-        base = "kaito/v0.8.1/charts/kaito/workspace/crds"
-    else:
-        base = f"kaito/v{version}/config/crd/bases"
-    return {
-        "Workspace": reference(f"{base}/kaito.sh_workspaces.yaml"),
-        "InferenceSet": reference(f"{base}/kaito.sh_inferencesets.yaml"),
-    }
-
-
 def test_rendered_helm_values_exist_in_the_pinned_charts(rendered):
     _stack, files = rendered
     for path, text in files.items():
@@ -100,13 +91,10 @@ def test_rendered_helm_values_exist_in_the_pinned_charts(rendered):
         release = yaml.safe_load(text)
         if release["chart"] == "workspace":
             version = release["version"]
-            ref_version = "0.8.1" if version.startswith("0.8") else version
-            chart_values = yaml.safe_load(
-                reference(f"kaito/v{ref_version}/charts/kaito/workspace/values.yaml").read_text()
-            )
+            chart_values = upstream_facts.chart_values("kaito", version)
             allowed = tuple(catalog.kaito_charts()[version].subchart_toggles)
         else:
-            chart_values = yaml.safe_load(reference(f"gpu-operator/{release['version']}/values.yaml").read_text())
+            chart_values = upstream_facts.chart_values("gpu-operator", release["version"])
             allowed = ()
         assert unknown_value_paths(release["values"], chart_values, allowed) == [], path
 
@@ -133,10 +121,10 @@ def test_order_file_puts_cluster_pools_operators_and_workspaces_in_waves():
     def wave_of(label: str) -> int:
         return next(i for i, wave in enumerate(waves) if label in wave)
 
-    group = wave_of("azure-native:resources:ResourceGroup::cluster-rg")
-    cluster = wave_of("azure-native:containerservice:ManagedCluster::cluster")
-    pool = wave_of("azure-native:containerservice:AgentPool::gpu")
-    kaito = wave_of("kubernetes:helm.sh/v3:Release::kaito")
-    gpu_operator = wave_of("kubernetes:helm.sh/v3:Release::gpu-operator")
-    workspace = wave_of("kubernetes:kaito.sh/v1beta1:Workspace::default/phi-4-mini/phi-4-mini-0")
+    group = wave_of("azure/resources_ResourceGroup-cluster-rg.yaml")
+    cluster = wave_of("azure/containerservice_ManagedCluster-cluster.yaml")
+    pool = wave_of("azure/containerservice_AgentPool-gpu.yaml")
+    kaito = wave_of("helm/kaito-workspace-kaito-workspace.yaml")
+    gpu_operator = wave_of("helm/gpu-operator-gpu-operator.yaml")
+    workspace = wave_of("kubernetes/default/Workspace-phi-4-mini-0.yaml")
     assert group < cluster < pool < kaito == gpu_operator < workspace

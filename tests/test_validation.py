@@ -307,8 +307,9 @@ def test_kubeconfig_secret_feeds_the_provider_as_a_secret():
 
 
 def test_collision_messages_name_the_original_entry():
-    errors = errors_of(config([{"name": "x", "bogus": 1}, PHI, PHI]))
-    assert errors[1] == (
+    errors = errors_of(config(["oops", PHI, PHI]))
+    assert errors[0] == "workspaces[0]: must be a map of key: value, not 'oops'"
+    assert errors[-1] == (
         "workspaces[2].name: default/phi is also created for workspaces[1]; choose names that do not collide "
         "(replicas are named <name>-0, <name>-1, ...)"
     )
