@@ -55,28 +55,78 @@ def test_ci_runs_the_readme_test_command_and_posts_the_render_diff():
     assert any(s.get("uses", "").startswith("marocchino/sticky-pull-request-comment") for s in steps(render))
 
 
-def test_preview_posts_a_diff_per_stack_with_azure_oidc():
+ACTION = ROOT / ".github" / "actions" / "pulumi-stack" / "action.yml"
+
+
+def test_the_shared_action_validates_against_the_github_action_schema():
+    result = subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-actions", str(ACTION)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def action_steps() -> list[dict]:
+    return yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+
+
+def uses_of(job: dict, prefix: str) -> dict:
+    return next(s for s in steps(job) if s.get("uses", "").startswith(prefix))
+
+
+def test_the_pulumi_cli_is_pinned_to_the_sdk_version():
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().split() if "==" in line)
+    pulumi = next(s for s in action_steps() if s.get("uses", "").startswith("pulumi/actions"))
+    assert pulumi["with"]["pulumi-version"] == pins["pulumi"]
+    login = next(s for s in action_steps() if s.get("uses", "").startswith("azure/login"))
+    assert "client-secret" not in login["with"]
+    assert any(s.get("uses", "").startswith("azure/use-kubelogin") for s in action_steps())
+
+
+def test_pull_request_previews_use_the_read_only_identity_and_skip_forks():
     preview = load("preview.yml")
     assert preview["permissions"]["id-token"] == "write"
     job = preview["jobs"]["preview"]
+    assert job["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
     assert set(job["strategy"]["matrix"]["stack"]) == {"dev", "prod"}
-    assert job["env"]["ARM_USE_OIDC"] == "true"
-    pulumi = next(s for s in steps(job) if s.get("uses", "").startswith("pulumi/actions"))
-    assert pulumi["with"]["command"] == "preview"
-    assert pulumi["with"]["comment-on-pr"] is True
-    assert pulumi["with"]["diff"] is True
-    login = next(s for s in steps(job) if s.get("uses", "").startswith("azure/login"))
-    assert "client-secret" not in login["with"]
+    assert "environment" not in job
+    stack = uses_of(job, "./.github/actions/pulumi-stack")["with"]
+    assert stack["command"] == "preview"
+    assert stack["client-id"] == "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
+    assert stack["comment-on-pr"] == "true"
 
 
-def test_deploy_goes_dev_then_protected_production():
+def test_deploy_runs_after_ci_passed_on_main_and_deploys_that_commit():
     deploy = load("deploy.yml")
-    assert deploy["on"]["push"]["branches"] == ["main"]
-    jobs = deploy["jobs"]
-    assert jobs["dev"]["with"] == {"stack": "dev", "environment": "dev"}
-    assert jobs["prod"]["with"] == {"stack": "prod", "environment": "production"}
-    assert jobs["prod"]["needs"] == "dev"
+    assert deploy["on"]["workflow_run"] == {"workflows": ["ci"], "types": ["completed"], "branches": ["main"]}
+    assert "push" not in deploy["on"]
+    dev = deploy["jobs"]["dev"]
+    assert "github.event.workflow_run.conclusion == 'success'" in dev["if"]
+    assert "github.event.workflow_run.event == 'push'" in dev["if"]
+    for job in ("dev", "prod"):
+        assert deploy["jobs"][job]["with"]["ref"] == "${{ github.event.workflow_run.head_sha || github.sha }}"
+    ci = load("ci.yml")
+    assert ci["name"] == "ci"
+    assert "if" not in ci["jobs"]["render-diff"]  # the render check runs on main too
+
+
+def test_production_is_approved_against_a_fresh_preview_shown_before_the_gate():
+    jobs = load("deploy.yml")["jobs"]
+    assert jobs["dev"]["with"]["environment"] == "dev"
+    assert jobs["prod"]["with"]["environment"] == "production"
+    assert jobs["prod-preview"]["needs"] == "dev"
+    assert jobs["prod"]["needs"] == "prod-preview"
+    gate_free = jobs["prod-preview"]
+    assert "environment" not in gate_free
+    stack = uses_of(gate_free, "./.github/actions/pulumi-stack")["with"]
+    assert (stack["stack"], stack["command"], stack["client-id"]) == (
+        "prod",
+        "preview",
+        "${{ vars.AZURE_PREVIEW_CLIENT_ID }}",
+    )
+    assert "GITHUB_STEP_SUMMARY" in steps(gate_free)[-1]["run"]
     up = load("pulumi-up.yml")["jobs"]["up"]
     assert up["environment"] == "${{ inputs.environment }}"
-    pulumi = next(s for s in steps(up) if s.get("uses", "").startswith("pulumi/actions"))
-    assert pulumi["with"]["command"] == "up"
+    assert uses_of(up, "./.github/actions/pulumi-stack")["with"]["client-id"] == "${{ vars.AZURE_CLIENT_ID }}"
+    assert uses_of(up, "actions/checkout")["with"]["ref"] == "${{ inputs.ref }}"
