@@ -49,6 +49,19 @@ class GpuSku(CamelModel):
     vendor: Literal["nvidia", "amd"] = "nvidia"
     nvme: bool = False
     removed_in: str | None = None
+    unusable: str | None = None
+
+    @property
+    def gpu_mem_gib_per_gpu(self) -> float:
+        return self.gpu_mem_gib / self.gpu_count
+
+
+class Price(CamelModel):
+    """An hourly on-demand Linux price of one VM size in one region, with where it comes from."""
+
+    usd_per_hour: float
+    effective_date: str
+    source: str
 
 
 class NodeProvisioner(CamelModel):
@@ -140,6 +153,20 @@ def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     return out
 
 
+def closest_skus(name: str, n: int = 3) -> list[str]:
+    """Did-you-mean for a VM size: case-insensitive, ignoring the Standard_ prefix."""
+    by_key = {k.lower().removeprefix("standard_"): k for k in all_gpu_skus()}
+    key = name.lower().removeprefix("standard_")
+    return [by_key[m] for m in difflib.get_close_matches(key, list(by_key), n=n, cutoff=0.6)]
+
+
+@cache
+def prices(region: str) -> dict[str, Price]:
+    """VM size -> hourly price in `region` (stacks/catalog/azure_prices.yaml); absent: unpriced."""
+    table = (_load("azure_prices.yaml").get("prices") or {}).get(region) or {}
+    return {size: Price.model_validate(fields) for size, fields in table.items()}
+
+
 def all_gpu_skus() -> dict[str, GpuSku]:
     """Every GPU SKU kaito-aks knows, whichever KAITO release still accepts it."""
     return gpu_skus("0.0")
@@ -190,7 +217,7 @@ def estimate(preset: Preset, catalog: str = "0.8", max_nodes: int = 16) -> list[
     instance of `preset` with exactly that many nodes. Non-distributed presets: one node only."""
     by_count: dict[int, list[GpuSku]] = {}
     for sku in gpu_skus(catalog).values():
-        if sku.vendor != "nvidia":
+        if sku.vendor != "nvidia" or sku.unusable:
             continue
         count = nodes_needed(preset, sku)
         if count is not None and count <= max_nodes:

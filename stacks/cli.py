@@ -3,7 +3,7 @@
 python -m stacks render <stack>... [--out DIR]   desired state as reviewable files
 python -m stacks validate <stack>...             the config checks alone, every error at once
 python -m stacks models list [--version V] [--json]
-python -m stacks models estimate <preset> [--version V] [--json]
+python -m stacks models estimate <preset> [--version V] [--pool VMSIZE] [--region R] [--json]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from stacks import catalog
+from stacks.cost import DEFAULT_REGION
 from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 
 DEFAULT_VERSION = "0.8.1"
@@ -44,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         p = msub.add_parser(name, help=help_text)
         if name == "estimate":
             p.add_argument("preset")
+            p.add_argument("--pool", metavar="VMSIZE", help="how many nodes of this VM size one instance needs")
+            p.add_argument("--region", default=DEFAULT_REGION, help=f"for prices (default: {DEFAULT_REGION})")
         p.add_argument("--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version")
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
 
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.models_command == "list":
         return _models_list(args.version, args.json)
-    return _models_estimate(args.preset, args.version, args.json)
+    return _models_estimate(args.preset, args.version, args.json, args.pool, args.region)
 
 
 def _render(stacks: list[str], out: Path, root: Path) -> int:
@@ -109,9 +112,12 @@ def _validate(stacks: list[str], root: Path) -> int:
             for line in err.lines:
                 print(f"  {line}")
             continue
+        from stacks.cost import stack_cost
+
         plan = build_plan(cfg)
         print(
-            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito.chart.version})"
+            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito.chart.version}; "
+            f"{stack_cost(cfg).summary()})"
         )
     return 1 if failed else 0
 
@@ -153,7 +159,7 @@ def _models_list(version: str, as_json: bool) -> int:
     return 0
 
 
-def _models_estimate(name: str, version: str, as_json: bool) -> int:
+def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, region: str) -> int:
     chart = catalog.kaito_charts()[version]
     preset = catalog.presets(chart.preset_catalog).get(name)
     if preset is None:
@@ -161,7 +167,29 @@ def _models_estimate(name: str, version: str, as_json: bool) -> int:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         print(f"unknown KAITO {version} preset {name!r}{hint}", file=sys.stderr)
         return 2
-    options = catalog.estimate(preset, chart.sku_catalog)
+    if pool is not None:
+        return _estimate_pool(preset, chart, pool, as_json)
+    prices = catalog.prices(region)
+    rows = []
+    for nodes, skus in catalog.estimate(preset, chart.sku_catalog):
+        for s in skus:
+            price = prices.get(s.name)
+            rows.append(
+                {
+                    "nodes": nodes,
+                    "sku": s.name,
+                    "gpuModel": s.gpu_model,
+                    "gpusPerNode": s.gpu_count,
+                    "gpuMemoryGiBPerNode": s.gpu_mem_gib,
+                    "gpuMemoryGiBPerGpu": s.gpu_mem_gib_per_gpu,
+                    "localNvme": s.nvme,
+                    "usdPerHour": round(nodes * price.usd_per_hour, 4) if price else None,
+                    "priceSource": f"{price.source}, {region}, {price.effective_date}" if price else None,
+                }
+            )
+    # cheapest priced choice first; unpriced ones after, fewest nodes first
+    rows.sort(key=lambda r: (r["usdPerHour"] is None, r["usdPerHour"] or 0, r["nodes"], r["gpuMemoryGiBPerNode"]))
+    unusable = {n: s.unusable for n, s in catalog.gpu_skus(chart.sku_catalog).items() if s.unusable}
     if as_json:
         print(
             json.dumps(
@@ -170,29 +198,59 @@ def _models_estimate(name: str, version: str, as_json: bool) -> int:
                     "gpuMemoryGiB": preset.model_gib,
                     "gpusPerNode": preset.gpu_count,
                     "multiNode": preset.distributed,
-                    "options": [
-                        {
-                            "nodes": n,
-                            "gpuMemoryGiBPerNode": skus[0].gpu_mem_gib,
-                            "skus": [
-                                {"name": s.name, "gpuModel": s.gpu_model, "gpus": s.gpu_count, "localNvme": s.nvme}
-                                for s in skus
-                            ],
-                        }
-                        for n, skus in options
-                    ],
+                    "gated": preset.gated,
+                    "region": region,
+                    "options": rows,
+                    "unusable": unusable,
                 },
                 indent=2,
             )
         )
         return 0
     spread = "may span nodes" if preset.distributed else "one node"
-    print(f"{name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread} (KAITO {version})")
-    if not options:
-        print("  no KAITO-known Azure SKU fits")
+    gated = "gated: set the hfToken secret" if preset.gated else "not gated"
+    print(
+        f"{name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread}, {gated} (KAITO {version})"
+    )
+    if not rows:
+        print("  no usable KAITO-known Azure SKU fits")
         return 1
-    print(f"  {'NODES':>5}  {'GPU MEM/NODE':>12}  SMALLEST SKU(S)")
-    for n, skus in options:
-        names = ", ".join(f"{s.name} ({s.gpu_count}x {s.gpu_model.removeprefix('NVIDIA ')})" for s in skus)
-        print(f"  {n:>5}  {skus[0].gpu_mem_gib:>10}Gi  {names}")
+    print(f"  {'NODES':>5}  {'GPU MEM/NODE':>12}  {'PER GPU':>8}  {'$/HOUR':>8}  SKU")
+    for r in rows:
+        cost = f"{r['usdPerHour']:.2f}" if r["usdPerHour"] is not None else "unpriced"
+        print(
+            f"  {r['nodes']:>5}  {r['gpuMemoryGiBPerNode']:>10}Gi  {r['gpuMemoryGiBPerGpu']:>6.0f}Gi  {cost:>8}  "
+            f"{r['sku']} ({r['gpusPerNode']}x {r['gpuModel'].removeprefix('NVIDIA ')})"
+        )
+    sources = sorted({r["priceSource"] for r in rows if r["priceSource"]})
+    print(
+        f"  prices: {'; '.join(sources)}"
+        if sources
+        else f"  prices: none for {region} in stacks/catalog/azure_prices.yaml"
+    )
+    if unusable:
+        print(f"  not suggested: {', '.join(sorted(unusable))} ({next(iter(unusable.values()))})")
     return 0
+
+
+def _estimate_pool(preset: catalog.Preset, chart: catalog.KaitoChart, pool: str, as_json: bool) -> int:
+    """How many nodes of one VM size an instance of the preset needs, or why it cannot run there."""
+    sku = catalog.gpu_skus(chart.sku_catalog).get(pool)
+    problem = None
+    if sku is None:
+        close = catalog.closest_skus(pool)
+        problem = f"{pool} is not a GPU VM size KAITO {chart.version} accepts" + (
+            f"; did you mean {', '.join(close)}?" if close else ""
+        )
+    elif sku.unusable:
+        problem = f"{pool}: {sku.unusable}"
+    nodes = None if problem or sku is None else catalog.nodes_needed(preset, sku)
+    if problem is None and nodes is None:
+        problem = f"{preset.name} does not fit on {pool} ({sku.gpu_mem_gib} GiB GPU memory per node)"
+    if as_json:
+        print(json.dumps({"preset": preset.name, "pool": pool, "nodes": nodes, "problem": problem}, indent=2))
+    elif problem:
+        print(problem, file=sys.stderr)
+    else:
+        print(f"{preset.name} on {pool}: {nodes} node(s) per instance")
+    return 1 if problem else 0

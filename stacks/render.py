@@ -8,6 +8,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
     <out>/azure/<type>-<name>.yaml                    Azure resource type and properties
     <out>/order.yaml                                  creation waves and what waits on what, by file
     <out>/outputs.yaml                                stack outputs
+    <out>/cost.yaml                                   GPU pools per hour, from the price catalog
 
 `--out` folders carry a marker file; a folder without one is never replaced or deleted.
 """
@@ -182,7 +183,12 @@ def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
         ev = evaluate(f.config, stack=stack, secrets=f.secrets)
     except StackConfigError as err:
         raise err.with_source(f) from None
-    return write_files(render_files(ev), out)
+    from stacks.cost import stack_cost
+    from stacks.load import parse_stack_file
+
+    files = render_files(ev)
+    files["cost.yaml"] = _dump(stack_cost(parse_stack_file(f)).as_dict())
+    return write_files(files, out)
 
 
 def write_files(files: dict[str, str], out: Path) -> list[Path]:

@@ -347,8 +347,11 @@ def _gpu_operator_rules(cfg: StackConfig) -> Iterator[Issue]:
 def _pool_sku(path: str, pool, chart) -> Iterator[Issue]:
     sku = catalog.all_gpu_skus().get(pool.vm_size)
     if sku is None:
-        known = ", ".join(catalog.all_gpu_skus())
-        yield Issue(f"{path}.vmSize", f"{pool.vm_size} is not a GPU VM size kaito-aks knows; use one of: {known}")
+        close = catalog.closest_skus(pool.vm_size)
+        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(catalog.all_gpu_skus())
+        yield Issue(f"{path}.vmSize", f"{pool.vm_size} is not a GPU VM size kaito-aks knows; {hint}")
+    elif sku.unusable:
+        yield Issue(f"{path}.vmSize", f"{pool.vm_size}: {sku.unusable}; see `python -m stacks models estimate`")
     elif sku.vendor != "nvidia":
         yield Issue(
             f"{path}.vmSize",

@@ -9,6 +9,7 @@ import yaml
 
 from stacks import catalog
 from stacks.cli import main
+from tests.conftest import ROOT as ROOT_DIR
 from tests.upstream_facts import kaito
 
 VERSIONS = list(catalog.kaito_charts())
@@ -49,20 +50,113 @@ def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, 
     answer = cli_json(capsys, "models", "estimate", preset, "--version", version)
     assert answer["gpuMemoryGiB"] == p.model_gib
     assert answer["options"], f"{preset}: no SKU fits"
+    assert answer["gated"] == p.gated
     for option in answer["options"]:
         n, mem = option["nodes"], option["gpuMemoryGiBPerNode"]
+        s = skus[option["sku"]]
         assert n == 1 or p.distributed
-        for sku in option["skus"]:
-            s = skus[sku["name"]]
-            assert s.vendor == "nvidia"
-            assert s.gpu_mem_gib == mem
-            assert s.gpu_count >= p.gpu_count
-            assert n * mem >= p.model_gib > (n - 1) * mem  # fits, and needs all n nodes
+        assert s.vendor == "nvidia"
+        assert not s.unusable
+        assert s.gpu_mem_gib == mem
+        assert option["gpuMemoryGiBPerGpu"] == mem / s.gpu_count
+        assert s.gpu_count >= p.gpu_count
+        assert catalog.nodes_needed(p, s) == n  # KAITO's own count for this size
         # nothing with less memory per node fits in exactly n nodes
-        smaller = [
-            s for s in skus.values() if s.vendor == "nvidia" and s.gpu_mem_gib < mem and s.gpu_count >= p.gpu_count
+        smaller = [o for o in skus.values() if o.vendor == "nvidia" and not o.unusable and o.gpu_mem_gib < mem]
+        assert not [o for o in smaller if catalog.nodes_needed(p, o) == n]
+
+
+def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):
+    answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct", "--version", "0.8.1")
+    suggested = {o["sku"] for o in answer["options"]}
+    m60 = {n for n, s in catalog.gpu_skus("0.8").items() if s.gpu_model == "NVIDIA M60"}
+    assert m60
+    assert not (m60 & suggested)
+    assert set(answer["unusable"]) == m60
+    assert "compute capability 5.2" in answer["unusable"]["Standard_NV6"]
+    assert main(["models", "estimate", "phi-4-mini-instruct"]) == 0
+    out = capsys.readouterr().out
+    assert "not suggested: Standard_NV12" in out
+    assert "PER GPU" in out
+    assert "not gated" in out
+
+
+def test_estimate_with_a_pool_gives_the_node_count_or_a_did_you_mean(capsys):
+    answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV36ads_A10_v5")
+    assert answer["nodes"] == 1
+    assert answer["problem"] is None
+    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV36ads_A10"]) == 1
+    assert "did you mean Standard_NV36ads_A10_v5" in capsys.readouterr().err
+    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV6"]) == 1
+    assert "compute capability 5.2" in capsys.readouterr().err
+
+
+def test_prices_order_the_suggestions_and_cost_the_stack(monkeypatch, capsys):
+    """Prices come from the catalog file only; with a table in place the cheapest fitting choice
+    comes first and each stack's GPU pools are costed with the source named."""
+    from stacks import cost
+
+    table = {
+        "Standard_NV36ads_A10_v5": {"usdPerHour": 3.0, "effectiveDate": "2026-01-01", "source": "test table"},
+        "Standard_NC8as_T4_v3": {"usdPerHour": 0.9, "effectiveDate": "2026-01-01", "source": "test table"},
+        "Standard_NC4as_T4_v3": {"usdPerHour": 0.6, "effectiveDate": "2026-01-01", "source": "test table"},
+    }
+    monkeypatch.setattr(
+        catalog, "prices", lambda region: {k: catalog.Price.model_validate(v) for k, v in table.items()}
+    )
+    answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct")
+    priced = [o for o in answer["options"] if o["usdPerHour"] is not None]
+    assert [o["sku"] for o in priced] == ["Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3"]
+    assert answer["options"][: len(priced)] == priced  # priced first, cheapest first
+    assert priced[0]["priceSource"] == "test table, eastus, 2026-01-01"
+    from stacks.load import parse_stack_file
+    from stacks.stackfile import ROOT, read_stack_file
+
+    dev = cost.stack_cost(parse_stack_file(read_stack_file("dev", ROOT)))
+    assert dev.unpriced == []
+    assert dev.usd_per_hour_min == 3.0
+    assert "$3.00/h" in dev.summary()
+    assert "test table" in dev.summary()
+
+
+def test_the_price_importer_keeps_linux_on_demand_meters(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("imp", ROOT_DIR / "scripts" / "import_azure_prices.py")
+    imp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(imp)
+    base = {
+        "serviceName": "Virtual Machines",
+        "type": "Consumption",
+        "currencyCode": "USD",
+        "unitOfMeasure": "1 Hour",
+        "armSkuName": "Standard_NV36ads_A10_v5",
+        "armRegionName": "eastus",
+        "productName": "Virtual Machines NVadsA10 v5 Series",
+        "skuName": "NV36ads A10 v5",
+        "meterName": "NV36ads A10 v5",
+        "effectiveStartDate": "2025-01-01T00:00:00Z",
+        "retailPrice": 3.2,
+    }
+    page = {
+        "Items": [
+            base,
+            {**base, "productName": base["productName"] + " Windows", "retailPrice": 9.0},
+            {**base, "skuName": "NV36ads A10 v5 Spot", "retailPrice": 0.5},
+            {**base, "armSkuName": "Standard_D4s_v5", "retailPrice": 0.2},
+            {**base, "effectiveStartDate": "2024-01-01T00:00:00Z", "retailPrice": 2.9},
         ]
-        assert not [s for s in smaller if catalog.nodes_needed(p, s) == n]
+    }
+    found = imp.import_prices([page], {"Standard_NV36ads_A10_v5"}, None)
+    assert found == {
+        "eastus": {"Standard_NV36ads_A10_v5": {"usdPerHour": 3.2, "effectiveDate": "2025-01-01", "source": imp.SOURCE}}
+    }
+    (tmp_path / "page.json").write_text(json.dumps(page))
+    out = tmp_path / "prices.yaml"
+    out.write_text("# header\nprices: {}\n")
+    assert imp.main([str(tmp_path / "page.json"), "--out", str(out)]) == 0
+    assert yaml.safe_load(out.read_text())["prices"]["eastus"]["Standard_NV36ads_A10_v5"]["usdPerHour"] == 3.2
+    assert out.read_text().startswith("# header")
 
 
 def test_models_estimate_unknown_preset_suggests(capsys):

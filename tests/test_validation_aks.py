@@ -225,3 +225,19 @@ def test_gpu_pools_carry_the_gpu_present_label_the_default_selector_needs():
         .inputs["nodeLabels"]
     )
     assert labels == {"nvidia.com/gpu.present": "true", "workload": "llm"}
+
+
+def test_a_vm_size_typo_gets_a_did_you_mean():
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NV36ads_A10"}]))
+    assert err.startswith(
+        "gpuNodePools[0].vmSize: Standard_NV36ads_A10 is not a GPU VM size kaito-aks knows; did you mean"
+    )
+    assert "Standard_NV36ads_A10_v5" in err
+
+
+def test_an_unusable_gpu_size_is_refused_with_the_reason():
+    errors = errors_of(aks(pools=[{**A10, "vmSize": "Standard_NV12s_v3"}]))
+    assert errors[0] == (
+        "gpuNodePools[0].vmSize: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2; KAITO's vLLM "
+        "images need 7.0 or newer; see `python -m stacks models estimate`"
+    )
