@@ -7,7 +7,6 @@ components, the `models` commands and the tests all read them through this modul
 from __future__ import annotations
 
 import difflib
-import math
 from functools import cache
 from pathlib import Path
 from typing import Literal
@@ -33,6 +32,11 @@ class Preset(CamelModel):
     tuning_gib: float | None = Field(default=None, alias="tuningGiB")
     download_at_runtime: bool = False
     gated: bool = False
+    bytes_per_token: int
+    disallow_lo_ra: bool = Field(default=False, alias="disallowLoRA")
+    disable_tensor_parallelism: bool = False
+    runtimes: list[Literal["vllm", "transformers"]] = Field(default_factory=lambda: ["vllm", "transformers"])
+    removed_in: str | None = None
 
     @property
     def supports_tuning(self) -> bool:
@@ -82,6 +86,8 @@ class KaitoChart(CamelModel):
     inference_set_api_version: str | None
     spot_toleration: str | None
     accepts_hugging_face_ids: bool
+    access_secret_on_any_preset: bool
+    served_model_id: Literal["preset", "inferenceSet"]
     subchart_toggles: list[str]
     value_keys: list[str]
 
@@ -125,10 +131,23 @@ def _chart_source(name: str) -> ChartSource:
 @cache
 def presets(catalog: str = "0.8") -> dict[str, Preset]:
     """Presets as a given KAITO release measures them (catalog: '0.8', '0.12')."""
+    every = _all_presets(catalog)
+    return {n: p for n, p in every.items() if p.removed_in is None or _minor(catalog) < _minor(p.removed_in)}
+
+
+def removed_presets(catalog: str) -> dict[str, Preset]:
+    """Presets an earlier KAITO release served that this one (catalog: '0.12') no longer does."""
+    served = presets(catalog)
+    return {n: p for n, p in _all_presets(catalog).items() if n not in served}
+
+
+@cache
+def _all_presets(catalog: str) -> dict[str, Preset]:
     data = _load("presets.yaml")
     overrides = data.get("versionOverrides", {}).get(catalog, {})
+    every = overrides.get("*", {})
     return {
-        name: Preset.model_validate({"name": name, **fields, **overrides.get(name, {})})
+        name: Preset.model_validate({"name": name, **fields, **every, **overrides.get(name, {})})
         for name, fields in data["presets"].items()
     }
 
@@ -198,32 +217,3 @@ def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
         v: GpuOperatorChart.model_validate({"version": v, **f})
         for v, f in _load("gpu_operator_charts.yaml")["versions"].items()
     }
-
-
-def nodes_needed(preset: Preset, sku: GpuSku, need_gib: float | None = None) -> int | None:
-    """Nodes of `sku` one instance of `preset` needs, by KAITO's admission rule (node count x
-    GPU memory per node >= the model size, or `need_gib`; GPUs per node >= the preset's), or
-    None when no node count fits (a non-distributed model larger than one node)."""
-    if sku.gpu_count < preset.gpu_count:
-        return None
-    count = max(1, math.ceil((need_gib or preset.model_gib) / sku.gpu_mem_gib))
-    if count > 1 and not preset.distributed:
-        return None
-    return count
-
-
-def estimate(preset: Preset, catalog: str = "0.8", max_nodes: int = 16) -> list[tuple[int, list[GpuSku]]]:
-    """For each node count, the smallest NVIDIA SKUs (least GPU memory per node) that hold one
-    instance of `preset` with exactly that many nodes. Non-distributed presets: one node only."""
-    by_count: dict[int, list[GpuSku]] = {}
-    for sku in gpu_skus(catalog).values():
-        if sku.vendor != "nvidia" or sku.unusable:
-            continue
-        count = nodes_needed(preset, sku)
-        if count is not None and count <= max_nodes:
-            by_count.setdefault(count, []).append(sku)
-    out = []
-    for count in sorted(by_count):
-        smallest = min(s.gpu_mem_gib for s in by_count[count])
-        out.append((count, sorted((s for s in by_count[count] if s.gpu_mem_gib == smallest), key=lambda s: s.name)))
-    return out

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from stacks import catalog
+from stacks import catalog, kaito_sizing
 from stacks.cost import DEFAULT_REGION
 from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 
@@ -132,7 +132,7 @@ def _preset_rows(version: str) -> list[dict]:
             "diskGiB": p.disk_gib,
             "gpus": p.gpu_count,
             "multiNode": p.distributed,
-            "runtimes": ["vllm", "transformers"],
+            "runtimes": p.runtimes,
             "tuning": ["lora", "qlora"] if p.supports_tuning else [],
             "tuningGpuMemoryGiB": p.tuning_gib,
             "gated": p.gated,
@@ -154,7 +154,7 @@ def _models_list(version: str, as_json: bool) -> int:
         tuning = "lora,qlora" if r["tuning"] else "-"
         print(
             f"{r['preset']:32} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>4} {'yes' if r['multiNode'] else 'no':10} "
-            f"{'vllm,transformers':19} {tuning:11} {'yes' if r['gated'] else 'no'}"
+            f"{','.join(r['runtimes']):19} {tuning:11} {'yes' if r['gated'] else 'no'}"
         )
     return 0
 
@@ -171,7 +171,7 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
         return _estimate_pool(preset, chart, pool, as_json)
     prices = catalog.prices(region)
     rows = []
-    for nodes, skus in catalog.estimate(preset, chart.sku_catalog):
+    for nodes, skus in kaito_sizing.estimate(preset, chart.preset_catalog):
         for s in skus:
             price = prices.get(s.name)
             rows.append(
@@ -244,7 +244,7 @@ def _estimate_pool(preset: catalog.Preset, chart: catalog.KaitoChart, pool: str,
         )
     elif sku.unusable:
         problem = f"{pool}: {sku.unusable}"
-    nodes = None if problem or sku is None else catalog.nodes_needed(preset, sku)
+    nodes = None if problem or sku is None else kaito_sizing.nodes_for(preset, sku, chart.preset_catalog)
     if problem is None and nodes is None:
         problem = f"{preset.name} does not fit on {pool} ({sku.gpu_mem_gib} GiB GPU memory per node)"
     if as_json:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from components.gpu_node_pool import SPOT_TAINT
 from components.kaito_api import MAX_ADAPTERS
-from stacks import catalog
+from stacks import catalog, kaito_sizing
 from stacks.config import StackConfig, WorkspaceConfig
 from stacks.errors import Issue
 from stacks.names import GPU_PRESENT_LABEL, default_label_selector, replica_names
@@ -89,6 +89,23 @@ def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
             "kaito.gpuDiscovery",
             "this stack installs the GPU Operator, which runs the device plugin, NFD and GFD; a second set from "
             "KAITO fights it over GPUs and node labels: use external (the default) or disable gpuOperator",
+        )
+    if cfg.kaito.node_provisioning == "auto":
+        yield Issue(
+            "kaito.nodeProvisioning",
+            "auto is not available yet: KAITO creates nodes only through gpu-provisioner (its own Helm chart "
+            "and an Azure workload identity with Contributor on the cluster) or, from 0.12, Karpenter, and "
+            "this program installs neither, so Workspaces would wait forever for nodes; use byo with "
+            "gpuNodePools (the default)",
+        )
+    value_gates = cfg.kaito.values.get("featureGates")
+    gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
+    if chart.replicas == "workspacePerReplica" and gates.get("enableInferenceSetController") is True and cfg.workspaces:
+        yield Issue(
+            "kaito.featureGates.enableInferenceSetController",
+            f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "
+            "inferenceset.kaito.sh/created-by=<name>; the InferenceSet controller adopts and deletes Workspaces "
+            "with that label for any InferenceSet of the same name in any namespace: leave the gate off",
         )
     if not cfg.kaito.install and (cfg.kaito.feature_gates or cfg.kaito.values):
         yield Issue(
@@ -207,8 +224,15 @@ def _source(path: str, ws: WorkspaceConfig, cfg: StackConfig, chart) -> Iterator
         )
     deprecated = catalog.deprecated_presets()
     presets = catalog.presets(chart.preset_catalog)
+    removed = catalog.removed_presets(chart.preset_catalog)
     if ws.model in deprecated:
         yield Issue(f"{path}.model", f"{ws.model} is deprecated and rejected by KAITO: {deprecated[ws.model]}")
+    elif ws.model in removed:
+        yield Issue(
+            f"{path}.model",
+            f'KAITO {chart.version} no longer serves {ws.model} ("Unsupported inference preset name": it has no '
+            f"model-catalog entry since {removed[ws.model].removed_in}); keep KAITO 0.8.1 or choose another preset",
+        )
     elif ws.model not in presets and not (chart.accepts_hugging_face_ids and HF_MODEL_ID.match(ws.model or "")):
         close = catalog.closest_presets(ws.model or "", chart.preset_catalog)
         hint = f"; did you mean {', '.join(close)}?" if close else "; see `python -m stacks models list`"
@@ -222,52 +246,81 @@ def _source(path: str, ws: WorkspaceConfig, cfg: StackConfig, chart) -> Iterator
             f"{ws.model} is gated on Hugging Face: run `pulumi config set --secret hfToken <token>` "
             "or set modelAccessSecret to an existing Secret with key HF_TOKEN",
         )
-    if ws.model_access_secret and not preset.download_at_runtime:
+    if ws.model_access_secret and not preset.download_at_runtime and not chart.access_secret_on_any_preset:
         yield Issue(
             f"{path}.modelAccessSecret",
-            f"{ws.model} ships its weights in an image; KAITO rejects a modelAccessSecret for it",
+            f"{ws.model} ships its weights in an image; KAITO {chart.version} rejects a modelAccessSecret for it",
         )
+    runtime = ws.runtime or "vllm"
+    if runtime not in preset.runtimes:
+        yield Issue(
+            f"{path}.runtime",
+            f"KAITO {chart.version} cannot serve {ws.model} with {runtime}; use {' or '.join(preset.runtimes)}",
+        )
+    if runtime == "vllm":
+        if ws.adapters and preset.disallow_lo_ra:
+            yield Issue(
+                f"{path}.adapters",
+                f"vLLM does not support LoRA adapters for {ws.model}; set runtime: transformers or drop the adapters",
+            )
+        for j, adapter in enumerate(ws.adapters):
+            if adapter.strength is not None:
+                yield Issue(
+                    f"{path}.adapters[{j}].strength",
+                    "vLLM does not support adapter strength; remove it or set runtime: transformers",
+                )
+        yield from _max_model_len(path, ws, preset)
+
+
+def _max_model_len(path: str, ws: WorkspaceConfig, preset: catalog.Preset) -> Iterator[Issue]:
+    """KAITO's inference-config check (vLLM): max-model-len is an integer within the context window."""
+    raw = max_model_len_value(ws)
+    if raw is None:
+        return
+    where = f"{path}.config.vllm.max-model-len"
+    value = _integer(raw)
+    if value is None:
+        yield Issue(where, f"must be a whole number of tokens, not {raw!r} (KAITO parses it as an integer)")
+    elif value > preset.token_limit:
+        yield Issue(where, f"{value} exceeds {ws.model}'s context window of {preset.token_limit} tokens")
+
+
+def max_model_len_value(ws: WorkspaceConfig) -> object | None:
+    vllm = (ws.config or {}).get("vllm")
+    if not isinstance(vllm, dict):
+        return None
+    raw = vllm.get("max-model-len")
+    return None if raw is None or str(raw).strip() == "" else raw
+
+
+def max_model_len(ws: WorkspaceConfig) -> int | None:
+    """The max-model-len KAITO's estimator reads from the workspace's config (None: its default)."""
+    raw = max_model_len_value(ws)
+    return None if raw is None else _integer(raw)
+
+
+def _integer(raw: object) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    text = str(raw).strip()
+    return int(text) if text.lstrip("-").isdigit() else None
 
 
 def _placement(path: str, ws: WorkspaceConfig, cfg: StackConfig, chart) -> Iterator[Issue]:
-    auto = cfg.kaito.node_provisioning == "auto"
-    if ws.instance_type and not auto:
+    if ws.instance_type:
         yield Issue(
             f"{path}.instanceType",
-            "only with kaito.nodeProvisioning: auto; in byo mode KAITO rejects instanceType "
-            "(select your nodes with labelSelector)",
+            "KAITO rejects instanceType with bring-your-own nodes (the only mode available); select your nodes "
+            "with labelSelector",
         )
-    if auto and not ws.instance_type:
-        yield Issue(f"{path}.instanceType", "required with kaito.nodeProvisioning: auto (the VM size KAITO creates)")
-    if auto and ws.instance_type and chart is not None and ws.model:
-        yield from _instance_fits(path, ws, chart)
     selector = ws.label_selector
-    if selector is not None and ws.model and not auto and not selector.match_labels:
+    if selector is not None and ws.model and not selector.match_labels:
         yield Issue(
             f"{path}.labelSelector",
             "KAITO finds bring-your-own GPU nodes by matchLabels; add matchLabels "
             '(e.g. {"nvidia.com/gpu.present": "true"})',
-        )
-
-
-def _instance_fits(path: str, ws: WorkspaceConfig, chart) -> Iterator[Issue]:
-    preset = catalog.presets(chart.preset_catalog).get(ws.model or "")
-    sku = catalog.gpu_skus(chart.sku_catalog).get(ws.instance_type or "")
-    if preset is None:
-        return
-    if sku is None:
-        known = ", ".join(catalog.gpu_skus(chart.sku_catalog))
-        yield Issue(
-            f"{path}.instanceType",
-            f"{ws.instance_type} is not a GPU SKU KAITO {chart.version} knows; use one of: {known}",
-        )
-        return
-    if catalog.nodes_needed(preset, sku) is None:
-        yield Issue(
-            f"{path}.instanceType",
-            f"{ws.instance_type} ({sku.gpu_count} GPU, {sku.gpu_mem_gib} GiB) cannot hold {ws.model} "
-            f"({preset.gpu_count} GPU, {preset.model_gib} GiB{'' if preset.distributed else ', one node'}); "
-            f"see `python -m stacks models estimate {ws.model}`",
         )
 
 
@@ -441,6 +494,70 @@ def _may_land_on(ws: WorkspaceConfig, pool) -> bool:
     return all(labels.get(k) == v for k, v in (selector.match_labels or {}).items())
 
 
+def _tuning_fit(ws: WorkspaceConfig, preset: catalog.Preset, pools: list, skus: dict) -> Issue | None:
+    need = preset.tuning_gib or preset.model_gib
+    biggest = max(skus[p.vm_size].gpu_mem_gib for p in pools)
+    if max(p.max_nodes for p in pools) * biggest >= need and (preset.distributed or biggest >= need):
+        return None
+    return Issue(
+        "",
+        f"{ws.model} tuning needs {need} GiB of GPU memory; the largest pool node has {biggest} GiB; add a larger "
+        f"pool (see `python -m stacks models estimate {ws.model}`)",
+    )
+
+
+def _serving_fit(
+    path: str, ws: WorkspaceConfig, preset: catalog.Preset, pools: list, skus: dict, chart
+) -> Issue | None:
+    """KAITO's own arithmetic (stacks/kaito_sizing.py) on the nodes the pools give: admission
+    against the nodes that exist when the Workspace is created (fixed count, or autoscale.min),
+    then the vLLM estimator's nodes per instance x replicas against the pools' maximum."""
+    release, size = chart.preset_catalog, pools[0].vm_size
+    hw = kaito_sizing.NodeGpus.of_sku(skus[size])
+    exist, most = sum(p.min_nodes for p in pools), sum(p.max_nodes for p in pools)
+    if exist == 0:
+        return None  # pools that scale from zero: explained below
+    estimate = f"see `python -m stacks models estimate {ws.model} --pool {size} --version {chart.version}`"
+    denial = kaito_sizing.admission_denial(preset, hw, exist, release)
+    if denial is not None:
+        admit = kaito_sizing.nodes_to_admit(preset, hw, release)
+        if admit > 1 and not preset.distributed:
+            return Issue(
+                f"{path}.model",
+                f"{ws.model} needs {preset.model_gib} GiB of GPU memory on one node (KAITO {chart.version} cannot "
+                f"spread it over nodes) and a {size} node counts {hw.kaito_node_memory(release) // (1 << 30)} GiB; "
+                "choose a larger size: " + estimate.removeprefix("see "),
+            )
+        scaled = " (an autoscaled pool has only autoscale.min nodes then)" if any(p.autoscale for p in pools) else ""
+        return Issue(
+            f"{path}.model",
+            f"KAITO {chart.version}'s admission webhook would deny it: {denial}; {exist} node(s) of {size} exist when "
+            f"the Workspace is created{scaled}; it needs {admit} to exist (count or autoscale.min) or a larger size; "
+            + estimate,
+        )
+    if ws.runtime == "transformers" and preset.model_gib * (1 << 30) > hw.kaito_node_memory(release):
+        return Issue(
+            f"{path}.runtime",
+            f"{ws.model} needs more GPU memory than one {size} node, and KAITO serves multi-node only with vLLM "
+            "(\"Multi-node distributed inference is not supported with Huggingface Transformers runtime\"): "
+            "use runtime: vllm or a larger size",
+        )
+    try:
+        per_instance = kaito_sizing.nodes_per_instance(preset, hw, release, max_model_len(ws))
+    except kaito_sizing.SizingError as err:
+        return Issue(
+            f"{path}.model", f"KAITO {chart.version}'s vLLM node estimator refuses it on {size}: {err}; {estimate}"
+        )
+    if per_instance * ws.replicas > most:
+        return Issue(
+            f"{path}.replicas",
+            f"{ws.replicas} replica(s) x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
+            f"{per_instance * ws.replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
+            "Pending: lower replicas or raise the pool's count / autoscale.max",
+        )
+    return None
+
+
 def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
     """Where GPU workspaces will run when this stack owns the cluster (BYO nodes on AKS)."""
     if cfg.cluster.aks is None or cfg.kaito.node_provisioning != "byo" or "gpuNodePools" in cfg.incomplete:
@@ -478,17 +595,13 @@ def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
         preset = presets.get(ws.model or "")
         sized = [p for p in candidates if p.vm_size in skus and p.max_nodes > 0]
         if preset is not None and sized:
-            need = preset.tuning_gib if ws.tuning and preset.tuning_gib else preset.model_gib
-            fits = [p for p in sized if (n := catalog.nodes_needed(preset, skus[p.vm_size], need)) and n <= p.max_nodes]
-            if not fits:
-                best = max(skus[p.vm_size].gpu_mem_gib for p in sized)
-                spread = "several nodes allowed" if preset.distributed else "one node"
-                yield Issue(
-                    f"{path}.model",
-                    f"{ws.model} needs {need} GiB of GPU memory ({preset.gpu_count} GPU per node, {spread}); the "
-                    f"largest pool node has {best} GiB; add a larger pool (see `python -m stacks models estimate "
-                    f"{ws.model}`)",
-                )
+            problem = (
+                _tuning_fit(ws, preset, sized, skus)
+                if ws.tuning
+                else _serving_fit(path, ws, preset, sized, skus, chart)
+            )
+            if problem is not None:
+                yield problem
                 continue
         if all(p.min_nodes == 0 for p in candidates):
             yield Issue(

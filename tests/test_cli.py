@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from stacks import catalog
+from stacks import catalog, kaito_sizing
 from stacks.cli import main
 from tests.conftest import ROOT as ROOT_DIR
 from tests.upstream_facts import kaito
@@ -28,10 +28,12 @@ def reference_models(version: str) -> dict[str, dict]:
 def test_models_list_names_every_served_preset_with_its_gating(capsys, version):
     rows = {r["preset"]: r for r in cli_json(capsys, "models", "list", "--version", version)}
     real = {n: m for n, m in reference_models(version).items() if not m.get("deprecated")}
-    assert set(rows) == set(real)
+    chart = catalog.kaito_charts()[version]
+    assert set(rows) == set(real) - set(catalog.removed_presets(chart.preset_catalog))
     for name, row in rows.items():
         assert row["gated"] == bool(real[name].get("downloadAuthRequired")), name
         assert row["gpuMemoryGiB"] > 0
+        assert row["runtimes"] == catalog.presets(chart.preset_catalog)[name].runtimes
 
 
 def test_models_list_table(capsys):
@@ -41,8 +43,10 @@ def test_models_list_table(capsys):
     assert "llama-3.1-8b-instruct" in out
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-@pytest.mark.parametrize("preset", sorted(catalog.presets()))
+@pytest.mark.parametrize(
+    ("version", "preset"),
+    [(v, p) for v, chart in catalog.kaito_charts().items() for p in sorted(catalog.presets(chart.preset_catalog))],
+)
 def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, version, preset):
     chart = catalog.kaito_charts()[version]
     p = catalog.presets(chart.preset_catalog)[preset]
@@ -60,10 +64,10 @@ def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, 
         assert s.gpu_mem_gib == mem
         assert option["gpuMemoryGiBPerGpu"] == mem / s.gpu_count
         assert s.gpu_count >= p.gpu_count
-        assert catalog.nodes_needed(p, s) == n  # KAITO's own count for this size
+        assert kaito_sizing.nodes_for(p, s, chart.preset_catalog) == n  # KAITO's own count for this size
         # nothing with less memory per node fits in exactly n nodes
         smaller = [o for o in skus.values() if o.vendor == "nvidia" and not o.unusable and o.gpu_mem_gib < mem]
-        assert not [o for o in smaller if catalog.nodes_needed(p, o) == n]
+        assert not [o for o in smaller if kaito_sizing.nodes_for(p, o, chart.preset_catalog) == n]
 
 
 def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):

@@ -51,13 +51,6 @@ def test_byo_mode_on_0_12_also_sets_node_provisioner_byo():
     assert values["featureGates"]["enableInferenceSetController"] is True
 
 
-def test_auto_mode_keeps_node_auto_provisioning():
-    ws = {**PHI, "instanceType": "Standard_NC24ads_A100_v4"}
-    values = release(run(config([ws], kaito={"version": "0.12.0", "nodeProvisioning": "auto"}))).inputs["values"]
-    assert values["featureGates"]["disableNodeAutoProvisioning"] is False
-    assert values["nodeProvisioner"] == "azure-gpu-provisioner"
-
-
 def test_user_gates_merge_over_the_version_defaults():
     values = release(run(config([PHI], kaito={"featureGates": {"gatewayAPIInferenceExtension": True}}))).inputs[
         "values"
@@ -88,12 +81,11 @@ def test_external_gpu_discovery_turns_off_kaitos_device_plugin_nfd_and_gfd():
 
 
 @pytest.mark.parametrize("version", ["0.8.1", "0.12.0"])
-@pytest.mark.parametrize("kaito", [{}, {"gpuDiscovery": "external"}, {"nodeProvisioning": "auto"}])
+@pytest.mark.parametrize("kaito", [{}, {"gpuDiscovery": "external"}, {"gpuDiscovery": "kaito"}])
 def test_every_value_we_set_exists_in_that_charts_values_yaml(version, kaito):
     from stacks import catalog
 
-    ws = {**PHI, "instanceType": "Standard_NC24ads_A100_v4"} if kaito.get("nodeProvisioning") == "auto" else PHI
-    values = release(run(config([ws], kaito={"version": version, **kaito}))).inputs["values"]
+    values = release(run(config([PHI], kaito={"version": version, **kaito}))).inputs["values"]
     allowed = tuple(catalog.kaito_charts()[version].subchart_toggles)
     assert unknown_value_paths(values, chart_values(version), allowed) == []
 

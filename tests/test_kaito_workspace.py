@@ -67,13 +67,6 @@ def test_byo_workspaces_carry_no_instance_type():
     assert "instanceType" not in ws.inputs["resource"]
 
 
-def test_auto_mode_workspaces_carry_the_instance_type(workspace_errors):
-    ws_cfg = {**PHI, "instanceType": "Standard_NC24ads_A100_v4"}
-    (ws,) = workspaces(run(config([ws_cfg], kaito={"nodeProvisioning": "auto"}))).values()
-    assert ws.inputs["resource"]["instanceType"] == "Standard_NC24ads_A100_v4"
-    assert workspace_errors(ws.inputs) == []
-
-
 def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
     ev = run(config([{**PHI, "replicas": 3}]))
     ws = workspaces(ev)
@@ -190,7 +183,7 @@ def test_runtime_config_becomes_a_configmap_the_workspace_names(workspace_errors
 
 def test_adapters_are_named_image_sources(workspace_errors):
     adapter = {"name": "phi-sql", "image": "registry.example.com/adapters/phi-sql:1", "strength": 0.5}
-    (ws,) = workspaces(run(config([{**PHI, "adapters": [adapter]}]))).values()
+    (ws,) = workspaces(run(config([{**PHI, "runtime": "transformers", "adapters": [adapter]}]))).values()
     assert ws.inputs["inference"]["adapters"] == [
         {"source": {"name": "phi-sql", "image": "registry.example.com/adapters/phi-sql:1"}, "strength": "0.5"}
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import config, errors_of
+from tests.conftest import config, errors_of, run
 
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
 CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
@@ -163,28 +163,28 @@ def test_hf_token_must_be_a_secret():
 
 def test_instance_type_is_rejected_in_byo_mode():
     err = one_error(config([{**PHI, "instanceType": "Standard_NC24ads_A100_v4"}]))
-    assert err.startswith("workspaces[0].instanceType: only with kaito.nodeProvisioning: auto")
+    assert err.startswith("workspaces[0].instanceType: KAITO rejects instanceType with bring-your-own nodes")
 
 
-def test_auto_mode_needs_an_instance_type():
-    err = one_error(config([PHI], kaito={"nodeProvisioning": "auto"}))
-    assert err.startswith("workspaces[0].instanceType: required with kaito.nodeProvisioning: auto")
+def test_auto_node_provisioning_is_refused_with_what_is_missing():
+    errors = errors_of(config([CPU], kaito={"nodeProvisioning": "auto"}))
+    assert errors == [
+        "kaito.nodeProvisioning: auto is not available yet: KAITO creates nodes only through gpu-provisioner (its "
+        "own Helm chart and an Azure workload identity with Contributor on the cluster) or, from 0.12, Karpenter, "
+        "and this program installs neither, so Workspaces would wait forever for nodes; use byo with gpuNodePools "
+        "(the default)"
+    ]
 
 
-def test_auto_mode_instance_type_must_hold_the_model():
-    err = one_error(
-        config(
-            [{**PHI, "model": "phi-4", "instanceType": "Standard_NV36ads_A10_v5"}], kaito={"nodeProvisioning": "auto"}
-        )
-    )
-    assert err.startswith(
-        "workspaces[0].instanceType: Standard_NV36ads_A10_v5 (1 GPU, 24 GiB) cannot hold phi-4 (1 GPU, 27.31 GiB, one node)"
-    )
+def test_the_inference_set_gate_is_refused_with_per_replica_workspaces():
+    err = one_error(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
+    assert err.startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program serves")
+    assert "adopts and deletes" in err
+    run(config([PHI], kaito={"version": "0.12.0", "featureGates": {"enableInferenceSetController": True}}))
 
 
-def test_auto_mode_instance_type_must_be_a_known_gpu_sku():
-    err = one_error(config([{**PHI, "instanceType": "Standard_D4s_v5"}], kaito={"nodeProvisioning": "auto"}))
-    assert err.startswith("workspaces[0].instanceType: Standard_D4s_v5 is not a GPU SKU KAITO 0.8.1 knows")
+def test_ensure_node_class_gate_exists_in_0_8():
+    run(config([PHI], kaito={"featureGates": {"ensureNodeClass": False}}))
 
 
 def test_tuning_only_on_presets_that_support_it():
@@ -329,12 +329,58 @@ def test_node_provisioner_value_is_owned_by_node_provisioning():
     assert err == "kaito.values.nodeProvisioner: set by kaito.nodeProvisioning (byo | auto); remove it"
 
 
-def test_auto_mode_needs_an_instance_type_for_custom_images_too():
-    err = one_error(config([CPU], kaito={"nodeProvisioning": "auto"}))
-    assert err.startswith("workspaces[0].instanceType: required with kaito.nodeProvisioning: auto")
-
-
 @pytest.mark.parametrize("namespace", ["kube-system", "kaito-workspace", "gpu-operator"])
 def test_reserved_namespaces(namespace):
     err = one_error(config([{**PHI, "namespace": namespace}]))
     assert err.startswith(f"workspaces[0].namespace: {namespace} belongs to the cluster or an operator release")
+
+
+def test_vllm_refuses_adapter_strength():
+    adapter = {"name": "sql", "image": "registry.example.com/sql:1", "strength": 0.5}
+    err = one_error(config([{**PHI, "adapters": [adapter]}]))
+    assert err == (
+        "workspaces[0].adapters[0].strength: vLLM does not support adapter strength; remove it or set runtime: "
+        "transformers"
+    )
+
+
+def test_vllm_refuses_adapters_on_presets_that_disallow_lora():
+    adapter = {"name": "sql", "image": "registry.example.com/sql:1"}
+    err = one_error(config([{**PHI, "model": "falcon-7b-instruct", "adapters": [adapter]}]))
+    assert err == (
+        "workspaces[0].adapters: vLLM does not support LoRA adapters for falcon-7b-instruct; set runtime: "
+        "transformers or drop the adapters"
+    )
+    run(config([{**PHI, "model": "falcon-7b-instruct", "runtime": "transformers", "adapters": [adapter]}]))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("8k", "must be a whole number of tokens, not '8k' (KAITO parses it as an integer)"),
+        (4096.5, "must be a whole number of tokens, not 4096.5 (KAITO parses it as an integer)"),
+        (200000, "200000 exceeds phi-4-mini-instruct's context window of 131072 tokens"),
+    ],
+)
+def test_max_model_len_is_an_integer_within_the_context_window(value, message):
+    err = one_error(config([{**PHI, "config": {"vllm": {"max-model-len": value}}}]))
+    assert err == f"workspaces[0].config.vllm.max-model-len: {message}"
+
+
+def test_presets_removed_in_0_12_are_refused():
+    err = one_error(config([{**PHI, "model": "falcon-7b"}], kaito={"version": "0.12.0"}))
+    assert err.startswith("workspaces[0].model: KAITO 0.12.0 no longer serves falcon-7b")
+    run(config([{**PHI, "model": "falcon-7b"}]))
+
+
+@pytest.mark.parametrize("model", ["phi-4-mini-instruct", "ministral-3-8b-instruct"])
+def test_0_12_has_no_transformers_runtime_for_some_presets(model):
+    err = one_error(config([{**PHI, "model": model, "runtime": "transformers"}], kaito={"version": "0.12.0"}))
+    assert err == f"workspaces[0].runtime: KAITO 0.12.0 cannot serve {model} with transformers; use vllm"
+    run(config([{**PHI, "model": model, "runtime": "transformers"}]))  # 0.8.1 can
+
+
+def test_model_access_secret_on_a_public_preset_only_0_12_accepts():
+    ws = {**PHI, "modelAccessSecret": "hf"}
+    assert one_error(config([ws])).startswith("workspaces[0].modelAccessSecret: phi-4-mini-instruct ships its weights")
+    run(config([ws], kaito={"version": "0.12.0"}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import errors_of
+from tests.conftest import errors_of, run
 from tests.test_aks import A10, AKS, PHI, aks
 
 
@@ -50,20 +50,57 @@ def test_cpu_workspace_needs_no_gpu_pool():
 def test_model_larger_than_one_node_of_every_pool():
     err = one_error(aks(workspaces=[{**PHI, "model": "phi-4"}]))
     assert err == (
-        "workspaces[0].model: phi-4 needs 27.31 GiB of GPU memory (1 GPU per node, one node); the largest pool node "
-        "has 24 GiB; add a larger pool (see `python -m stacks models estimate phi-4`)"
+        "workspaces[0].model: phi-4 needs 27.31 GiB of GPU memory on one node (KAITO 0.8.1 cannot spread it over "
+        "nodes) and a Standard_NV36ads_A10_v5 node counts 24 GiB; choose a larger size: `python -m stacks models "
+        "estimate phi-4 --pool Standard_NV36ads_A10_v5 --version 0.8.1`"
     )
 
 
-def test_distributed_model_counts_the_pools_nodes():
-    big = [{**PHI, "model": "llama-3.3-70b-instruct", "modelAccessSecret": "hf"}]
-    err = one_error(aks(workspaces=big, pools=[{**A10, "count": 2}]))
+LLAMA_70B = [{**PHI, "model": "llama-3.3-70b-instruct", "modelAccessSecret": "hf"}]
+A100 = {**A10, "vmSize": "Standard_NC24ads_A100_v4"}
+
+
+def test_kaito_spreads_llama_70b_over_three_a100_nodes_not_two():
+    """Admission passes with two 80 GiB nodes, but KAITO's vLLM estimator targets three: the
+    third pod would stay Pending (the memory-only arithmetic accepted this)."""
+    err = one_error(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": 2}]))
     assert err.startswith(
-        "workspaces[0].model: llama-3.3-70b-instruct needs 131.42 GiB of GPU memory (1 GPU per node, several nodes allowed)"
+        "workspaces[0].replicas: 1 replica(s) x 3 node(s) of Standard_NC24ads_A100_v4 each (KAITO's vLLM estimate) "
+        "need 3 nodes; the pools it may use have at most 2"
     )
-    from tests.conftest import run
+    run(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": 3}]))
 
-    run(aks(workspaces=big, pools=[{**A10, "count": None, "autoscale": {"min": 1, "max": 6}}]))
+
+def test_admission_counts_only_the_nodes_an_autoscaled_pool_has_at_its_minimum():
+    err = one_error(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": None, "autoscale": {"min": 1, "max": 4}}]))
+    assert err.startswith(
+        "workspaces[0].model: KAITO 0.8.1's admission webhook would deny it: Insufficient total GPU memory: "
+        "1 node(s) x 80 GiB = 80 GiB, but preset llama-3.3-70b-instruct requires at least 131.42 GiB; 1 node(s) of "
+        "Standard_NC24ads_A100_v4 exist when the Workspace is created (an autoscaled pool has only autoscale.min "
+        "nodes then); it needs 2 to exist"
+    )
+    run(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": None, "autoscale": {"min": 2, "max": 4}}]))
+
+
+def test_kaito_0_8_counts_one_gpu_of_a_two_gpu_node_at_admission():
+    """0.8.1's webhook multiplies the per-GPU label by the node count, not by GPUs per node."""
+    two_gpus = {**A10, "vmSize": "Standard_NC48ads_A100_v4"}
+    err = one_error(aks(workspaces=LLAMA_70B, pools=[two_gpus]))
+    assert "1 node(s) x 80 GiB = 80 GiB, but preset llama-3.3-70b-instruct requires at least 131.42 GiB" in err
+    # 0.12 counts both GPUs at admission; its estimator then wants 2 such nodes per instance
+    v12 = {"version": "0.12.0"}
+    err = one_error(aks(workspaces=LLAMA_70B, pools=[two_gpus], kaito=v12))
+    assert err.startswith("workspaces[0].replicas: 1 replica(s) x 2 node(s) of Standard_NC48ads_A100_v4")
+    run(aks(workspaces=LLAMA_70B, pools=[{**two_gpus, "count": 2}], kaito=v12))
+
+
+def test_replicas_times_nodes_per_replica_must_fit_the_pool():
+    err = one_error(aks(workspaces=[{**PHI, "replicas": 4}]))
+    assert err.startswith(
+        "workspaces[0].replicas: 4 replica(s) x 1 node(s) of Standard_NV36ads_A10_v5 each (KAITO's vLLM estimate) "
+        "need 4 nodes; the pools it may use have at most 1, so the rest would stay Pending"
+    )
+    run(aks(workspaces=[{**PHI, "replicas": 4}], pools=[{**A10, "count": None, "autoscale": {"min": 1, "max": 4}}]))
 
 
 def test_taints_kaito_cannot_tolerate_on_a_pool_that_serves_presets():

@@ -1,0 +1,137 @@
+"""KAITO's own sizing arithmetic, per release, so that `validate`, `models estimate` and the
+GPU-discovery wait agree with what KAITO does at deploy time:
+
+- admission (api/v1beta1/workspace_validation.go): in BYO mode the webhook counts the nodes that
+  match the labelSelector *when the Workspace is created* and multiplies that count by GPU memory
+  as KAITO reads it from GPU Feature Discovery's labels. 0.8 keeps the per-GPU label value (a
+  two-GPU node counts as one GPU's memory); 0.12 multiplies it by the GPU count.
+- the vLLM node estimator (pkg/workspace/estimator): how many nodes one serving instance spans,
+  from the first ready node's labels: model size x 1.02 against per-GPU memory x 0.84 minus 2.3 GiB
+  and the KV cache of max-model-len tokens (default 2048). 0.12 also keeps 5% of the model size.
+
+`resource.count` plays no part: KAITO ignores it on the vLLM path."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from stacks.catalog import GpuSku, Preset, gpu_skus
+
+GIB = 1 << 30
+WEIGHT_EXPANSION = 1.02  # vLLM's loaded model vs its safetensors files
+GPU_MEMORY_UTILIZATION = 0.84  # KAITO's default --gpu-memory-utilization
+BASE_OVERHEAD_GIB = 2.3
+OVERHEAD_WEIGHT_FACTOR = {"0.8": 0.0, "0.12": 0.05}
+DEFAULT_MAX_MODEL_LEN = 2048
+
+
+class SizingError(ValueError):
+    """KAITO's estimator refuses the model on this hardware; the message is its reason."""
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """One node's GPUs as GPU Feature Discovery labels them (what KAITO sizes against)."""
+
+    product: str  # nvidia.com/gpu.product
+    count: int  # nvidia.com/gpu.count
+    memory_mib: int  # nvidia.com/gpu.memory: one GPU's memory, MiB
+
+    @classmethod
+    def of_sku(cls, sku: GpuSku) -> NodeGpus:
+        """What GFD reports for an Azure size, from the SKU table (real labels can be a little
+        lower, e.g. 23028 MiB on an A10: the GPU-discovery wait re-checks with them)."""
+        return cls(sku.gpu_model, sku.gpu_count, round(sku.gpu_mem_gib * 1024 / sku.gpu_count))
+
+    @property
+    def gib_per_gpu(self) -> int:
+        return int(self.memory_mib / 1024 + 0.5)  # KAITO's rounding of the MiB label
+
+    def kaito_node_memory(self, release: str) -> int:
+        """Bytes of GPU memory per node in KAITO's GPUConfig for this release."""
+        return self.gib_per_gpu * (1 if release == "0.8" else self.count) * GIB
+
+
+def admission_denial(preset: Preset, hw: NodeGpus, nodes: int, release: str) -> str | None:
+    """Why the webhook denies a preset Workspace when `nodes` matching nodes exist, or None."""
+    if nodes == 0:
+        return "No nodes found matching the specified label selector"
+    if release == "0.8" and nodes * hw.count < preset.gpu_count:
+        return f"Insufficient number of GPUs: {nodes * hw.count}, preset {preset.name} requires {preset.gpu_count}"
+    have = nodes * hw.kaito_node_memory(release)
+    need = math.ceil(preset.model_gib * GIB)
+    if have < need:
+        return (
+            f"Insufficient total GPU memory: {nodes} node(s) x {hw.kaito_node_memory(release) // GIB} GiB = "
+            f"{have // GIB} GiB, but preset {preset.name} requires at least {preset.model_gib} GiB"
+        )
+    return None
+
+
+def nodes_to_admit(preset: Preset, hw: NodeGpus, release: str) -> int:
+    """The fewest matching nodes that must exist for the webhook to admit the preset."""
+    by_memory = math.ceil(math.ceil(preset.model_gib * GIB) / hw.kaito_node_memory(release))
+    by_gpus = math.ceil(preset.gpu_count / hw.count) if release == "0.8" else 1
+    return max(1, by_memory, by_gpus)
+
+
+def nodes_per_instance(preset: Preset, hw: NodeGpus, release: str, max_model_len: int | None = None) -> int:
+    """Nodes one serving instance spans, by KAITO's vLLM estimator; SizingError when it refuses."""
+    tokens = max_model_len or DEFAULT_MAX_MODEL_LEN
+    per_gpu = hw.kaito_node_memory(release) // hw.count
+    available = per_gpu * GPU_MEMORY_UTILIZATION
+    model = preset.model_gib * GIB * WEIGHT_EXPANSION
+    reserve = BASE_OVERHEAD_GIB * GIB + tokens * preset.bytes_per_token / hw.count
+    if release == "0.8" and preset.disable_tensor_parallelism and model + reserve > available:
+        raise SizingError(
+            f"one GPU of {per_gpu / GIB:.0f} GiB is too small for {preset.name}, which cannot be split across "
+            f"GPUs: needs {(model + reserve) / GIB:.1f} GiB of the {available / GIB:.1f} GiB vLLM may use"
+        )
+    if available <= reserve:
+        raise SizingError(
+            f"GPU memory {per_gpu / GIB:.0f} GiB per GPU is too small: needs at least {reserve / GIB:.1f} GiB "
+            f"overhead (2.3 GiB + KV cache for max-model-len {tokens})"
+        )
+    usable = (available - reserve) / (1 + OVERHEAD_WEIGHT_FACTOR[release])
+    gpus = int(model / usable) + 1
+    nodes = math.ceil(gpus / hw.count)
+    if nodes > 1 and (preset.disable_tensor_parallelism and release == "0.8"):
+        raise SizingError(f"{preset.name} cannot be split across GPUs but needs {nodes} nodes")
+    if nodes > 1 and not preset.distributed:
+        raise SizingError(
+            f"{preset.name} does not support multi-node inference in this release, but needs {nodes} nodes of "
+            f"{hw.product} ({hw.count} x {hw.gib_per_gpu} GiB): use a node with more GPU memory"
+        )
+    return nodes
+
+
+def nodes_for(preset: Preset, sku: GpuSku, release: str, max_model_len: int | None = None) -> int | None:
+    """Nodes of `sku` that one instance needs so that KAITO both admits and schedules it (the
+    larger of the two counts), or None when KAITO refuses the preset on that size."""
+    hw = NodeGpus.of_sku(sku)
+    try:
+        serving = nodes_per_instance(preset, hw, release, max_model_len)
+    except SizingError:
+        return None
+    admit = nodes_to_admit(preset, hw, release)
+    if admit > 1 and not preset.distributed:
+        return None
+    return max(serving, admit)
+
+
+def estimate(preset: Preset, release: str, max_nodes: int = 16) -> list[tuple[int, list[GpuSku]]]:
+    """For each node count, the smallest usable NVIDIA sizes (least GPU memory per node) that hold
+    one instance of `preset` with exactly that many nodes, by KAITO's arithmetic."""
+    by_count: dict[int, list[GpuSku]] = {}
+    for sku in gpu_skus(release).values():
+        if sku.vendor != "nvidia" or sku.unusable:
+            continue
+        count = nodes_for(preset, sku, release)
+        if count is not None and count <= max_nodes:
+            by_count.setdefault(count, []).append(sku)
+    out = []
+    for count in sorted(by_count):
+        smallest = min(s.gpu_mem_gib for s in by_count[count])
+        out.append((count, sorted((s for s in by_count[count] if s.gpu_mem_gib == smallest), key=lambda s: s.name)))
+    return out
