@@ -73,6 +73,13 @@ class NodeProvisioner(CamelModel):
     auto: str
 
 
+class Toleration(CamelModel):
+    key: str
+    operator: Literal["Exists", "Equal"]
+    value: str | None = None
+    effect: str | None = None
+
+
 class KaitoChart(CamelModel):
     """What kaito-aks knows about one KAITO workspace chart release."""
 
@@ -89,19 +96,14 @@ class KaitoChart(CamelModel):
     access_secret_on_any_preset: bool
     served_model_id: Literal["preset", "inferenceSet"]
     subchart_toggles: list[str]
+    bundled_gfd_tolerations: list[Toleration]
+    bundled_nfd_worker_tolerations: list[Toleration]
     value_keys: list[str]
 
     @property
     def known_gates(self) -> dict[str, bool]:
         """Every gate the controller accepts, with its default."""
         return {**self.controller_only_gates, **self.feature_gates}
-
-
-class Toleration(CamelModel):
-    key: str
-    operator: Literal["Exists", "Equal"]
-    value: str | None = None
-    effect: str | None = None
 
 
 class GpuOperatorChart(CamelModel):

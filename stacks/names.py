@@ -16,6 +16,9 @@ LINUX_LABEL = {"kubernetes.io/os": "linux"}
 # InferenceSet controller sets it to the set's name; in 0.8 we set it on each replica Workspace
 # ourselves, so one Service can select the serving pods of every replica.
 GROUP_LABEL = "inferenceset.kaito.sh/created-by"
+# The taint AKS GPU pools conventionally carry (and KAITO's presets and device plugin tolerate);
+# assumed for GPU nodes of clusters the program does not create.
+AKS_GPU_TAINTS = ("sku=gpu:NoSchedule",)
 # Only pod 0 of a (possibly multi-node) instance serves the API.
 LEADER_POD_LABEL = "apps.kubernetes.io/pod-index"
 INFERENCE_SET_SUFFIX = "-xxxxx"  # generateName: <set>- plus 5 random characters

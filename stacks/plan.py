@@ -134,6 +134,15 @@ def taint_toleration(taint: str) -> dict[str, str]:
     return {"key": spec, "operator": "Exists", "effect": effect}
 
 
+def merge_tolerations(defaults: list[catalog.Toleration], extra: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A chart's default tolerations plus ours, once each (Helm replaces lists, so the defaults are repeated)."""
+    out: list[dict[str, str]] = []
+    for t in [d.model_dump(exclude_none=True) for d in defaults] + extra:
+        if t not in out:
+            out.append(t)
+    return out
+
+
 def gpu_operator_args(cfg: StackConfig, pools: tuple[GpuPoolPlan, ...]) -> ChartRelease:
     version = cfg.gpu_operator.version if cfg.gpu_operator else GpuOperatorSpec().version
     chart = catalog.gpu_operator_charts()[version]
@@ -154,17 +163,9 @@ def gpu_operator_values(
     """Operands and NFD must tolerate the GPU pools' taints, or NFD/GFD never label the nodes
     and nothing schedules. When AKS installed the driver and toolkit, the operator uses them."""
     extra = [taint_toleration(t) for pool in pools for t in pool.settings.node_taints]
-
-    def tolerations(defaults: list[catalog.Toleration]) -> list[dict[str, str]]:
-        out: list[dict[str, str]] = []
-        for t in [d.model_dump(exclude_none=True) for d in defaults] + extra:
-            if t not in out:
-                out.append(t)
-        return out
-
     values: dict[str, Any] = {
-        "daemonsets": {"tolerations": tolerations(chart.daemonset_tolerations)},
-        "node-feature-discovery": {"worker": {"tolerations": tolerations(chart.nfd_worker_tolerations)}},
+        "daemonsets": {"tolerations": merge_tolerations(chart.daemonset_tolerations, extra)},
+        "node-feature-discovery": {"worker": {"tolerations": merge_tolerations(chart.nfd_worker_tolerations, extra)}},
     }
     if pools and all(p.settings.gpu_driver == "aks" for p in pools):
         # AKS's driver and container toolkit stay; the operator adds the rest around them.
@@ -211,6 +212,15 @@ def kaito_values(cfg: StackConfig, chart: catalog.KaitoChart) -> dict[str, Any]:
         values["nvidiaDevicePlugin"] = {"enabled": False}
         if byo:  # KAITO bundles GFD (with NFD) only in BYO mode
             values["gpu-feature-discovery"] = {"nfd": {"enabled": False}, "gfd": {"enabled": False}}
+    elif byo:
+        # KAITO's GFD and NFD worker must run on the GPU nodes to label them, or its webhook
+        # denies every preset; their defaults do not tolerate the GPU nodes' taint.
+        taints = [t for p in cfg.gpu_node_pools for t in p.taints] or list(names.AKS_GPU_TAINTS)
+        extra = [taint_toleration(t) for t in taints]
+        values["gpu-feature-discovery"] = {
+            "tolerations": merge_tolerations(chart.bundled_gfd_tolerations, extra),
+            "nfd": {"worker": {"tolerations": merge_tolerations(chart.bundled_nfd_worker_tolerations, extra)}},
+        }
     if chart.spot_toleration and any(p.spot for p in cfg.gpu_node_pools):
         # KAITO's preset pods get the AKS spot toleration only when asked.
         _set_path(values, chart.spot_toleration, True)

@@ -539,7 +539,7 @@ def _serving_fit(
         return Issue(
             f"{path}.runtime",
             f"{ws.model} needs more GPU memory than one {size} node, and KAITO serves multi-node only with vLLM "
-            "(\"Multi-node distributed inference is not supported with Huggingface Transformers runtime\"): "
+            '("Multi-node distributed inference is not supported with Huggingface Transformers runtime"): '
             "use runtime: vllm or a larger size",
         )
     try:

@@ -77,7 +77,10 @@ def unknown_value_paths(values: Any, chart_values: Any, allowed: tuple[str, ...]
         if path in allowed:
             continue
         if not isinstance(chart_values, dict) or key not in chart_values:
-            unknown.append(path)
+            if isinstance(value, dict) and any(a.startswith(path + ".") for a in allowed):
+                unknown += unknown_value_paths(value, None, allowed, path + ".")
+            else:
+                unknown.append(path)
             continue
         known = chart_values[key]
         if isinstance(known, dict) and not known:

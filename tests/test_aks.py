@@ -194,8 +194,18 @@ def test_without_the_gpu_operator_kaito_brings_gfd_for_gpu_present_labels():
     assert [r.name for r in ev.of_type(RELEASE)] == ["kaito"]
     values = release(ev, "kaito").inputs["values"]
     assert "nvidiaDevicePlugin" not in values
-    assert "gpu-feature-discovery" not in values
     assert values["featureGates"]["disableNodeAutoProvisioning"] is True  # the GFD subchart's condition
+    # GFD and its NFD worker must run on the tainted GPU nodes, or no node is ever labelled and
+    # the webhook denies every preset: the bundled chart's defaults plus the pool's taint
+    sku_gpu = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    gfd = values["gpu-feature-discovery"]
+    assert gfd["tolerations"] == [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        sku_gpu,
+    ]
+    assert gfd["nfd"]["worker"]["tolerations"][-1] == sku_gpu
+    assert len(gfd["nfd"]["worker"]["tolerations"]) == 3
 
 
 def test_dependency_order_cluster_pools_operators_in_parallel_then_workspaces():

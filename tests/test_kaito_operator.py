@@ -69,9 +69,15 @@ def test_user_values_are_deep_merged_last():
 
 
 def test_kaito_bundles_its_gpu_discovery_when_nothing_else_does():
+    """On a cluster reached by kubeconfig the GPU nodes' taints are unknown: the AKS GPU taint
+    (which KAITO's device plugin and presets tolerate) is tolerated by its GFD and NFD worker too."""
     values = release(run(config([PHI]))).inputs["values"]
     assert "nvidiaDevicePlugin" not in values
-    assert "gpu-feature-discovery" not in values
+    gfd = values["gpu-feature-discovery"]
+    sku_gpu = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    assert sku_gpu in gfd["tolerations"]
+    assert sku_gpu in gfd["nfd"]["worker"]["tolerations"]
+    assert values.get("cloudProviderName") is None  # azure (the chart's): its device plugin needs AKS nodes
 
 
 def test_external_gpu_discovery_turns_off_kaitos_device_plugin_nfd_and_gfd():
