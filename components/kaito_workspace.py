@@ -54,6 +54,10 @@ class ModelPlan:
     config_maps: tuple[ConfigMapPlan, ...]
     hf_token_secret: str | None  # Secret to create from kaito-aks:hfToken
     service: ServicePlan | None
+    # The model id clients send (OpenAI `model`): KAITO 0.8 serves a preset under its preset
+    # name; 0.12 serves an InferenceSet's Workspaces under the InferenceSet's name. None for a
+    # custom image (ask it: GET /v1/models) and for tuning.
+    served_model: str | None = None
 
     @property
     def key(self) -> str:
@@ -153,6 +157,9 @@ class KaitoWorkspace(pulumi.ComponentResource):
 
         # Known before anything is created, so plain values (no Outputs to resolve).
         self.endpoint = plan.endpoint
-        self.model = plan.model
+        self.model = plan.served_model
+        self.source = plan.model
         self.replicas = plan.replicas
-        self.register_outputs({"endpoint": self.endpoint, "model": self.model, "replicas": self.replicas})
+        self.register_outputs(
+            {"endpoint": self.endpoint, "model": self.model, "source": self.source, "replicas": self.replicas}
+        )

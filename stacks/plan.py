@@ -353,7 +353,15 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
         config_maps=tuple(config_maps),
         hf_token_secret=hf_secret,
         service=service,
+        served_model=served_model_id(ws, chart),
     )
+
+
+def served_model_id(ws: WorkspaceConfig, chart: catalog.KaitoChart) -> str | None:
+    """What a client puts in `model` (KAITO 0.8: the preset; 0.12: the InferenceSet's name)."""
+    if not ws.model:
+        return None
+    return ws.name if chart.served_model_id == "inferenceSet" else ws.model
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:

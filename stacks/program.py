@@ -120,5 +120,8 @@ def _export(
     )
     pulumi.export(
         "workspaces",
-        {key: {"model": ws.model, "endpoint": ws.endpoint, "replicas": ws.replicas} for key, ws in models.items()},
+        {
+            key: {"model": ws.model, "source": ws.source, "endpoint": ws.endpoint, "replicas": ws.replicas}
+            for key, ws in models.items()
+        },
     )

@@ -84,7 +84,8 @@ def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
     assert svc.inputs["spec"]["type"] == "ClusterIP"
     out = ev.outputs["workspaces"]["default/phi"]
     assert out == {
-        "model": "phi-4-mini-instruct",
+        "model": "phi-4-mini-instruct",  # KAITO 0.8 serves a preset under its name
+        "source": "phi-4-mini-instruct",
         "replicas": 3,
         "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
     }
@@ -94,6 +95,17 @@ def test_scaling_keeps_the_existing_replicas():
     one = set(workspaces(run(config([PHI]))))
     three = set(workspaces(run(config([{**PHI, "replicas": 3}]))))
     assert one < three
+
+
+def test_the_served_model_id_on_0_12_is_the_inference_set_name():
+    """KAITO 0.12 passes the InferenceSet's name to vLLM as --served-model-name for the Workspaces
+    an InferenceSet creates (pkg/model/interface.go): a client sending the preset name gets 404."""
+    ev = run(config([{**PHI, "name": "chat"}], kaito={"version": "0.12.0"}))
+    out = ev.outputs["workspaces"]["default/chat"]
+    assert out["model"] == "chat"
+    assert out["source"] == "phi-4-mini-instruct"
+    custom = run(config([{"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}]))
+    assert custom.outputs["workspaces"]["default/tiny"]["model"] is None  # ask the image: GET /v1/models
 
 
 def test_replicas_on_0_12_are_an_inference_set():
