@@ -19,6 +19,9 @@ MAX_ADAPTERS = 10  # webhook: at most 10 adapters per workspace
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
+# pulumi-kubernetes await overrides (4.18.4+): wait for a status condition, with a timeout.
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 # The key KAITO's preset pods read the Hugging Face token from (secretKeyRef).
 HF_TOKEN_KEY = "HF_TOKEN"
 # The ConfigMap key KAITO reads runtime parameters from (inference.config).
@@ -225,4 +228,8 @@ INFERENCE_SET_IMMUTABLE_PATHS = (
     "spec.labelSelector",
     "spec.template.resource.instanceType",
     "spec.template.inference.preset.name",
+    # Mutable, but KAITO 0.12's InferenceSet controller does not roll template edits out to the
+    # Workspaces it made: replacing the InferenceSet is what makes them reach the pods.
+    "spec.template.inference.config",
+    "spec.template.inference.adapters",
 )

@@ -27,8 +27,9 @@ SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
 @dataclass(frozen=True)
 class ConfigMapPlan:
-    name: str
+    name: str  # content-addressed: a new name is what rolls the serving pods
     data: dict[str, str]
+    key: str = ""  # stable Pulumi name, so an edit previews as a replacement of the same ConfigMap
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class KaitoWorkspace(pulumi.ComponentResource):
         for cm in plan.config_maps:
             inputs.append(
                 k8s.core.v1.ConfigMap(
-                    f"{name}/{cm.name}",
+                    f"{name}/{cm.key or cm.name}",
                     metadata=k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace),
                     data=cm.data,
                     opts=child,

@@ -30,6 +30,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -43,6 +44,7 @@ TOKEN = "kaito-aks-e2e-admin-token"
 PROJECT_FILES = ["Pulumi.yaml", "Pulumi.e2e.yaml", "__main__.py", "components", "stacks", "requirements.txt"]
 STACK = "e2e"
 GPU, CPU, GATED = "phi-4-mini", "tiny-cpu", "llama"
+BROKEN = "never-ready"
 E2E_HF_TOKEN = "hf_e2e_not_a_real_token"  # Pulumi.e2e.yaml's hfToken (encrypted with the empty passphrase)
 
 
@@ -56,6 +58,8 @@ class Run:
         self.work = work
         self.times: list[tuple[str, float]] = []
         self.procs: list[subprocess.Popen] = []
+        self.stand_ins: list[StandInKaito] = []
+        self.server = ""
         self.kubeconfig = work / "kubeconfig"
         self.project = work / "project"
         self.env = {
@@ -116,6 +120,8 @@ class Run:
     def stop(self) -> None:
         """Stop the server first, then etcd; a throwaway cluster gets 5 s to exit cleanly."""
         start = time.monotonic()
+        for stand_in in self.stand_ins:
+            stand_in.stop()
         for p in reversed(self.procs):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGTERM)
@@ -170,6 +176,7 @@ class Run:
             "--enable-garbage-collector=false",
         )  # fmt: skip
         server = f"https://127.0.0.1:{secure}"
+        self.server = server
         wait_for(lambda: http_ok(f"{server}/readyz", TOKEN), "kube-apiserver /readyz", 120)
         self.kubeconfig.write_text(
             json.dumps(
@@ -268,6 +275,74 @@ def http_ok(url: str, token: str | None = None) -> bool:
         return False
 
 
+def api(server: str, method: str, path: str, body: dict | None = None) -> Any:
+    """One call to the API server as the e2e admin (JSON in, JSON out)."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/merge-patch+json"}
+    req = urllib.request.Request(server + path, data=data, method=method, headers=headers)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+class StandInKaito:
+    """Stands in for KAITO's workspace controller, which this e2e does not run (no kubelet, no
+    GPUs): it sets each Workspace's InferenceReady condition as KAITO would once the model
+    serves: True after `delay` seconds, or False with a reason for names in `failing`. It records
+    when it did, so the test can check that `pulumi up` waited for it."""
+
+    def __init__(self, server: str, delay: float = 2.0):
+        self.server, self.delay = server, delay
+        self.failing: dict[str, str] = {}
+        self.ready_at: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> StandInKaito:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.3):
+            with contextlib.suppress(OSError, ValueError):
+                self._reconcile()
+
+    def _reconcile(self) -> None:
+        items = api(self.server, "GET", "/apis/kaito.sh/v1beta1/workspaces")["items"]
+        for ws in items:
+            meta = ws["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+            first = self.seen.setdefault(key, time.time())
+            current = {c["type"]: c for c in (ws.get("status") or {}).get("conditions", [])}.get("InferenceReady", {})
+            want = "False" if meta["name"] in self.failing else "True"
+            generation = meta.get("generation", 1)
+            # KAITO reconciles every spec change (a new generation) and reports on it
+            if (current.get("status"), current.get("observedGeneration")) == (want, generation):
+                continue
+            if time.time() - first < self.delay:
+                continue
+            reason = self.failing.get(meta["name"], "InferenceReady")
+            condition = {
+                "type": "InferenceReady",
+                "status": want,
+                "reason": "InferenceFailed" if want == "False" else "InferenceReady",
+                "message": reason if want == "False" else "Inference has been deployed successfully",
+                "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "observedGeneration": generation,
+            }
+            path = f"/apis/kaito.sh/v1beta1/namespaces/{meta['namespace']}/workspaces/{meta['name']}/status"
+            api(self.server, "PATCH", path, {"status": {"conditions": [condition]}})
+            if want == "True":
+                self.ready_at[key] = time.time()
+
+
 def wait_for(check, what: str, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -323,8 +398,19 @@ def scenario(run: Run) -> None:
         ):
             expect(name in created, f"preview does not create {name}: {sorted(created)}")
 
-    with run.step("pulumi up creates them"):
+    kaito = StandInKaito(run.server).start()
+    run.stand_ins.append(kaito)
+
+    with run.step("pulumi up returns only once every model serves (InferenceReady, set by the stand-in)"):
         run.pulumi("up", "--yes", "--skip-preview")
+        returned = time.time()
+        stored = run.objects("workspaces.kaito.sh")
+        for name, ws in stored.items():
+            key = f"default/{name}/{ws['metadata']['uid']}"
+            expect(key in kaito.ready_at, f"pulumi up returned before {name} was InferenceReady")
+            expect(kaito.ready_at[key] <= returned, f"{name} became ready after pulumi up returned")
+        waited = min(kaito.ready_at.values()) - min(kaito.seen.values())
+        print(f"    models became ready {waited:.1f} s after their Workspaces were created; pulumi up waited")
 
     with run.step("the API server stored exactly the expected objects"):
         stored = run.objects("workspaces.kaito.sh")
@@ -404,6 +490,38 @@ def scenario(run: Run) -> None:
         ws = run.objects("workspaces.kaito.sh")[f"{GPU}-0"]
         expect(ws["inference"]["preset"]["name"] == "phi-3.5-mini-instruct", "preset not changed")
         expect(ws["metadata"]["uid"] != old_uid, "the Workspace was patched, not replaced")
+
+    with run.step("a config edit renames its ConfigMap, so the Workspace changes and KAITO rolls the pods"):
+        run.config_path("workspaces[2].config.vllm.max-model-len", "8192")
+        run.pulumi("up", "--yes", "--skip-preview")
+        first = run.objects("workspaces.kaito.sh")[f"{GATED}-0"]["inference"]["config"]
+        run.config_path("workspaces[2].config.vllm.max-model-len", "4096")
+        ops = preview_ops(run.pulumi("preview", "--json", quiet=True))
+        changed = {op: names for op, names in ops.items() if op != "same"}
+        print(f"    preview: {changed}")
+        expect(f"default/{GATED}/{GATED}-0" in ops.get("update", []), f"the Workspace is not updated: {ops}")
+        replaced = set(ops.get("replace", [])) | set(ops.get("create-replacement", []))
+        expect(f"default/{GATED}/{GATED}-inference-config" in replaced, f"the ConfigMap is not replaced: {ops}")
+        run.pulumi("up", "--yes", "--skip-preview")
+        second = run.objects("workspaces.kaito.sh")[f"{GATED}-0"]["inference"]["config"]
+        expect(first != second, "the Workspace still names the old ConfigMap")
+        maps = run.objects("configmaps")
+        expect(second in maps and first not in maps, f"ConfigMaps: {sorted(maps)}")
+        expect("4096" in maps[second]["data"]["inference_config.yaml"], "the new ConfigMap lacks the edit")
+
+    with run.step("a model whose InferenceReady turns False fails pulumi up after its timeout"):
+        kaito.failing[f"{BROKEN}-0"] = "failed to load the model: out of memory (stand-in reason)"
+        run.config_path("workspaces[3].name", BROKEN)
+        run.config_path("workspaces[3].model", "phi-3.5-mini-instruct")
+        run.config_path("workspaces[3].readyTimeoutMinutes", "1")
+        result = run.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
+        output = result.stdout + result.stderr
+        print("\n".join("    " + line for line in output.splitlines() if BROKEN in line or "condition" in line)[-2000:])
+        expect(result.returncode != 0, "pulumi up succeeded although the model never became ready")
+        expect(f"{BROKEN}-0" in output, "the failure does not name the Workspace")
+        run.pulumi("config", "rm", "--path", "kaito-aks:workspaces[3]", quiet=True)
+        run.pulumi("up", "--yes", "--skip-preview")
+        expect(f"{BROKEN}-0" not in run.objects("workspaces.kaito.sh"), "the failed Workspace was left behind")
 
     with run.step("a bad config fails before anything changes in the cluster"):
         before = run.snapshot()

@@ -109,6 +109,14 @@ class KaitoSpec(CamelModel):
         description="who runs the device plugin, NFD and GFD: KAITO's bundled ones, or `external` (e.g. the GPU "
         "Operator); default: external when this stack installs the GPU Operator",
     )
+    wait_for_ready: bool = Field(
+        True,
+        description="`pulumi up` waits until every model serves (Workspace InferenceReady, InferenceSet "
+        "InferenceSetReady, tuning JobStarted); false: it returns once the objects exist",
+    )
+    ready_timeout_minutes: int = Field(
+        30, ge=1, description="how long to wait per model (large downloads take 20+ minutes); per workspace too"
+    )
 
 
 # ---------------------------------------------------------------- GPU nodes (AKS)
@@ -217,6 +225,9 @@ class WorkspaceConfig(CamelModel):
     tuning: TuningConfig | None = Field(None, description="fine-tune the preset instead of serving it")
     model_access_secret: str | None = Field(
         None, description="an existing Secret with key HF_TOKEN, instead of hfToken"
+    )
+    ready_timeout_minutes: int | None = Field(
+        None, ge=1, description="wait this long for this model to serve (default: kaito.readyTimeoutMinutes)"
     )
     load_balancer: bool = Field(False, description="expose the endpoint through a LoadBalancer Service")
     port: int = Field(5000, ge=1, le=65535, description="container port of a custom image")

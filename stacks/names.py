@@ -3,6 +3,8 @@ validation and the components agree)."""
 
 from __future__ import annotations
 
+import hashlib
+
 from components.kaito_api import LabelSelector
 from stacks.catalog import KaitoChart
 
@@ -37,12 +39,18 @@ def hf_token_secret(name: str) -> str:
     return f"{name}-hf-token"
 
 
-def inference_config_map(name: str) -> str:
-    return f"{name}-inference-config"
+def inference_config_map(name: str, content: str) -> str:
+    """Named after its content: KAITO does not watch ConfigMaps, but a new name changes the
+    Workspace's inference.config, which KAITO rolls out to the serving pods."""
+    return f"{name}-inference-config-{content_hash(content)}"
 
 
-def tuning_config_map(name: str) -> str:
-    return f"{name}-tuning-config"
+def tuning_config_map(name: str, content: str) -> str:
+    return f"{name}-tuning-config-{content_hash(content)}"
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:8]
 
 
 def default_label_selector(is_gpu: bool) -> LabelSelector:

@@ -15,7 +15,9 @@ from components.helm import ChartRelease
 from components.kaito_api import (
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
+    TIMEOUT_ANNOTATION,
     TUNING_CONFIG_KEY,
+    WAIT_FOR_ANNOTATION,
     AdapterSpec,
     DataSource,
     InferenceSet,
@@ -261,10 +263,11 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
     if ws.tuning is not None:
         tuning_config = None
         if ws.tuning.config is not None:
-            tuning_config = names.tuning_config_map(ws.name)
-            config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: _yaml(ws.tuning.config)}))
+            text = _yaml(ws.tuning.config)
+            tuning_config = names.tuning_config_map(ws.name, text)
+            config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: text}, key=f"{ws.name}-tuning-config"))
         workspace = Workspace(
-            metadata=_meta(ws.name, ws.namespace, {}, annotations),
+            metadata=_meta(ws.name, ws.namespace, {}, {**(annotations or {}), **_await(cfg, ws, "JobStarted")}),
             resource=resource,
             tuning=TuningSpec(
                 preset=PresetSpec(name=ws.model or ""),
@@ -295,8 +298,11 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
 
     inference_config = None
     if ws.config is not None:
-        inference_config = names.inference_config_map(ws.name)
-        config_maps.append(ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: _yaml(ws.config)}))
+        text = _yaml(ws.config)
+        inference_config = names.inference_config_map(ws.name, text)
+        config_maps.append(
+            ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: text}, key=f"{ws.name}-inference-config")
+        )
 
     inference = InferenceSpec(
         preset=PresetSpec(
@@ -315,7 +321,7 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
     if chart.replicas == "inferenceSet":
         inference_set = InferenceSet(
             api_version=chart.inference_set_api_version or "",
-            metadata=_meta(ws.name, ws.namespace, {}, None),
+            metadata=_meta(ws.name, ws.namespace, {}, _await(cfg, ws, "InferenceSetReady") or None),
             spec=InferenceSetSpec(
                 replicas=ws.replicas,
                 label_selector=resource.label_selector,
@@ -330,7 +336,9 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
         group = {names.GROUP_LABEL: ws.name}
         workspaces = tuple(
             Workspace(
-                metadata=_meta(replica, ws.namespace, group, annotations),
+                metadata=_meta(
+                    replica, ws.namespace, group, {**(annotations or {}), **_await(cfg, ws, "InferenceReady")}
+                ),
                 resource=resource,
                 inference=inference,
             )
@@ -362,6 +370,15 @@ def served_model_id(ws: WorkspaceConfig, chart: catalog.KaitoChart) -> str | Non
     if not ws.model:
         return None
     return ws.name if chart.served_model_id == "inferenceSet" else ws.model
+
+
+def _await(cfg: StackConfig, ws: WorkspaceConfig, condition: str) -> dict[str, str]:
+    """pulumi-kubernetes (4.18+) holds the update until the object reports `condition`=True, or
+    fails it after the timeout: `pulumi up` ends with the model serving, not merely created."""
+    if not cfg.kaito.wait_for_ready:
+        return {}
+    minutes = ws.ready_timeout_minutes or cfg.kaito.ready_timeout_minutes
+    return {WAIT_FOR_ANNOTATION: f"condition={condition}", TIMEOUT_ANNOTATION: str(minutes * 60)}
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:

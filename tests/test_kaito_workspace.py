@@ -49,7 +49,7 @@ def test_vllm_runtime_means_gpu_nodes():
     cpu_vllm = {**PHI, "compute": "gpu", "runtime": "vllm"}
     (ws,) = workspaces(run(config([cpu_vllm]))).values()
     assert ws.inputs["resource"]["labelSelector"]["matchLabels"] == {"nvidia.com/gpu.present": "true"}
-    assert ws.inputs["metadata"]["annotations"] == {"kaito.sh/runtime": "vllm"}
+    assert ws.inputs["metadata"]["annotations"]["kaito.sh/runtime"] == "vllm"
 
 
 def test_a_user_label_selector_is_kept_as_written(workspace_errors):
@@ -188,9 +188,49 @@ def test_runtime_config_becomes_a_configmap_the_workspace_names(workspace_errors
     cm = ev.named("default/phi/phi-inference-config", "kubernetes:core/v1:ConfigMap")
     assert yaml.safe_load(cm.inputs["data"]["inference_config.yaml"]) == {"vllm": {"max-model-len": 8192}}
     ws = workspaces(ev)["phi-0"]
-    assert ws.inputs["inference"]["config"] == "phi-inference-config"
+    assert ws.inputs["inference"]["config"] == cm.inputs["metadata"]["name"]
+    assert cm.inputs["metadata"]["name"].startswith("phi-inference-config-")
     assert cm.urn in ws.dependencies
     assert workspace_errors(ws.inputs) == []
+
+
+def test_a_config_edit_changes_what_kaito_rolls_out():
+    """KAITO does not watch ConfigMaps; it rolls the serving pods when the Workspace's spec hash
+    changes. A config edit gives the ConfigMap a new name (same Pulumi resource: previewed as a
+    replacement) and so changes the Workspace's inference.config."""
+    before = run(config([{**PHI, "config": {"vllm": {"max-model-len": 8192}}}]))
+    after = run(config([{**PHI, "config": {"vllm": {"max-model-len": 4096}}}]))
+    old = before.named("default/phi/phi-inference-config", "kubernetes:core/v1:ConfigMap")
+    new = after.named("default/phi/phi-inference-config", "kubernetes:core/v1:ConfigMap")
+    assert old.inputs["metadata"]["name"] != new.inputs["metadata"]["name"]
+    assert workspaces(after)["phi-0"].inputs["inference"]["config"] == new.inputs["metadata"]["name"]
+    same = run(config([{**PHI, "config": {"vllm": {"max-model-len": 8192}}}]))
+    again = same.named("default/phi/phi-inference-config", "kubernetes:core/v1:ConfigMap")
+    assert again.inputs["metadata"]["name"] == old.inputs["metadata"]["name"]  # no edit, no roll
+
+
+def test_0_12_inference_set_edits_that_must_reach_pods_replace_it():
+    from components.kaito_api import INFERENCE_SET_IMMUTABLE_PATHS
+
+    assert "spec.template.inference.config" in INFERENCE_SET_IMMUTABLE_PATHS
+    assert "spec.template.inference.adapters" in INFERENCE_SET_IMMUTABLE_PATHS
+    ev = run(config([PHI], kaito={"version": "0.12.0"}))
+    (iset,) = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert "spec.template.inference.config" in iset.options["replaceOnChanges"]
+
+
+def test_pulumi_up_waits_until_each_model_serves():
+    ws = workspaces(run(config([{**PHI, "replicas": 2}])))
+    for w in ws.values():
+        assert w.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=InferenceReady"
+        assert w.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "1800"
+    slow = workspaces(run(config([{**PHI, "readyTimeoutMinutes": 45}], kaito={"readyTimeoutMinutes": 20})))
+    assert slow["phi-0"].inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "2700"
+    off = workspaces(run(config([PHI], kaito={"waitForReady": False})))
+    assert "pulumi.com/waitFor" not in (off["phi-0"].inputs["metadata"].get("annotations") or {})
+    ev = run(config([PHI], kaito={"version": "0.12.0"}))
+    (iset,) = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert iset.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=InferenceSetReady"
 
 
 def test_adapters_are_named_image_sources(workspace_errors):
@@ -216,10 +256,12 @@ def test_tuning_workspace_shape(workspace_errors):
     assert ws.inputs["tuning"] == {
         "preset": {"name": "phi-4-mini-instruct"},
         "method": "qlora",
-        "config": "tune-tuning-config",
+        "config": ws.inputs["tuning"]["config"],
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
     }
+    assert ws.inputs["tuning"]["config"].startswith("tune-tuning-config-")
+    assert ws.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=JobStarted"
     assert ev.of_type("kubernetes:core/v1:Service") == []
     assert workspace_errors(ws.inputs) == []
 
