@@ -6,6 +6,7 @@ problem at once. Rules read the catalogs; none touches Pulumi.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 
@@ -494,15 +495,24 @@ def _may_land_on(ws: WorkspaceConfig, pool) -> bool:
     return all(labels.get(k) == v for k, v in (selector.match_labels or {}).items())
 
 
-def _tuning_fit(ws: WorkspaceConfig, preset: catalog.Preset, pools: list, skus: dict) -> Issue | None:
+def _tuning_fit(path: str, ws: WorkspaceConfig, preset: catalog.Preset, pools: list, skus: dict) -> Issue | None:
+    """A tuning job must fit some pool: its GPU memory on one node, or over the pool's nodes for
+    presets that may span nodes."""
     need = preset.tuning_gib or preset.model_gib
-    biggest = max(skus[p.vm_size].gpu_mem_gib for p in pools)
-    if max(p.max_nodes for p in pools) * biggest >= need and (preset.distributed or biggest >= need):
+
+    def fits(pool) -> bool:
+        sku = skus[pool.vm_size]
+        nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
+        return sku.gpu_count >= preset.gpu_count and nodes <= pool.max_nodes and (nodes == 1 or preset.distributed)
+
+    if any(fits(p) for p in pools):
         return None
+    best = max(skus[p.vm_size].gpu_mem_gib for p in pools)
+    spread = "several nodes allowed" if preset.distributed else "one node"
     return Issue(
-        "",
-        f"{ws.model} tuning needs {need} GiB of GPU memory; the largest pool node has {biggest} GiB; add a larger "
-        f"pool (see `python -m stacks models estimate {ws.model}`)",
+        f"{path}.model",
+        f"{ws.model} needs {need:g} GiB of GPU memory ({preset.gpu_count} GPU per node, {spread}); the largest pool "
+        f"node has {best} GiB; add a larger pool (see `python -m stacks models estimate {ws.model}`)",
     )
 
 
@@ -596,7 +606,7 @@ def _placement_on_pools(cfg: StackConfig, chart) -> Iterator[Issue]:
         sized = [p for p in candidates if p.vm_size in skus and p.max_nodes > 0]
         if preset is not None and sized:
             problem = (
-                _tuning_fit(ws, preset, sized, skus)
+                _tuning_fit(path, ws, preset, sized, skus)
                 if ws.tuning
                 else _serving_fit(path, ws, preset, sized, skus, chart)
             )

@@ -278,3 +278,16 @@ def test_an_unusable_gpu_size_is_refused_with_the_reason():
         "gpuNodePools[0].vmSize: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2; KAITO's vLLM "
         "images need 7.0 or newer; see `python -m stacks models estimate`"
     )
+
+
+def test_tuning_that_does_not_fit_names_the_workspace_model():
+    """phi-4-mini-instruct tuning needs 72 GiB; an A10 node has 24 and the preset is one node."""
+    from tests.test_validation import TUNING
+
+    err = one_error(aks(workspaces=[TUNING]))
+    assert err == (
+        "workspaces[0].model: phi-4-mini-instruct needs 72 GiB of GPU memory (1 GPU per node, one node); the "
+        "largest pool node has 24 GiB; add a larger pool (see `python -m stacks models estimate "
+        "phi-4-mini-instruct`)"
+    )
+    run(aks(workspaces=[TUNING], pools=[{**A10, "vmSize": "Standard_NC24ads_A100_v4"}]))
