@@ -263,13 +263,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def http_ok(url: str, token: str | None = None) -> bool:
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+def _insecure_context() -> ssl.SSLContext:
+    """The throwaway API server's self-signed certificate is not checked."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+_INSECURE = _insecure_context()
+
+
+def http_ok(url: str, token: str | None = None) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+        with urllib.request.urlopen(req, timeout=2, context=_INSECURE) as resp:
             return resp.status == 200
     except OSError:
         return False
@@ -280,10 +288,7 @@ def api(server: str, method: str, path: str, body: dict | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/merge-patch+json"}
     req = urllib.request.Request(server + path, data=data, method=method, headers=headers)
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
+    with urllib.request.urlopen(req, timeout=5, context=_INSECURE) as resp:
         return json.loads(resp.read() or b"{}")
 
 

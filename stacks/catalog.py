@@ -167,8 +167,12 @@ def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
 def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     """Azure GPU SKUs that a KAITO release (catalog: '0.8', '0.12') accepts."""
     out = {}
-    for name, fields in _load("azure_gpu_skus.yaml")["skus"].items():
+    data = _load("azure_gpu_skus.yaml")
+    unusable = data.get("unusableGpus", {})
+    for name, fields in data["skus"].items():
         sku = GpuSku.model_validate({"name": name, **fields})
+        if sku.gpu_model in unusable:
+            sku = sku.model_copy(update={"unusable": unusable[sku.gpu_model]})
         if sku.removed_in is None or _minor(catalog) < _minor(sku.removed_in):
             out[name] = sku
     return out

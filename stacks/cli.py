@@ -94,6 +94,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
 
 def _validate(stacks: list[str], root: Path) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
+    from stacks.cost import stack_cost
     from stacks.errors import StackConfigError
     from stacks.load import parse_stack_file
     from stacks.plan import build_plan
@@ -112,8 +113,6 @@ def _validate(stacks: list[str], root: Path) -> int:
             for line in err.lines:
                 print(f"  {line}")
             continue
-        from stacks.cost import stack_cost
-
         plan = build_plan(cfg)
         print(
             f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito.chart.version}; "

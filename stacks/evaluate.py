@@ -26,7 +26,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
-from stacks.config import PROJECT
+from stacks.config import PROJECT, StackConfig
 
 # Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
 SIG_KEY = "4dabf18193072939515e22adb298388d"
@@ -68,6 +68,7 @@ class Evaluation:
     resources: list[Registration]
     outputs: dict[str, Any]  # stack outputs, secrets wrapped in Secret
     component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    config: StackConfig | None = None  # the validated config the program ran with (not for custom programs)
 
     def of_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -268,11 +269,15 @@ def evaluate(
     pulumi.runtime.set_all_config(flat, list(secrets or {}))
     pulumi_settings.ROOT.set(None)  # set_mocks made a root stack; run_in_stack makes its own
 
+    loaded: list[StackConfig] = []
+
     def run() -> None:
         if program is not None:
             program()
         else:
-            build_stack(*load_stack())
+            cfg, stack_secrets = load_stack()
+            loaded.append(cfg)
+            build_stack(cfg, stack_secrets)
 
     with _hermetic_env():
         thresholds = gc.get_threshold()
@@ -284,4 +289,10 @@ def evaluate(
             gc.set_threshold(*thresholds)
     stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
-    return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)
+    return Evaluation(
+        stack=stack,
+        resources=monitor.registrations,
+        outputs=outputs,
+        component_outputs=monitor.outputs,
+        config=loaded[0] if loaded else None,
+    )

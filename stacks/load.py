@@ -98,7 +98,7 @@ def parse_stack_config(
         raise StackConfigError(issues + issues_from_validation(exc, StackConfig)) from None
     for issue in rules.check(cfg):
         issue = _renumber(issue, kept)
-        if not any(issue.path == p or issue.path.startswith((f"{p}.", f"{p}[")) for p in set_aside):
+        if not _under(issue.path, set_aside):
             issues.append(issue)
     if issues:
         raise StackConfigError(sorted(issues, key=lambda i: rules.path_key(i.path)))
@@ -120,7 +120,8 @@ def _check_entry(entry: Any, model: type, loc: tuple[str, int]) -> tuple[list[Is
             return issues, current, dropped
         except ValidationError as exc:
             found = issues_from_validation(exc, model, prefix=loc)
-            issues += [i for i in found if i not in issues and not _under(i.path, path, dropped)]
+            aside = [f"{path}.{name}" for name in dropped]
+            issues += [i for i in found if i not in issues and not _under(i.path, aside)]
             bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"] and str(e["loc"][0]) in current}
             if not bad:
                 return issues, None, dropped
@@ -129,9 +130,9 @@ def _check_entry(entry: Any, model: type, loc: tuple[str, int]) -> tuple[list[Is
                 dropped.append(name)
 
 
-def _under(issue_path: str, entry_path: str, fields: list[str]) -> bool:
-    """Whether an issue is about a field already reported and set aside."""
-    return any(issue_path == f"{entry_path}.{f}" or issue_path.startswith(f"{entry_path}.{f}.") for f in fields)
+def _under(issue_path: str, set_aside: list[str]) -> bool:
+    """Whether an issue is about a field already reported and set aside (or inside one)."""
+    return any(issue_path == p or issue_path.startswith((f"{p}.", f"{p}[")) for p in set_aside)
 
 
 LIST_ENTRIES = {"workspaces": WorkspaceConfig, "gpuNodePools": GpuNodePoolSpec}

@@ -184,10 +184,10 @@ def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
     except StackConfigError as err:
         raise err.with_source(f) from None
     from stacks.cost import stack_cost
-    from stacks.load import parse_stack_file
 
     files = render_files(ev)
-    files["cost.yaml"] = _dump(stack_cost(parse_stack_file(f)).as_dict())
+    if ev.config is not None:
+        files["cost.yaml"] = _dump(stack_cost(ev.config).as_dict())
     return write_files(files, out)
 
 
