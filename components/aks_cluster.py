@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice, resources
 
 from components.options import child_options
+from kaito_aks.cluster_wait import ClusterAccess
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class AksClusterArgs:
 
 class AksCluster(pulumi.ComponentResource):
     """Outputs: `cluster_name`, `resource_group_name`, `kubeconfig` (secret), and `provider`,
-    the explicit Kubernetes provider every in-cluster resource must use."""
+    the explicit Kubernetes provider every in-cluster resource must use (`access`: the same
+    credentials for what reads the cluster outside the provider, e.g. the GPU-node wait)."""
 
     provider: k8s.Provider
 
@@ -95,6 +97,7 @@ class AksCluster(pulumi.ComponentResource):
             credentials.kubeconfigs[0].value.apply(lambda v: base64.b64decode(v).decode())
         )
         self.provider = k8s.Provider(name, kubeconfig=self.kubeconfig, opts=child_options(self, opts))
+        self.access = ClusterAccess(kubeconfig=self.kubeconfig)
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,

@@ -19,9 +19,6 @@ MAX_ADAPTERS = 10  # webhook: at most 10 adapters per workspace
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
-# pulumi-kubernetes await overrides (4.18.4+): wait for a status condition, with a timeout.
-WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
-TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 # The key KAITO's preset pods read the Hugging Face token from (secretKeyRef).
 HF_TOKEN_KEY = "HF_TOKEN"
 # The ConfigMap key KAITO reads runtime parameters from (inference.config).

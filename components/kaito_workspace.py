@@ -4,6 +4,7 @@ Hugging Face Secret they read, and the Service that is the model's endpoint."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,6 +18,9 @@ from components.kaito_api import (
 )
 from components.kubernetes_object import KubernetesObject
 from components.options import child_options
+from kaito_aks.cluster_wait import ClusterAccess
+from kaito_aks.gpu_nodes import GpuDemand, GpuNodesReady
+from kaito_aks.model_ready import ModelReady, Watched, revision_of
 
 SERVICE_PORT = 80
 
@@ -43,6 +47,23 @@ class ServicePlan:
 
 
 @dataclass(frozen=True)
+class GpuNodesPlan:
+    """The GPU nodes KAITO's webhook must find before it admits the preset (BYO mode)."""
+
+    selector: dict[str, str]  # the Workspaces' matchLabels
+    demand: GpuDemand
+    timeout_minutes: int
+
+
+@dataclass(frozen=True)
+class ReadinessPlan:
+    """What says the model serves (a KAITO status condition) and how long to wait for it."""
+
+    condition: str  # InferenceReady, InferenceSetReady, JobStarted
+    timeout_minutes: int
+
+
+@dataclass(frozen=True)
 class ModelPlan:
     """One workspace entry of the config, as the KAITO objects that serve or tune it."""
 
@@ -59,6 +80,8 @@ class ModelPlan:
     # name; 0.12 serves an InferenceSet's Workspaces under the InferenceSet's name. None for a
     # custom image (ask it: GET /v1/models) and for tuning.
     served_model: str | None = None
+    gpu_nodes: GpuNodesPlan | None = None  # wait for these before creating the preset
+    readiness: ReadinessPlan | None = None  # wait for this after creating it
 
     @property
     def key(self) -> str:
@@ -77,11 +100,13 @@ class ModelPlan:
 class KaitoWorkspaceArgs:
     plan: ModelPlan
     hf_token: pulumi.Output[str] | None = None  # secret; required when plan.hf_token_secret is set
+    access: ClusterAccess | None = None  # the cluster's credentials; required by the waits (gpu_nodes, readiness)
 
 
 class KaitoWorkspace(pulumi.ComponentResource):
-    """Outputs: `endpoint` (in-cluster OpenAI-compatible URL), `model`, `replicas`. Depend it on
-    the KAITO operator (its admission webhook fails closed) and on whatever labels the GPU nodes."""
+    """Outputs: `endpoint` (in-cluster OpenAI-compatible URL), `model`, `replicas`, and
+    `gpu_nodes` (the GPU nodes found, when it waited for them). Depend it on the KAITO operator
+    (its admission webhook fails closed) and on whatever installs GPU discovery."""
 
     def __init__(self, name: str, args: KaitoWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("kaito-aks:kubernetes:KaitoWorkspace", name, None, opts)
@@ -111,8 +136,26 @@ class KaitoWorkspace(pulumi.ComponentResource):
                 )
             )
 
-        # KAITO reads the ConfigMaps and Secret when it reconciles, so they come first. Names
-        # are fixed, so a replacement must delete the old object before creating the new one.
+        if (plan.gpu_nodes or plan.readiness) and args.access is None:
+            raise ValueError(f"{plan.key}: the waits (gpu_nodes, readiness) need the cluster's access (args.access)")
+        self.gpu_nodes: GpuNodesReady | None = None
+        if plan.gpu_nodes is not None:
+            assert args.access is not None
+            self.gpu_nodes = GpuNodesReady(
+                f"{name}/gpu-nodes",
+                args.access,
+                selector=plan.gpu_nodes.selector,
+                demand=plan.gpu_nodes.demand,
+                workspaces=[ws.metadata.name for ws in plan.workspaces]
+                + ([plan.inference_set.metadata.name] if plan.inference_set else []),
+                timeout_minutes=plan.gpu_nodes.timeout_minutes,
+                opts=child,
+            )
+            inputs.append(self.gpu_nodes)
+
+        # KAITO reads the ConfigMaps and Secret when it reconciles, and admits a preset only once
+        # the GPU nodes are labelled, so those come first. Names are fixed, so a replacement must
+        # delete the old object before creating the new one.
         serving = child_options(self, opts, depends_on=inputs, delete_before_replace=True)
         self.workspaces = [
             KubernetesObject(
@@ -135,6 +178,24 @@ class KaitoWorkspace(pulumi.ComponentResource):
             if plan.inference_set
             else None
         )
+        self.ready: ModelReady | None = None
+        if plan.readiness is not None:
+            assert args.access is not None
+            objects = [(ws.manifest(), ws.metadata.name) for ws in plan.workspaces]
+            if plan.inference_set is not None:
+                objects.append((plan.inference_set.manifest(), plan.inference_set.metadata.name))
+            self.ready = ModelReady(
+                f"{name}/ready",
+                args.access,
+                watched=[
+                    Watched(m["kind"], m["apiVersion"], plan.namespace, obj_name, plan.readiness.condition)
+                    for m, obj_name in objects
+                ],
+                revision=revision_of([m for m, _ in objects] + [cm.data for cm in plan.config_maps]),
+                timeout_minutes=plan.readiness.timeout_minutes,
+                opts=child_options(self, opts, depends_on=[*self.workspaces, *filter(None, [self.inference_set])]),
+            )
+
         if plan.service is not None:
             # Plain dicts rather than the typed *Args classes: the same inputs, registered with
             # noticeably less SDK work, which counts for stacks with hundreds of models.
@@ -162,5 +223,24 @@ class KaitoWorkspace(pulumi.ComponentResource):
         self.source = plan.model
         self.replicas = plan.replicas
         self.register_outputs(
-            {"endpoint": self.endpoint, "model": self.model, "source": self.source, "replicas": self.replicas}
+            {
+                "endpoint": self.endpoint,
+                "model": self.model,
+                "source": self.source,
+                "replicas": self.replicas,
+                "gpuNodes": self.gpu_nodes_found(),
+            }
+        )
+
+    def gpu_nodes_found(self) -> pulumi.Output[dict[str, Any]] | None:
+        """What the GPU-node wait found (nodes, product, GPUs and memory), or None without one."""
+        nodes = self.gpu_nodes
+        if nodes is None:
+            return None
+        return pulumi.Output.all(
+            nodes=nodes.nodes,
+            gpuProduct=nodes.gpuProduct,
+            gpusPerNode=nodes.gpusPerNode,
+            gpuMemoryMiB=nodes.gpuMemoryMiB,
+            gpuMemoryMiBPerNode=nodes.gpuMemoryMiBPerNode,
         )

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.options import child_options
+from kaito_aks.cluster_wait import ClusterAccess
 
 
 @dataclass(frozen=True)
@@ -31,5 +32,6 @@ class KubeconfigCluster(pulumi.ComponentResource):
             context=args.context,
             opts=child_options(self, opts),
         )
+        self.access = ClusterAccess(kubeconfig=args.contents, path=args.path, context=args.context)
         self.name = args.context or "kubeconfig"
         self.register_outputs({"context": args.context})

@@ -5,9 +5,14 @@
    end whatever happens;
 2. the real KAITO v0.8.1 CRDs, as on a cluster where KAITO is already installed (the stack says
    `kaito.install: false`);
-3. the `e2e` stack (a GPU, a CPU and a gated workspace) on a local file backend:
-   preview -> up -> read back what the API server stored -> up again (no changes) -> replicas
-   1 -> 2 -> preset change (a replace) -> a bad config (fails, cluster unchanged) -> destroy.
+3. a GPU node shaped like an AKS Standard_NC24ads_A100_v4 node, Ready, which a stand-in for
+   GPU Feature Discovery labels only seconds after the first `pulumi up` starts, and a stand-in
+   for KAITO's controller that reports Workspaces serving (or failing, with a reason);
+4. the `e2e` stack (a GPU, a CPU and a gated workspace) on a local file backend:
+   preview -> up (waits for the labels, then for the models) -> read back what the API server
+   stored -> up again (no changes) -> replicas 1 -> 2 -> preset change (a replace) -> config
+   edit (rolls) -> no matching node and a failing model (fail after their timeouts, with the
+   reasons) -> a bad config (fails, cluster unchanged) -> destroy.
 
 Every assertion reads the API server. Nothing here passes without the engine and the server:
 missing tools fail the run with the reason. The checkout is never modified: the project is
@@ -41,10 +46,36 @@ sys.path.insert(0, str(ROOT))
 # KAITO's CRDs as the project derived them from the release (tests/upstream, see its provenance).
 CRDS = ROOT / "tests" / "upstream" / "kaito-0.8.1" / "crds"
 TOKEN = "kaito-aks-e2e-admin-token"
-PROJECT_FILES = ["Pulumi.yaml", "Pulumi.e2e.yaml", "__main__.py", "components", "stacks", "requirements.txt"]
+PROJECT_FILES = [
+    "Pulumi.yaml",
+    "Pulumi.e2e.yaml",
+    "__main__.py",
+    "kaito_aks",
+    "components",
+    "stacks",
+    "requirements.txt",
+]
 STACK = "e2e"
 GPU, CPU, GATED = "phi-4-mini", "tiny-cpu", "llama"
 BROKEN = "never-ready"
+NO_NODE = "no-gpu-node"  # selects a pool that does not exist
+GPU_NODE = "aks-a100-0"
+# A node of an AKS Standard_NC24ads_A100_v4 pool as the kubelet registers it (one A100 80GB),
+# before GPU Feature Discovery has labelled it.
+GPU_NODE_LABELS = {
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/hostname": GPU_NODE,
+    "node.kubernetes.io/instance-type": "Standard_NC24ads_A100_v4",
+    "agentpool": "a100",
+    "kubernetes.azure.com/agentpool": "a100",
+    "nvidia.com/gpu.present": "true",
+}
+GFD_LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-A100-PCIE-80GB",
+    "nvidia.com/gpu.count": "1",
+    "nvidia.com/gpu.memory": "81920",
+}
+GFD_DELAY_SECONDS = 6.0
 E2E_HF_TOKEN = "hf_e2e_not_a_real_token"  # Pulumi.e2e.yaml's hfToken (encrypted with the empty passphrase)
 
 
@@ -286,7 +317,8 @@ def http_ok(url: str, token: str | None = None) -> bool:
 def api(server: str, method: str, path: str, body: dict | None = None) -> Any:
     """One call to the API server as the e2e admin (JSON in, JSON out)."""
     data = json.dumps(body).encode() if body is not None else None
-    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/merge-patch+json"}
+    content = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": content}
     req = urllib.request.Request(server + path, data=data, method=method, headers=headers)
     with urllib.request.urlopen(req, timeout=5, context=_INSECURE) as resp:
         return json.loads(resp.read() or b"{}")
@@ -348,6 +380,59 @@ class StandInKaito:
                 self.ready_at[key] = time.time()
 
 
+def create_gpu_node(server: str) -> None:
+    """Register a GPU node as the kubelet would (no kubelet runs here): Ready, one nvidia.com/gpu
+    advertised by the device plugin, the AKS GPU pool's labels and taint; no GFD labels yet."""
+    api(
+        server,
+        "POST",
+        "/api/v1/nodes",
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": GPU_NODE, "labels": GPU_NODE_LABELS},
+            "spec": {"taints": [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]},
+        },
+    )
+    resources = {"cpu": "24", "memory": "220Gi", "pods": "110", "nvidia.com/gpu": "1"}
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": now}
+    status = {"capacity": resources, "allocatable": resources, "conditions": [{**ready, "lastTransitionTime": now}]}
+    api(server, "PATCH", f"/api/v1/nodes/{GPU_NODE}/status", {"status": status})
+
+
+class StandInGfd:
+    """Stands in for GPU Feature Discovery (no GPU, driver or GFD here): labels the GPU node
+    with nvidia.com/gpu.product/count/memory `delay` seconds after it starts, as GFD does once
+    the driver is installed. `labelled_at` is the API server's time of that update."""
+
+    MANAGER = "gpu-feature-discovery-stand-in"
+
+    def __init__(self, server: str, delay: float):
+        self.server, self.delay = server, delay
+        self.started = 0.0
+        self.labelled_at: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> StandInGfd:
+        self.started = time.time()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        path = f"/api/v1/nodes/{GPU_NODE}?fieldManager={self.MANAGER}"
+        node = api(self.server, "PATCH", path, {"metadata": {"labels": GFD_LABELS}})
+        times = [m["time"] for m in node["metadata"]["managedFields"] if m.get("manager") == self.MANAGER]
+        self.labelled_at = max(times)
+
+
 def wait_for(check, what: str, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -385,6 +470,8 @@ def scenario(run: Run) -> None:
         run.install_kaito_crds()
     with run.step("project, provider plugin, stack init"):
         run.prepare_project()
+    with run.step("a GPU node joins, Ready, not yet labelled by GPU Feature Discovery"):
+        create_gpu_node(run.server)
 
     def expected_workspaces() -> dict[str, dict]:
         f = read_stack_file(STACK, run.project)
@@ -396,6 +483,8 @@ def scenario(run: Run) -> None:
         expect(set(ops) <= {"create", "same"}, f"unexpected operations in a first preview: {sorted(ops)}")
         created = set(ops.get("create", []))
         for name in (
+            f"default/{GPU}/gpu-nodes",
+            f"default/{GATED}/gpu-nodes",
             f"default/{GPU}/{GPU}-0",
             f"default/{CPU}/{CPU}-0",
             f"default/{GATED}/{GATED}-0",
@@ -406,10 +495,31 @@ def scenario(run: Run) -> None:
     kaito = StandInKaito(run.server).start()
     run.stand_ins.append(kaito)
 
-    with run.step("pulumi up returns only once every model serves (InferenceReady, set by the stand-in)"):
+    with run.step("the first pulumi up waits for GFD's labels, then for every model to serve"):
+        gfd = StandInGfd(run.server, GFD_DELAY_SECONDS)
+        run.stand_ins.append(gfd)
+        gfd.start()
         run.pulumi("up", "--yes", "--skip-preview")
         returned = time.time()
+        expect(gfd.labelled_at is not None, "the GPU node was never labelled")
         stored = run.objects("workspaces.kaito.sh")
+        for name in (f"{GPU}-0", f"{GATED}-0"):
+            created = stored[name]["metadata"]["creationTimestamp"]
+            # RFC 3339 UTC timestamps of one server, to the second: they compare as strings
+            expect(created >= str(gfd.labelled_at), f"{name} was created at {created}, before GFD labelled the node")
+        print(f"    GFD labels at {gfd.labelled_at} ({GFD_DELAY_SECONDS:g} s after up started); presets created after")
+        found = json.loads(run.pulumi("stack", "output", "workspaces", "--json", quiet=True).stdout)
+        expect(
+            found[f"default/{GPU}"]["gpuNodes"]
+            == {
+                "nodes": [GPU_NODE],
+                "gpuProduct": "NVIDIA-A100-PCIE-80GB",
+                "gpusPerNode": 1,
+                "gpuMemoryMiB": 81920,
+                "gpuMemoryMiBPerNode": 81920,
+            },
+            f"gpuNodes output: {found[f'default/{GPU}']['gpuNodes']}",
+        )
         for name, ws in stored.items():
             key = f"default/{name}/{ws['metadata']['uid']}"
             expect(key in kaito.ready_at, f"pulumi up returned before {name} was InferenceReady")
@@ -514,17 +624,33 @@ def scenario(run: Run) -> None:
         expect(second in maps and first not in maps, f"ConfigMaps: {sorted(maps)}")
         expect("4096" in maps[second]["data"]["inference_config.yaml"], "the new ConfigMap lacks the edit")
 
-    with run.step("a model whose InferenceReady turns False fails pulumi up after its timeout"):
+    with run.step("no matching GPU node, and a model that never serves: pulumi up fails after the timeouts"):
         kaito.failing[f"{BROKEN}-0"] = "failed to load the model: out of memory (stand-in reason)"
         run.config_path("workspaces[3].name", BROKEN)
         run.config_path("workspaces[3].model", "phi-3.5-mini-instruct")
         run.config_path("workspaces[3].readyTimeoutMinutes", "1")
+        run.config_path("workspaces[4].name", NO_NODE)
+        run.config_path("workspaces[4].model", "phi-3.5-mini-instruct")
+        run.config_path("workspaces[4].labelSelector.matchLabels.agentpool", "h100")
+        run.config_path("kaito.gpuNodesTimeoutMinutes", "1")
         result = run.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
         output = result.stdout + result.stderr
-        print("\n".join("    " + line for line in output.splitlines() if BROKEN in line or "condition" in line)[-2000:])
-        expect(result.returncode != 0, "pulumi up succeeded although the model never became ready")
-        expect(f"{BROKEN}-0" in output, "the failure does not name the Workspace")
+        shown = [line for line in output.splitlines() if BROKEN in line or NO_NODE in line or "condition" in line]
+        print("\n".join("    " + line for line in shown)[-3000:])
+        expect(result.returncode != 0, "pulumi up succeeded although a model never became ready")
+        expect(
+            f"Workspace default/{BROKEN}-0 is not ready: InferenceReady=False (InferenceFailed: "
+            f"{kaito.failing[f'{BROKEN}-0']}) after 1m" in output,
+            "the readiness failure does not give the Workspace and KAITO's reason",
+        )
+        expect(
+            "no node matches {agentpool=h100} after 1m: does the GPU pool exist" in output,
+            "the GPU-node wait did not fail with what is missing",
+        )
+        expect(f"{NO_NODE}-0" not in run.objects("workspaces.kaito.sh"), "a Workspace was created without its nodes")
+        run.pulumi("config", "rm", "--path", "kaito-aks:workspaces[4]", quiet=True)
         run.pulumi("config", "rm", "--path", "kaito-aks:workspaces[3]", quiet=True)
+        run.pulumi("config", "rm", "--path", "kaito-aks:kaito.gpuNodesTimeoutMinutes", quiet=True)
         run.pulumi("up", "--yes", "--skip-preview")
         expect(f"{BROKEN}-0" not in run.objects("workspaces.kaito.sh"), "the failed Workspace was left behind")
 

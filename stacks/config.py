@@ -117,6 +117,14 @@ class KaitoSpec(CamelModel):
     ready_timeout_minutes: int = Field(
         30, ge=1, description="how long to wait per model (large downloads take 20+ minutes); per workspace too"
     )
+    wait_for_gpu_nodes: bool = Field(
+        True,
+        description="before creating a preset, wait until the nodes its labelSelector matches are Ready and labelled "
+        "by GPU Feature Discovery, as KAITO's webhook requires; false: for credentials that may not list nodes",
+    )
+    gpu_nodes_timeout_minutes: int = Field(
+        20, ge=1, description="how long to wait for those GPU nodes before failing the update"
+    )
 
 
 # ---------------------------------------------------------------- GPU nodes (AKS)

@@ -28,6 +28,10 @@ from pulumi.runtime.sync_await import _sync_await
 
 from stacks.config import PROJECT, StackConfig
 
+GPU_NODES_TYPE = "pulumi-python:dynamic/kaito-aks:GpuNodesReady"
+GPU_NODES_OUTPUTS = ("nodes", "gpuProduct", "gpusPerNode", "gpuMemoryMiB", "gpuMemoryMiBPerNode")
+AFTER_UP = "(known after pulumi up)"
+
 # Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
 SIG_KEY = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -190,6 +194,8 @@ class ProgramMocks(pulumi_mocks.Mocks):
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
         if typ == "azure-native:containerservice:AgentPool":
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
+        if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
+            return f"{name}-id", {k: AFTER_UP for k in GPU_NODES_OUTPUTS}
         return f"{name}-id", {}
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):

@@ -15,9 +15,7 @@ from components.helm import ChartRelease
 from components.kaito_api import (
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
-    TIMEOUT_ANNOTATION,
     TUNING_CONFIG_KEY,
-    WAIT_FOR_ANNOTATION,
     AdapterSpec,
     DataSource,
     InferenceSet,
@@ -32,8 +30,9 @@ from components.kaito_api import (
     TuningSpec,
     Workspace,
 )
-from components.kaito_workspace import ConfigMapPlan, ModelPlan, ServicePlan
+from components.kaito_workspace import ConfigMapPlan, GpuNodesPlan, ModelPlan, ReadinessPlan, ServicePlan
 from components.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.gpu_nodes import GpuDemand
 from stacks import catalog, names
 from stacks.config import GpuNodePoolSpec, GpuOperatorSpec, StackConfig, WorkspaceConfig
 
@@ -267,7 +266,7 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
             tuning_config = names.tuning_config_map(ws.name, text)
             config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: text}, key=f"{ws.name}-tuning-config"))
         workspace = Workspace(
-            metadata=_meta(ws.name, ws.namespace, {}, {**(annotations or {}), **_await(cfg, ws, "JobStarted")}),
+            metadata=_meta(ws.name, ws.namespace, {}, annotations),
             resource=resource,
             tuning=TuningSpec(
                 preset=PresetSpec(name=ws.model or ""),
@@ -287,6 +286,7 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
             config_maps=tuple(config_maps),
             hf_token_secret=None,
             service=None,
+            readiness=_readiness(cfg, ws, "JobStarted"),
         )
 
     # Attach the Hugging Face token to presets that download weights at start-up: required for
@@ -321,7 +321,7 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
     if chart.replicas == "inferenceSet":
         inference_set = InferenceSet(
             api_version=chart.inference_set_api_version or "",
-            metadata=_meta(ws.name, ws.namespace, {}, _await(cfg, ws, "InferenceSetReady") or None),
+            metadata=_meta(ws.name, ws.namespace, {}, None),
             spec=InferenceSetSpec(
                 replicas=ws.replicas,
                 label_selector=resource.label_selector,
@@ -336,9 +336,7 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
         group = {names.GROUP_LABEL: ws.name}
         workspaces = tuple(
             Workspace(
-                metadata=_meta(
-                    replica, ws.namespace, group, {**(annotations or {}), **_await(cfg, ws, "InferenceReady")}
-                ),
+                metadata=_meta(replica, ws.namespace, group, annotations),
                 resource=resource,
                 inference=inference,
             )
@@ -362,7 +360,21 @@ def model_plan(ws: WorkspaceConfig, cfg: StackConfig, chart: catalog.KaitoChart)
         hf_token_secret=hf_secret,
         service=service,
         served_model=served_model_id(ws, chart),
+        gpu_nodes=gpu_nodes_plan(ws, cfg, preset, resource, chart),
+        readiness=_readiness(cfg, ws, "InferenceSetReady" if inference_set else "InferenceReady"),
     )
+
+
+def gpu_nodes_plan(
+    ws: WorkspaceConfig, cfg: StackConfig, preset: catalog.Preset | None, resource: ResourceSpec, chart
+) -> GpuNodesPlan | None:
+    """KAITO's webhook checks the matched nodes for presets in BYO mode only (a custom image's
+    needs are unknown to it; NAP creates its own nodes)."""
+    selector = resource.label_selector.match_labels if resource.label_selector else None
+    if not (cfg.kaito.wait_for_gpu_nodes and cfg.kaito.node_provisioning == "byo" and preset and selector):
+        return None
+    demand = GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+    return GpuNodesPlan(dict(selector), demand, cfg.kaito.gpu_nodes_timeout_minutes)
 
 
 def served_model_id(ws: WorkspaceConfig, chart: catalog.KaitoChart) -> str | None:
@@ -372,13 +384,11 @@ def served_model_id(ws: WorkspaceConfig, chart: catalog.KaitoChart) -> str | Non
     return ws.name if chart.served_model_id == "inferenceSet" else ws.model
 
 
-def _await(cfg: StackConfig, ws: WorkspaceConfig, condition: str) -> dict[str, str]:
-    """pulumi-kubernetes (4.18+) holds the update until the object reports `condition`=True, or
-    fails it after the timeout: `pulumi up` ends with the model serving, not merely created."""
+def _readiness(cfg: StackConfig, ws: WorkspaceConfig, condition: str) -> ReadinessPlan | None:
+    """`pulumi up` ends with the model serving (or the tuning job started), not merely created."""
     if not cfg.kaito.wait_for_ready:
-        return {}
-    minutes = ws.ready_timeout_minutes or cfg.kaito.ready_timeout_minutes
-    return {WAIT_FOR_ANNOTATION: f"condition={condition}", TIMEOUT_ANNOTATION: str(minutes * 60)}
+        return None
+    return ReadinessPlan(condition, ws.ready_timeout_minutes or cfg.kaito.ready_timeout_minutes)
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:

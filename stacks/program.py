@@ -72,7 +72,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
         ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(m.namespace)) if r is not None)]
         models[m.key] = KaitoWorkspace(
             m.key,
-            KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token),
+            KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token, access=cluster.access),
             opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
         )
 
@@ -121,7 +121,13 @@ def _export(
     pulumi.export(
         "workspaces",
         {
-            key: {"model": ws.model, "source": ws.source, "endpoint": ws.endpoint, "replicas": ws.replicas}
+            key: {
+                "model": ws.model,
+                "source": ws.source,
+                "endpoint": ws.endpoint,
+                "replicas": ws.replicas,
+                "gpuNodes": ws.gpu_nodes_found(),
+            }
             for key, ws in models.items()
         },
     )

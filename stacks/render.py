@@ -6,6 +6,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
     <out>/kubernetes/<namespace>/<kind>-<name>.yaml   manifests as the API server receives them
     <out>/helm/<namespace>-<release>.yaml             chart, repository, version, namespace, values
     <out>/azure/<type>-<name>.yaml                    Azure resource type and properties
+    <out>/waits/<name>.yaml                           what a wait (e.g. for GPU nodes) waits for
     <out>/order.yaml                                  creation waves and what waits on what, by file
     <out>/outputs.yaml                                stack outputs
     <out>/cost.yaml                                   GPU pools per hour, from the price catalog
@@ -33,6 +34,7 @@ REDACTED = "[secret]"
 MARKER = ".kaito-aks-render"
 MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+DYNAMIC_PREFIX = "pulumi-python:dynamic/"
 
 
 def redact(value: Any) -> Any:
@@ -149,6 +151,10 @@ def rendered_file(r: Registration) -> tuple[str, Any] | None:
             "type": r.type,
             "properties": redact(r.inputs),
         }
+    if r.type.startswith(DYNAMIC_PREFIX):
+        # The serialized provider is code, not configuration; outputs are known only after `up`.
+        inputs = {k: v for k, v in r.inputs.items() if k != "__provider" and v is not None}
+        return f"waits/{_slug(r.name)}.yaml", {"type": r.type, "properties": redact(inputs)}
     if r.type.startswith("pulumi:providers:"):
         return f"providers/{_slug(r.type.rsplit(':', 1)[1])}-{_slug(r.name)}.yaml", {
             "type": r.type,

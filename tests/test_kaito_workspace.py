@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from stacks.evaluate import Secret, reveal
+from stacks.evaluate import AFTER_UP, GPU_NODES_OUTPUTS, Secret, reveal
 from tests import upstream_facts
 from tests.conftest import config, run
 from tests.kube_schema import crd_validator
+
+MODEL_READY = "pulumi-python:dynamic/kaito-aks:ModelReady"
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
@@ -88,6 +90,7 @@ def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
         "source": "phi-4-mini-instruct",
         "replicas": 3,
         "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
+        "gpuNodes": dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP),  # what the wait finds at `up`
     }
 
 
@@ -220,17 +223,36 @@ def test_0_12_inference_set_edits_that_must_reach_pods_replace_it():
 
 
 def test_pulumi_up_waits_until_each_model_serves():
-    ws = workspaces(run(config([{**PHI, "replicas": 2}])))
-    for w in ws.values():
-        assert w.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=InferenceReady"
-        assert w.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "1800"
-    slow = workspaces(run(config([{**PHI, "readyTimeoutMinutes": 45}], kaito={"readyTimeoutMinutes": 20})))
-    assert slow["phi-0"].inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"] == "2700"
-    off = workspaces(run(config([PHI], kaito={"waitForReady": False})))
-    assert "pulumi.com/waitFor" not in (off["phi-0"].inputs["metadata"].get("annotations") or {})
-    ev = run(config([PHI], kaito={"version": "0.12.0"}))
-    (iset,) = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
-    assert iset.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=InferenceSetReady"
+    ev = run(config([{**PHI, "replicas": 2}]))
+    (ready,) = ev.of_type(MODEL_READY)
+    assert [w["name"] for w in ready.inputs["watched"]] == ["phi-0", "phi-1"]
+    assert {w["condition"] for w in ready.inputs["watched"]} == {"InferenceReady"}
+    assert ready.inputs["timeoutSeconds"] == 1800
+    assert set(ready.dependencies) >= {w.urn for w in workspaces(ev).values()}  # after the objects it watches
+    slow = run(config([{**PHI, "readyTimeoutMinutes": 45}], kaito={"readyTimeoutMinutes": 20})).of_type(MODEL_READY)
+    assert slow[0].inputs["timeoutSeconds"] == 2700
+    assert run(config([PHI], kaito={"waitForReady": False})).of_type(MODEL_READY) == []
+    (iset_ready,) = run(config([PHI], kaito={"version": "0.12.0"})).of_type(MODEL_READY)
+    assert iset_ready.inputs["watched"] == [
+        {
+            "kind": "InferenceSet",
+            "apiVersion": "kaito.sh/v1beta1",
+            "namespace": "default",
+            "name": "phi",
+            "condition": "InferenceSetReady",
+        }
+    ]
+
+
+def test_an_edit_that_rolls_the_pods_is_waited_for_again():
+    def revision(ws: dict) -> str:
+        (ready,) = run(config([ws])).of_type(MODEL_READY)
+        return ready.inputs["revision"]
+
+    base = revision(PHI)
+    assert revision(PHI) == base
+    assert revision({**PHI, "config": {"vllm": {"max-model-len": 4096}}}) != base
+    assert revision({**PHI, "model": "phi-3.5-mini-instruct"}) != base
 
 
 def test_adapters_are_named_image_sources(workspace_errors):
@@ -261,7 +283,8 @@ def test_tuning_workspace_shape(workspace_errors):
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
     }
     assert ws.inputs["tuning"]["config"].startswith("tune-tuning-config-")
-    assert ws.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=JobStarted"
+    (ready,) = ev.of_type(MODEL_READY)
+    assert ready.inputs["watched"][0]["condition"] == "JobStarted"
     assert ev.of_type("kubernetes:core/v1:Service") == []
     assert workspace_errors(ws.inputs) == []
 

@@ -1,0 +1,1 @@
+"""kaito-aks: Pulumi components that serve open models on Kubernetes with KAITO."""

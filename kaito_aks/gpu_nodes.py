@@ -1,0 +1,220 @@
+"""Wait for the GPU nodes KAITO will admit a preset against, before the preset is created.
+
+In bring-your-own-node mode KAITO's admission webhook (api/v1beta1/workspace_validation.go, at
+v0.8.1 and v0.12.0) lists the nodes matching a Workspace's `labelSelector.matchLabels` when the
+Workspace is created, and denies it when none match, when one lacks GPU Feature Discovery's
+`nvidia.com/gpu.product`, `.count` or `.memory` label, when the matched nodes' GPUs differ, or
+when their GPU memory as it reads it is too small. Those labels appear only after the GPU driver
+is installed and GFD has run: minutes after a pool is created, and nothing Helm waits on. So a
+first `pulumi up` would race GPU discovery; `GpuNodesReady` is the step in the graph that waits
+for it. It passes when every matched node is Ready, advertises `nvidia.com/gpu` and carries
+those labels, and KAITO's own arithmetic (stacks/kaito_sizing.py) admits the preset on the nodes
+found; it exports what it found: the hardware KAITO sizes the model against.
+
+Custom-image Workspaces and tuning are not checked by the webhook, so nothing waits for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi import dynamic
+
+from kaito_aks.cluster_wait import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
+from kaito_aks.kube_client import KubeClient
+
+GPU_PRODUCT = "nvidia.com/gpu.product"
+GPU_COUNT = "nvidia.com/gpu.count"
+GPU_MEMORY = "nvidia.com/gpu.memory"  # one GPU's memory, MiB
+GFD_LABELS = (GPU_PRODUCT, GPU_COUNT, GPU_MEMORY)
+GPU_RESOURCE = "nvidia.com/gpu"  # what the NVIDIA device plugin advertises
+DEFAULT_TIMEOUT_MINUTES = 20
+
+GFD_HINT = (
+    "is GPU Feature Discovery running on the pool? With the GPU Operator it starts only after the driver is "
+    "installed (kubectl -n gpu-operator get pods); with kaito.gpuDiscovery: kaito, KAITO's bundled GFD labels "
+    "the nodes (kubectl -n kaito-workspace get pods)"
+)
+
+
+@dataclass(frozen=True)
+class GpuDemand:
+    """What KAITO's webhook asks of the nodes for one preset (the fields it reads)."""
+
+    name: str  # the preset
+    gpu_count: int  # GPUs it needs (KAITO 0.8 checks nodes x GPUs against this)
+    model_gib: float  # the size of its weights
+    release: str  # "0.8" or "0.12": KAITO's arithmetic differs
+
+    def as_props(self) -> dict[str, Any]:
+        return {"preset": self.name, "gpuCount": self.gpu_count, "modelGiB": self.model_gib, "release": self.release}
+
+    @classmethod
+    def from_props(cls, props: dict[str, Any]) -> GpuDemand:
+        return cls(props["preset"], int(props["gpuCount"]), float(props["modelGiB"]), props["release"])
+
+
+def selector_text(selector: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) + "}"
+
+
+def _names(nodes: list[dict[str, Any]]) -> str:
+    names = sorted(n["metadata"]["name"] for n in nodes)
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _is_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _gpus_allocatable(node: dict[str, Any]) -> bool:
+    status = node.get("status") or {}
+    value = (status.get("allocatable") or status.get("capacity") or {}).get(GPU_RESOURCE, "0")
+    return str(value).isdigit() and int(value) > 0
+
+
+def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDemand | None) -> Check:
+    """Judge the nodes that match `selector` (listed by its matchLabels, as KAITO lists them)."""
+    from stacks.kaito_sizing import NodeGpus, admission_denial
+
+    sel = selector_text(selector)
+    if not nodes:
+        return Check(
+            False,
+            f"no node matches {sel}",
+            "does the GPU pool exist, with at least one node (autoscale.min >= 1)? KAITO's webhook denies a preset "
+            "Workspace until a matching node exists, and a pool at zero never scales up for a Workspace it denied",
+        )
+    unready = [n for n in nodes if not _is_ready(n)]
+    if unready:
+        return Check(False, f"node(s) {_names(unready)} matching {sel} are not Ready", "kubectl describe node")
+    for label in GFD_LABELS:
+        unlabelled = [n for n in nodes if label not in (n["metadata"].get("labels") or {})]
+        if unlabelled:
+            return Check(False, f"node(s) {_names(unlabelled)} matching {sel} do not carry {label}", GFD_HINT)
+
+    hardware: dict[str, NodeGpus] = {}
+    for n in nodes:
+        labels, name = n["metadata"]["labels"], n["metadata"]["name"]
+        if not (labels[GPU_COUNT].isdigit() and labels[GPU_MEMORY].isdigit()):
+            return Check(
+                False,
+                f"node {name} has {GPU_COUNT}={labels[GPU_COUNT]!r} and {GPU_MEMORY}={labels[GPU_MEMORY]!r}, which "
+                "KAITO cannot read (integers expected)",
+                "check the GPU Feature Discovery version on the pool",
+                fatal=True,
+            )
+        hardware[name] = NodeGpus(labels[GPU_PRODUCT], int(labels[GPU_COUNT]), int(labels[GPU_MEMORY]))
+    kinds = {(hw.product, hw.count, hw.gib_per_gpu) for hw in hardware.values()}
+    if len(kinds) > 1:
+        shown = ", ".join(f"{name}: {hw.count} x {hw.product}" for name, hw in sorted(hardware.items())[:6])
+        return Check(
+            False,
+            f"the nodes matching {sel} have different GPUs ({shown}); KAITO denies a Workspace whose nodes differ "
+            '("Non-uniform GPU product")',
+            'narrow labelSelector to one pool, e.g. {"matchLabels": {"agentpool": "<pool>"}}',
+            fatal=True,
+        )
+    no_gpus = [n for n in nodes if not _gpus_allocatable(n)]
+    if no_gpus:
+        return Check(
+            False,
+            f"node(s) {_names(no_gpus)} matching {sel} advertise no {GPU_RESOURCE}",
+            "is the NVIDIA device plugin running on them (GPU Operator, or KAITO's with kaito.gpuDiscovery: kaito)?",
+        )
+    hw = next(iter(hardware.values()))
+    if demand is not None:
+        denial = admission_denial(demand, hw, len(nodes), demand.release)
+        if denial is not None:
+            return Check(
+                False,
+                f"KAITO {demand.release} would deny {demand.name} on the {len(nodes)} node(s) matching {sel} "
+                f"({hw.count} x {hw.product}, {hw.memory_mib} MiB each): {denial}",
+                "wait for more nodes to join, or use a larger pool (`python -m stacks models estimate`)",
+            )
+    return Check(
+        True,
+        found={
+            "nodes": sorted(hardware),
+            "gpuProduct": hw.product,
+            "gpusPerNode": hw.count,
+            "gpuMemoryMiB": hw.memory_mib,
+            "gpuMemoryMiBPerNode": hw.memory_mib * hw.count,
+        },
+    )
+
+
+FORBIDDEN = (
+    "KAITO lists nodes at admission and so does this wait: grant `list` on nodes, or set kaito.waitForGpuNodes: false"
+)
+
+
+def wait_for_gpu_nodes(
+    client: KubeClient, selector: dict[str, str], demand: GpuDemand | None, timeout_seconds: float, **clock: Any
+) -> dict[str, Any]:
+    """Poll the nodes (listed by matchLabels, as KAITO lists them) until `survey` passes."""
+    query = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+    def look() -> Check:
+        return survey(client.get("/api/v1/nodes", labelSelector=query)["items"], selector, demand)
+
+    return poll(look, timeout_seconds, forbidden=FORBIDDEN, **clock)
+
+
+class GpuNodesProvider(ClusterWaitProvider):
+    compared = ("selector", "demand", "workspaces")  # a new Workspace re-checks, as KAITO will
+
+    def id_of(self, props: dict[str, Any]) -> str:
+        return "gpu-nodes-" + hashlib.sha256(selector_text(props["selector"]).encode()).hexdigest()[:12]
+
+    def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
+        demand = GpuDemand.from_props(props["demand"]) if props.get("demand") else None
+        return wait_for_gpu_nodes(client, props["selector"], demand, float(props["timeoutSeconds"]))
+
+
+_PROVIDER = GpuNodesProvider()
+
+
+class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
+    """Holds what depends on it until KAITO would admit `demand` on the nodes `selector` matches.
+
+    Outputs (as GPU Feature Discovery labelled the nodes): `nodes`, `gpuProduct`, `gpusPerNode`,
+    `gpuMemoryMiB` (one GPU) and `gpuMemoryMiBPerNode`."""
+
+    nodes: pulumi.Output[list[str]]
+    gpuProduct: pulumi.Output[str]  # noqa: N815 - the output's name in state
+    gpusPerNode: pulumi.Output[int]  # noqa: N815
+    gpuMemoryMiB: pulumi.Output[int]  # noqa: N815
+    gpuMemoryMiBPerNode: pulumi.Output[int]  # noqa: N815
+
+    def __init__(
+        self,
+        name: str,
+        access: ClusterAccess,
+        selector: dict[str, str],
+        demand: GpuDemand | None,
+        workspaces: list[str],
+        timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """`selector`: the Workspaces' matchLabels; `workspaces`: the objects it guards (a new one
+        re-runs the check); `timeout_minutes`: how long to wait before failing the update."""
+        if not selector:
+            raise ValueError(f"{name}: selector is empty; KAITO lists nodes by matchLabels")
+        props: dict[str, Any] = {
+            "selector": dict(selector),
+            "demand": demand.as_props() if demand else None,
+            "workspaces": list(workspaces),
+            **access.props(),
+            "timeoutSeconds": timeout_minutes * 60,
+            "nodes": None,
+            "gpuProduct": None,
+            "gpusPerNode": None,
+            "gpuMemoryMiB": None,
+            "gpuMemoryMiBPerNode": None,
+        }
+        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))

@@ -1,0 +1,148 @@
+"""Wait until KAITO reports a model serving (or a tuning job started), and fail with KAITO's
+own reason when it does not.
+
+KAITO reports progress as status conditions: a Workspace's `InferenceReady` (tuning:
+`JobStarted`), an InferenceSet's `InferenceSetReady`. `ModelReady` sits after those objects in
+the graph and polls them, as `kubectl wait --for=condition=...` does (the condition must be True
+for the object's current generation, so an edit is waited for anew). pulumi-kubernetes'
+`pulumi.com/waitFor` annotation waits the same way but fails with "timed out waiting for the
+condition" alone; this wait puts the condition's reason and message into the error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi import dynamic
+
+from kaito_aks.cluster_wait import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
+from kaito_aks.kube_client import KubeApiError, KubeClient
+
+KAITO_API = "/apis/kaito.sh"
+FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or set kaito.waitForReady: false"
+NO_CONTROLLER_HINT = (
+    "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
+)
+
+
+@dataclass(frozen=True)
+class Watched:
+    """One KAITO object and the condition that says it is serving."""
+
+    kind: str  # Workspace or InferenceSet
+    api_version: str  # kaito.sh/v1beta1, kaito.sh/v1alpha1
+    namespace: str
+    name: str
+    condition: str  # InferenceReady, InferenceSetReady, JobStarted
+
+    @property
+    def path(self) -> str:
+        version = self.api_version.split("/", 1)[1]
+        return f"{KAITO_API}/{version}/namespaces/{self.namespace}/{self.kind.lower()}s/{self.name}"
+
+    def props(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "apiVersion": self.api_version,
+            "namespace": self.namespace,
+            "name": self.name,
+            "condition": self.condition,
+        }
+
+    @classmethod
+    def from_props(cls, p: dict[str, Any]) -> Watched:
+        return cls(p["kind"], p["apiVersion"], p["namespace"], p["name"], p["condition"])
+
+
+def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
+    """Whether one object reports its condition True for its current generation."""
+    label = f"{watched.kind} {watched.namespace}/{watched.name}"
+    hint = NO_CONTROLLER_HINT.format(kind=watched.kind.lower(), name=watched.name)
+    if obj is None:
+        return Check(False, f"{label} does not exist", "was it deleted?")
+    generation = obj["metadata"].get("generation")
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    condition = next((c for c in conditions if c.get("type") == watched.condition), None)
+    if condition is None:
+        return Check(False, f"{label} reports no {watched.condition} condition", hint)
+    observed = condition.get("observedGeneration", (obj.get("status") or {}).get("observedGeneration"))
+    if generation is not None and observed is not None and observed < generation:
+        return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
+    if condition.get("status") == "True":
+        return Check(True)
+    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
+    return Check(
+        False,
+        f"{label} is not ready: {watched.condition}={condition.get('status')}" + (f" ({why})" if why else ""),
+        f"kubectl describe {watched.kind.lower()} -n {watched.namespace} {watched.name}",
+    )
+
+
+def wait_for_models(client: KubeClient, watched: list[Watched], timeout_seconds: float, **clock: Any) -> None:
+    """Poll every object until each reports its condition; the first one still waiting is reported."""
+
+    def look() -> Check:
+        for w in watched:
+            try:
+                obj = client.get(w.path)
+            except KubeApiError as err:
+                if err.status != 404:
+                    raise
+                obj = None
+            check = judge(obj, w)
+            if not check.done:
+                return check
+        return Check(True)
+
+    poll(look, timeout_seconds, forbidden=FORBIDDEN, **clock)
+
+
+class ModelReadyProvider(ClusterWaitProvider):
+    compared = ("watched", "revision")  # an edit of the objects is waited for anew
+
+    def id_of(self, props: dict[str, Any]) -> str:
+        return "model-ready-" + hashlib.sha256(json.dumps(props["watched"], sort_keys=True).encode()).hexdigest()[:12]
+
+    def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
+        watched = [Watched.from_props(p) for p in props["watched"]]
+        wait_for_models(client, watched, float(props["timeoutSeconds"]))
+        return {"ready": [w.name for w in watched]}
+
+
+_PROVIDER = ModelReadyProvider()
+
+
+class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
+    """Holds the update until every watched KAITO object reports its condition True, or fails
+    it after `timeout_minutes` with the condition's reason. Output: `ready` (the object names)."""
+
+    ready: pulumi.Output[list[str]]
+
+    def __init__(
+        self,
+        name: str,
+        access: ClusterAccess,
+        watched: list[Watched],
+        revision: str,
+        timeout_minutes: float,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """`revision`: a digest of the watched objects' desired state; when it changes (an edit),
+        the wait runs again. Depend it on the watched objects."""
+        props: dict[str, Any] = {
+            "watched": [w.props() for w in watched],
+            "revision": revision,
+            "timeoutSeconds": timeout_minutes * 60,
+            **access.props(),
+            "ready": None,
+        }
+        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+
+
+def revision_of(manifests: list[dict[str, Any]]) -> str:
+    """A digest of desired state: what the wait re-runs on."""
+    return hashlib.sha256(json.dumps(manifests, sort_keys=True, default=str).encode()).hexdigest()[:16]
