@@ -77,7 +77,10 @@ class AksCluster(pulumi.ComponentResource):
                     )
                 ],
                 tags=args.tags,
-                opts=child,
+                # GPU pools are AgentPools of their own; after a refresh the cluster reports them in
+                # agentPoolProfiles too, and the next `up` would try to remove them. (A change of
+                # the system pool is therefore made on the pool in Azure, not here.)
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["agentPoolProfiles"])),
             )
             self.cluster_name: pulumi.Output[str] = cluster.name
             self.resource_group_name: pulumi.Output[str] = group.name

@@ -8,10 +8,13 @@ Node.js SDK's CustomResource does, so this class sends the whole manifest under 
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 import pulumi
-from pulumi_kubernetes import _utilities as k8s_utilities
+
+# The provider plugin version the pulumi-kubernetes SDK in this environment asks for.
+PROVIDER_VERSION = metadata.version("pulumi-kubernetes")
 
 
 class KubernetesObject(pulumi.CustomResource):
@@ -21,5 +24,5 @@ class KubernetesObject(pulumi.CustomResource):
     def __init__(self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None):
         api_version, kind = manifest["apiVersion"], manifest["kind"]
         # Pin the same provider plugin the pulumi-kubernetes SDK would ask for.
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_utilities.get_version()))
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=PROVIDER_VERSION))
         super().__init__(f"kubernetes:{api_version}:{kind}", resource_name, dict(manifest), opts)

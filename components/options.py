@@ -15,4 +15,8 @@ def child_options(
     if depends_on is not None and not isinstance(depends_on, list):
         depends_on = [depends_on]
     extra_deps = extra.pop("depends_on", None) or []
+    if not extra.get("protect"):
+        # An explicit protect=False would override what the child inherits from its parent
+        # (a component created with opts.protect=True must protect its children).
+        extra.pop("protect", None)
     return pulumi.ResourceOptions(parent=parent, depends_on=[*(depends_on or []), *extra_deps], **extra)

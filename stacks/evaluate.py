@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import gc
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -286,13 +285,7 @@ def evaluate(
             build_stack(cfg, stack_secrets)
 
     with _hermetic_env():
-        thresholds = gc.get_threshold()
-        try:
-            _sync_await(run_in_stack(run))
-        finally:
-            # The program tunes the collector for a one-shot process; this one lives on.
-            gc.unfreeze()
-            gc.set_threshold(*thresholds)
+        _sync_await(run_in_stack(run))
     stack_urn = f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
     return Evaluation(

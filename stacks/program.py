@@ -21,7 +21,7 @@ from components.kaito_operator import KaitoOperator
 from components.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs
 from components.kubeconfig_cluster import KubeconfigCluster
 from stacks.config import StackConfig
-from stacks.load import StackSecrets
+from stacks.load import StackSecrets, load_stack
 from stacks.plan import StackPlan, build_plan
 
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
@@ -32,8 +32,16 @@ from stacks.plan import StackPlan, build_plan
 GC_THRESHOLDS = (50_000, 20, 100)
 
 
-def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
+def main() -> None:
+    """The program's entry point (__main__.py): a process that declares the graph once and exits,
+    so it may tune the collector for itself (nothing else, e.g. an Automation API host, should)."""
     gc.set_threshold(*GC_THRESHOLDS)
+    build_stack(*load_stack())
+    gc.freeze()
+
+
+def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
+    """Declare the stack's resources; no process-wide side effects (usable from any host)."""
     plan = build_plan(cfg)
 
     cluster: AksCluster | KubeconfigCluster
@@ -77,7 +85,6 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
         )
 
     _export(cfg, plan, cluster, models)
-    gc.freeze()
     return plan
 
 

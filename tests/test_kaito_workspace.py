@@ -137,9 +137,12 @@ def test_immutable_fields_replace_and_delete_first():
 def test_workspaces_wait_for_the_kaito_operator():
     ev = run(config([PHI]))
     release = ev.named("kaito", "kubernetes:helm.sh/v3:Release")
-    for r in ev.resources:
-        if r.type.startswith("kubernetes:") and r.type != "kubernetes:helm.sh/v3:Release":
-            assert release.urn in r.dependencies, r.name
+    in_cluster = [
+        r for r in ev.resources if r.type.startswith("kubernetes:") and r.type != "kubernetes:helm.sh/v3:Release"
+    ]
+    assert {r.type for r in in_cluster} >= {"kubernetes:kaito.sh/v1beta1:Workspace", "kubernetes:core/v1:Service"}
+    for r in in_cluster:
+        assert release.urn in r.dependencies, r.name
 
 
 def test_gated_preset_gets_a_secret_with_hf_token_key_and_the_workspace_points_at_it(workspace_errors):
@@ -298,14 +301,20 @@ def test_load_balancer_exposes_the_model_service():
 def test_non_default_namespaces_are_created_first():
     ev = run(config([LLAMA]), hf_token=TOKEN)
     ns = ev.named("namespace/llm", "kubernetes:core/v1:Namespace")
-    for r in ev.resources:
-        if r.type.startswith("kubernetes:") and r.inputs.get("metadata", {}).get("namespace") == "llm":
-            assert ns.urn in r.dependencies, r.name
+    in_llm = [
+        r
+        for r in ev.resources
+        if r.type.startswith("kubernetes:") and r.inputs.get("metadata", {}).get("namespace") == "llm"
+    ]
+    assert {r.type for r in in_llm} >= {"kubernetes:kaito.sh/v1beta1:Workspace", "kubernetes:core/v1:Secret"}
+    for r in in_llm:
+        assert ns.urn in r.dependencies, r.name
 
 
 def test_component_type_tokens_and_parents():
     ev = run(config([PHI]))
     comp = ev.named("default/phi", "kaito-aks:kubernetes:KaitoWorkspace")
-    for r in ev.resources:
-        if r.name.startswith("default/phi/"):
-            assert r.parent == comp.urn
+    children = [r for r in ev.resources if r.name.startswith("default/phi/")]
+    assert {r.name for r in children} >= {"default/phi/phi-0", "default/phi/phi", "default/phi/gpu-nodes"}
+    for r in children:
+        assert r.parent == comp.urn

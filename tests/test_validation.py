@@ -7,6 +7,8 @@ import pytest
 
 from tests.conftest import config, errors_of, run
 
+WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
+
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
 CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
 TUNING = {
@@ -75,9 +77,9 @@ def test_duplicate_names_in_a_namespace():
 
 
 def test_same_name_in_two_namespaces_is_fine():
-    from tests.conftest import run
-
-    run(config([PHI, {**PHI, "namespace": "team-b"}]))
+    ev = run(config([PHI, {**PHI, "namespace": "team-b"}]))
+    placed = {(w.inputs["metadata"]["namespace"], w.inputs["metadata"]["name"]) for w in ev.of_type(WORKSPACE)}
+    assert placed == {("default", "phi-0"), ("team-b", "phi-0")}
 
 
 def test_replica_names_may_not_collide_with_another_workspace():
@@ -138,9 +140,10 @@ def test_gated_preset_needs_the_hf_token():
 
 
 def test_gated_preset_may_use_an_existing_secret_instead():
-    from tests.conftest import run
-
-    run(config([{**PHI, "model": "llama-3.1-8b-instruct", "modelAccessSecret": "hf"}]))
+    ev = run(config([{**PHI, "model": "llama-3.1-8b-instruct", "modelAccessSecret": "hf"}]))
+    (ws,) = ev.of_type(WORKSPACE)
+    assert ws.inputs["inference"]["preset"]["presetOptions"] == {"modelAccessSecret": "hf"}
+    assert ev.of_type("kubernetes:core/v1:Secret") == []  # the existing one is used, none created
 
 
 def test_model_access_secret_on_a_preset_baked_into_an_image_is_rejected():
@@ -184,7 +187,9 @@ def test_the_inference_set_gate_is_refused_with_per_replica_workspaces():
 
 
 def test_ensure_node_class_gate_exists_in_0_8():
-    run(config([PHI], kaito={"featureGates": {"ensureNodeClass": False}}))
+    ev = run(config([PHI], kaito={"featureGates": {"ensureNodeClass": False}}))
+    (release,) = ev.of_type("kubernetes:helm.sh/v3:Release")
+    assert release.inputs["values"]["featureGates"]["ensureNodeClass"] is False
 
 
 def test_tuning_only_on_presets_that_support_it():

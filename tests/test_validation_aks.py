@@ -36,15 +36,16 @@ def test_gpu_workspace_on_a_new_cluster_needs_a_gpu_pool():
 
 
 def test_cpu_workspace_needs_no_gpu_pool():
-    from tests.conftest import run
-
-    run(
+    ev = run(
         aks(
             pools=[],
             workspaces=[{"name": "tiny", "compute": "cpu", "image": "r/aikit:1"}],
             gpuOperator={"enabled": False},
         )
     )
+    assert ev.of_type("azure-native:containerservice:AgentPool") == []
+    (ws,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    assert ws.inputs["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}
 
 
 def test_model_larger_than_one_node_of_every_pool():
@@ -168,7 +169,9 @@ def test_selecting_one_pool_by_agentpool_label():
 
     pools = [A10, {**A10, "name": "a100", "vmSize": "Standard_NC24ads_A100_v4"}]
     ws = [{**PHI, "model": "phi-4", "labelSelector": {"matchLabels": {"agentpool": "a100"}}}]
-    run(aks(pools=pools, workspaces=ws))
+    ev = run(aks(pools=pools, workspaces=ws))
+    (workspace,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    assert workspace.inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
 
 
 def test_selector_that_matches_no_pool():
