@@ -71,6 +71,8 @@ def poll(
         except KubeApiError as err:
             if err.status in (401, 403):
                 raise RuntimeError(f"the stack's Kubernetes credentials are refused ({err}): {forbidden}") from None
+            if err.fatal:
+                raise RuntimeError(str(err)) from None
             check = Check(False, f"the API server did not answer ({err})", "is the cluster reachable?")
         if check.done:
             return check.found or {}

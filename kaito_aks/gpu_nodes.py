@@ -8,7 +8,7 @@ when their GPU memory as it reads it is too small. Those labels appear only afte
 is installed and GFD has run: minutes after a pool is created, and nothing Helm waits on. So a
 first `pulumi up` would race GPU discovery; `GpuNodesReady` is the step in the graph that waits
 for it. It passes when every matched node is Ready, advertises `nvidia.com/gpu` and carries
-those labels, and KAITO's own arithmetic (stacks/kaito_sizing.py) admits the preset on the nodes
+those labels, and KAITO's own arithmetic (kaito_aks/kaito_sizing.py) admits the preset on the nodes
 found; it exports what it found: the hardware KAITO sizes the model against.
 
 Custom-image Workspaces and tuning are not checked by the webhook, so nothing waits for them.
@@ -79,7 +79,7 @@ def _gpus_allocatable(node: dict[str, Any]) -> bool:
 
 def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDemand | None) -> Check:
     """Judge the nodes that match `selector` (listed by its matchLabels, as KAITO lists them)."""
-    from stacks.kaito_sizing import NodeGpus, admission_denial
+    from kaito_aks.kaito_sizing import NodeGpus, admission_denial
 
     sel = selector_text(selector)
     if not nodes:
@@ -89,9 +89,6 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDem
             "does the GPU pool exist, with at least one node (autoscale.min >= 1)? KAITO's webhook denies a preset "
             "Workspace until a matching node exists, and a pool at zero never scales up for a Workspace it denied",
         )
-    unready = [n for n in nodes if not _is_ready(n)]
-    if unready:
-        return Check(False, f"node(s) {_names(unready)} matching {sel} are not Ready", "kubectl describe node")
     for label in GFD_LABELS:
         unlabelled = [n for n in nodes if label not in (n["metadata"].get("labels") or {})]
         if unlabelled:
@@ -119,11 +116,14 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDem
             'narrow labelSelector to one pool, e.g. {"matchLabels": {"agentpool": "<pool>"}}',
             fatal=True,
         )
-    no_gpus = [n for n in nodes if not _gpus_allocatable(n)]
-    if no_gpus:
+    # KAITO admits on labels alone; its pods need a Ready node that advertises GPUs (one node in
+    # an upgrade or being removed must not block the rest).
+    if not any(_is_ready(n) for n in nodes):
+        return Check(False, f"no node matching {sel} is Ready ({_names(nodes)})", "kubectl describe node")
+    if not any(_is_ready(n) and _gpus_allocatable(n) for n in nodes):
         return Check(
             False,
-            f"node(s) {_names(no_gpus)} matching {sel} advertise no {GPU_RESOURCE}",
+            f"no Ready node matching {sel} advertises {GPU_RESOURCE} ({_names(nodes)})",
             "is the NVIDIA device plugin running on them (GPU Operator, or KAITO's with kaito.gpuDiscovery: kaito)?",
         )
     hw = next(iter(hardware.values()))

@@ -18,6 +18,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,10 @@ class KubeconfigError(ValueError):
 class KubeApiError(RuntimeError):
     """The API server answered with an error status (or could not be reached)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, fatal: bool = False):
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
+        self.fatal = fatal  # retrying cannot help (e.g. the server's certificate is not trusted)
 
 
 def _default_paths() -> list[Path]:
@@ -49,14 +51,18 @@ def _default_paths() -> list[Path]:
 def load_kubeconfig(contents: str | None = None, path: str | None = None) -> dict[str, Any]:
     """The kubeconfig as a dict: the given contents, else the file, else $KUBECONFIG's files
     merged as kubectl merges them (the first file to name a cluster, user or context wins)."""
-    if contents is not None:
-        docs = [yaml.safe_load(contents)]
-    else:
-        paths = [Path(path).expanduser()] if path else _default_paths()
-        present = [p for p in paths if p.is_file()]
-        if not present:
-            raise KubeconfigError(f"no kubeconfig at {', '.join(str(p) for p in paths)}")
-        docs = [yaml.safe_load(p.read_text()) for p in present]
+    try:
+        if contents is not None:
+            docs = [yaml.safe_load(contents)]
+        else:
+            paths = [Path(path).expanduser()] if path else _default_paths()
+            present = [p for p in paths if p.is_file()]
+            if not present:
+                raise KubeconfigError(f"no kubeconfig at {', '.join(str(p) for p in paths)}")
+            docs = [yaml.safe_load(p.read_text()) for p in present]
+    except yaml.YAMLError:
+        # not the parser's message: it quotes the offending line, which may hold a token
+        raise KubeconfigError("the kubeconfig is not valid YAML") from None
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": None}
     for doc in docs:
         if not isinstance(doc, dict):
@@ -80,6 +86,9 @@ class KubeClient:
     server: str
     context: ssl.SSLContext
     headers: dict[str, str]
+    # A fresh bearer token (exec plugins, tokenFile), asked for when the server answers 401:
+    # short-lived tokens (EKS: 15 minutes) expire during long waits.
+    refresh_token: Callable[[], str | None] | None = None
 
     @classmethod
     def from_kubeconfig(
@@ -108,21 +117,38 @@ class KubeClient:
         headers = {"Accept": "application/json"}
         cert = _file_or_data(user, "client-certificate")
         key = _file_or_data(user, "client-key")
-        token = user.get("token")
-        if not token and user.get("tokenFile"):
-            token = Path(user["tokenFile"]).read_text().strip()
-        if user.get("exec"):
-            status = _exec_credential(user["exec"], cluster)
-            token = status.get("token") or token
-            if status.get("clientCertificateData"):
-                cert, key = status["clientCertificateData"].encode(), status["clientKeyData"].encode()
+
+        def fresh_token() -> str | None:
+            nonlocal cert, key
+            token = user.get("token")
+            if not token and user.get("tokenFile"):
+                token = Path(user["tokenFile"]).read_text().strip()
+            if user.get("exec"):
+                status = _exec_credential(user["exec"], cluster)
+                token = status.get("token") or token
+                if status.get("clientCertificateData"):
+                    cert, key = status["clientCertificateData"].encode(), status["clientKeyData"].encode()
+            return token
+
+        token = fresh_token()
         if cert and key:
             _load_client_cert(tls, cert, key)
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        return cls(server.rstrip("/"), tls, headers)
+        refresh = fresh_token if (user.get("exec") or user.get("tokenFile")) else None
+        return cls(server.rstrip("/"), tls, headers, refresh)
 
     def get(self, path: str, **query: str) -> dict[str, Any]:
+        try:
+            return self._get(path, query)
+        except KubeApiError as err:
+            token = self.refresh_token() if (err.status == 401 and self.refresh_token) else None
+            if not token:
+                raise
+            self.headers["Authorization"] = f"Bearer {token}"
+            return self._get(path, query)
+
+    def _get(self, path: str, query: dict[str, str]) -> dict[str, Any]:
         url = self.server + path + ("?" + urllib.parse.urlencode(query) if query else "")
         request = urllib.request.Request(url, headers=self.headers)
         try:
@@ -135,7 +161,8 @@ class KubeClient:
                 message = str(err.reason)
             raise KubeApiError(err.code, message) from None
         except OSError as err:
-            raise KubeApiError(0, f"cannot reach {self.server}: {err}") from None
+            untrusted = isinstance(getattr(err, "reason", err), ssl.SSLCertVerificationError)
+            raise KubeApiError(0, f"cannot reach {self.server}: {err}", fatal=untrusted) from None
 
 
 def _file_or_data(user: dict[str, Any], field: str) -> bytes | None:

@@ -3,9 +3,8 @@ own reason when it does not.
 
 KAITO reports progress as status conditions: a Workspace's `InferenceReady` (tuning:
 `JobStarted`), an InferenceSet's `InferenceSetReady`. `ModelReady` sits after those objects in
-the graph and polls them, as `kubectl wait --for=condition=...` does (the condition must be True
-for the object's current generation, so an edit is waited for anew). pulumi-kubernetes'
-`pulumi.com/waitFor` annotation waits the same way but fails with "timed out waiting for the
+the graph and polls them, as `kubectl wait --for=condition=...` does, and runs again when the
+objects change. pulumi-kubernetes' `pulumi.com/waitFor` annotation waits the same way but fails with "timed out waiting for the
 condition" alone; this wait puts the condition's reason and message into the error.
 """
 
@@ -59,7 +58,7 @@ class Watched:
 
 
 def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
-    """Whether one object reports its condition True for its current generation."""
+    """Whether one object reports its condition True."""
     label = f"{watched.kind} {watched.namespace}/{watched.name}"
     hint = NO_CONTROLLER_HINT.format(kind=watched.kind.lower(), name=watched.name)
     if obj is None:
@@ -69,11 +68,14 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     condition = next((c for c in conditions if c.get("type") == watched.condition), None)
     if condition is None:
         return Check(False, f"{label} reports no {watched.condition} condition", hint)
+    if condition.get("status") == "True":
+        # Not gated on observedGeneration: KAITO 0.8.1 writes a condition only when its status,
+        # reason or message change (UpdateStatusConditionIfNotMatch), so after an edit a True
+        # condition keeps the older generation for good.
+        return Check(True)
     observed = condition.get("observedGeneration", (obj.get("status") or {}).get("observedGeneration"))
     if generation is not None and observed is not None and observed < generation:
         return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
-    if condition.get("status") == "True":
-        return Check(True)
     why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
     return Check(
         False,

@@ -51,7 +51,6 @@ PROJECT_FILES = [
     "Pulumi.e2e.yaml",
     "__main__.py",
     "kaito_aks",
-    "components",
     "stacks",
     "requirements.txt",
 ]
@@ -75,7 +74,8 @@ GFD_LABELS = {
     "nvidia.com/gpu.count": "1",
     "nvidia.com/gpu.memory": "81920",
 }
-GFD_DELAY_SECONDS = 6.0
+# Longer than the same `up` takes to reach the Workspaces without the wait (about 4 s here).
+GFD_DELAY_SECONDS = 10.0
 E2E_HF_TOKEN = "hf_e2e_not_a_real_token"  # Pulumi.e2e.yaml's hfToken (encrypted with the empty passphrase)
 
 

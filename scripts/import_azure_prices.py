@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Refresh stacks/catalog/azure_prices.yaml from exports of the Azure Retail Prices API.
+"""Refresh kaito_aks/catalog/azure_prices.yaml from exports of the Azure Retail Prices API.
 
     curl -s "https://prices.azure.com/api/retail/prices?\\$filter=serviceName eq 'Virtual Machines' \\
       and armRegionName eq 'eastus' and priceType eq 'Consumption'" > eastus.json   # each page
     python scripts/import_azure_prices.py eastus*.json [--region eastus]
 
-Only Linux pay-as-you-go meters of the GPU sizes in stacks/catalog/azure_gpu_skus.yaml are kept
+Only Linux pay-as-you-go meters of the GPU sizes in kaito_aks/catalog/azure_gpu_skus.yaml are kept
 (no Spot, Low Priority, Windows or reservations); prices already in the file for other regions
 or sizes stay.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOG = ROOT / "stacks" / "catalog"
+CATALOG = ROOT / "kaito_aks" / "catalog"
 SOURCE = "Azure Retail Prices API (prices.azure.com/api/retail/prices)"
 
 

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from stacks import catalog, kaito_sizing
+from kaito_aks import catalog, kaito_sizing
 from stacks.cost import DEFAULT_REGION
 from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 
@@ -225,7 +225,7 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
     print(
         f"  prices: {'; '.join(sources)}"
         if sources
-        else f"  prices: none for {region} in stacks/catalog/azure_prices.yaml"
+        else f"  prices: none for {region} in kaito_aks/catalog/azure_prices.yaml"
     )
     if unusable:
         print(f"  not suggested: {', '.join(sorted(unusable))} ({next(iter(unusable.values()))})")

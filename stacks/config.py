@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from components.camel import CamelModel
-from components.kaito_api import DataDestination, DataSource, LabelSelector
+from kaito_aks.camel import CamelModel
+from kaito_aks.kaito_api import DataDestination, DataSource, LabelSelector
 
 PROJECT = "kaito-aks"
 

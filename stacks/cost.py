@@ -1,4 +1,4 @@
-"""What a stack's GPU pools cost per hour, from the price catalog (stacks/catalog/azure_prices.yaml).
+"""What a stack's GPU pools cost per hour, from the price catalog (kaito_aks/catalog/azure_prices.yaml).
 
 Only GPU pools are counted (the system pool and disks are not); autoscaled pools give a range.
 A pool whose size has no price in the region is named as unpriced, never estimated."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stacks import catalog
+from kaito_aks import catalog
 from stacks.config import StackConfig
 
 DEFAULT_REGION = "eastus"

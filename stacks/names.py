@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 
-from components.kaito_api import LabelSelector
-from stacks.catalog import KaitoChart
+from kaito_aks.catalog import KaitoChart
+from kaito_aks.kaito_api import LabelSelector
 
 # The label NVIDIA's GPU Operator puts on GPU nodes; kaito-aks also sets it on the AKS GPU pools
 # it creates, so it is there from a node's first minute. (Standalone GPU Feature Discovery

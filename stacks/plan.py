@@ -9,10 +9,12 @@ from typing import Any
 
 import yaml
 
-from components.aks_cluster import AksClusterArgs
-from components.gpu_node_pool import GpuPoolSettings
-from components.helm import ChartRelease
-from components.kaito_api import (
+from kaito_aks import catalog
+from kaito_aks.aks_cluster import AksClusterArgs
+from kaito_aks.gpu_node_pool import GpuPoolSettings
+from kaito_aks.gpu_nodes import GpuDemand
+from kaito_aks.helm import ChartRelease
+from kaito_aks.kaito_api import (
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
     TUNING_CONFIG_KEY,
@@ -30,10 +32,9 @@ from components.kaito_api import (
     TuningSpec,
     Workspace,
 )
-from components.kaito_workspace import ConfigMapPlan, GpuNodesPlan, ModelPlan, ReadinessPlan, ServicePlan
-from components.kubeconfig_cluster import KubeconfigClusterArgs
-from kaito_aks.gpu_nodes import GpuDemand
-from stacks import catalog, names
+from kaito_aks.kaito_workspace import ConfigMapPlan, GpuNodesPlan, ModelPlan, ReadinessPlan, ServicePlan
+from kaito_aks.kubeconfig_cluster import KubeconfigClusterArgs
+from stacks import names
 from stacks.config import GpuNodePoolSpec, GpuOperatorSpec, StackConfig, WorkspaceConfig
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}

@@ -14,12 +14,12 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.aks_cluster import AksCluster
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from components.gpu_operator import GpuOperator
-from components.kaito_operator import KaitoOperator
-from components.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs
-from components.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.aks_cluster import AksCluster
+from kaito_aks.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from kaito_aks.gpu_operator import GpuOperator
+from kaito_aks.kaito_operator import KaitoOperator
+from kaito_aks.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs
+from kaito_aks.kubeconfig_cluster import KubeconfigCluster
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 from stacks.plan import StackPlan, build_plan

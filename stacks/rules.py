@@ -10,9 +10,9 @@ import math
 import re
 from collections.abc import Iterator
 
-from components.gpu_node_pool import SPOT_TAINT
-from components.kaito_api import MAX_ADAPTERS
-from stacks import catalog, kaito_sizing
+from kaito_aks import catalog, kaito_sizing
+from kaito_aks.gpu_node_pool import SPOT_TAINT
+from kaito_aks.kaito_api import MAX_ADAPTERS
 from stacks.config import StackConfig, WorkspaceConfig
 from stacks.errors import Issue
 from stacks.names import GPU_PRESENT_LABEL, default_label_selector, replica_names
@@ -519,7 +519,7 @@ def _tuning_fit(path: str, ws: WorkspaceConfig, preset: catalog.Preset, pools: l
 def _serving_fit(
     path: str, ws: WorkspaceConfig, preset: catalog.Preset, pools: list, skus: dict, chart
 ) -> Issue | None:
-    """KAITO's own arithmetic (stacks/kaito_sizing.py) on the nodes the pools give: admission
+    """KAITO's own arithmetic (kaito_aks/kaito_sizing.py) on the nodes the pools give: admission
     against the nodes that exist when the Workspace is created (fixed count, or autoscale.min),
     then the vLLM estimator's nodes per instance x replicas against the pools' maximum."""
     release, size = chart.preset_catalog, pools[0].vm_size

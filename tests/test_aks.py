@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import catalog
+from kaito_aks import catalog
 from stacks.evaluate import Secret, reveal
 from stacks.stackfile import read_stack_file
 from tests import upstream_facts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from stacks import catalog
+from kaito_aks import catalog
 from tests import upstream_facts
 from tests.upstream_facts import kaito
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from stacks import catalog, kaito_sizing
+from kaito_aks import catalog, kaito_sizing
 from stacks.cli import main
 from tests.conftest import ROOT as ROOT_DIR
 from tests.upstream_facts import kaito

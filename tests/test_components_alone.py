@@ -7,8 +7,8 @@ import gc
 
 import pulumi
 
-from components.aks_cluster import AksCluster, AksClusterArgs
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, GpuPoolSettings
+from kaito_aks.aks_cluster import AksCluster, AksClusterArgs
+from kaito_aks.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, GpuPoolSettings
 from stacks.evaluate import evaluate
 from tests.conftest import config
 

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
+from kaito_aks import catalog
 from kaito_aks.gpu_nodes import GpuDemand, GpuNodesProvider, survey, wait_for_gpu_nodes
 from kaito_aks.kube_client import KubeApiError, KubeClient, KubeconfigError
-from stacks import catalog
 from stacks.evaluate import Secret, evaluate
 from stacks.render import render_files
 from tests.conftest import config, run
@@ -72,11 +72,15 @@ def test_a_node_without_gfd_labels_is_waited_for_with_the_gfd_hint():
     assert "GPU Feature Discovery" in s.hint
 
 
-def test_unready_nodes_and_nodes_without_advertised_gpus_are_waited_for():
-    assert "are not Ready" in survey([node("a", ready=False)], SELECTOR, None).waiting_for
+def test_a_ready_node_that_advertises_gpus_is_waited_for():
+    assert survey([node("a", ready=False)], SELECTOR, None).waiting_for.startswith(
+        "no node matching {nvidia.com/gpu.present=true} is Ready"
+    )
     s = survey([node("a", gpus=0)], SELECTOR, None)
-    assert s.waiting_for.endswith("advertise no nvidia.com/gpu")
+    assert s.waiting_for.startswith("no Ready node matching {nvidia.com/gpu.present=true} advertises nvidia.com/gpu")
     assert "device plugin" in s.hint
+    # as KAITO: one node in an upgrade (NotReady) does not hold back the others
+    assert survey([node("a"), node("b", ready=False)], SELECTOR, None).done
 
 
 def test_different_gpu_products_fail_at_once_as_kaito_would_deny_them():
@@ -196,6 +200,11 @@ class _Api(BaseHTTPRequestHandler):
 
     def do_GET(self):
         _Api.seen.append((self.path, self.headers.get("Authorization")))
+        if self.headers.get("Authorization") == "Bearer expired":
+            self.send_response(401)
+            self.end_headers()
+            self.wfile.write(b'{"message": "Unauthorized"}')
+            return
         body = json.dumps({"items": [node("a")]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -265,6 +274,21 @@ def test_the_client_merges_kubeconfig_files_and_names_a_missing_context(api_serv
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     with pytest.raises(KubeconfigError, match="no kubeconfig at"):
         KubeClient.from_kubeconfig()
+
+
+def test_an_expired_token_is_fetched_again_once(api_server, tmp_path: Path):
+    token = tmp_path / "token"
+    token.write_text("expired")
+    client = KubeClient.from_kubeconfig(kubeconfig(api_server, {"tokenFile": str(token)}))
+    token.write_text("fresh")  # rotated, as projected service-account tokens and exec plugins are
+    assert client.get("/api/v1/nodes")["items"]
+    assert [auth for _, auth in _Api.seen] == ["Bearer expired", "Bearer fresh"]
+
+
+def test_a_malformed_kubeconfig_is_reported_without_its_contents():
+    with pytest.raises(KubeconfigError) as err:
+        KubeClient.from_kubeconfig("users:\n- user: {token: sekret-tok: en}\n")
+    assert "sekret" not in str(err.value)
 
 
 # ---------------------------------------------------------------- in the program

@@ -89,7 +89,7 @@ def test_external_gpu_discovery_turns_off_kaitos_device_plugin_nfd_and_gfd():
 @pytest.mark.parametrize("version", ["0.8.1", "0.12.0"])
 @pytest.mark.parametrize("kaito", [{}, {"gpuDiscovery": "external"}, {"gpuDiscovery": "kaito"}])
 def test_every_value_we_set_exists_in_that_charts_values_yaml(version, kaito):
-    from stacks import catalog
+    from kaito_aks import catalog
 
     values = release(run(config([PHI], kaito={"version": version, **kaito}))).inputs["values"]
     allowed = tuple(catalog.kaito_charts()[version].subchart_toggles)

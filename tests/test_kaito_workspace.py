@@ -216,7 +216,7 @@ def test_a_config_edit_changes_what_kaito_rolls_out():
 
 
 def test_0_12_inference_set_edits_that_must_reach_pods_replace_it():
-    from components.kaito_api import INFERENCE_SET_IMMUTABLE_PATHS
+    from kaito_aks.kaito_api import INFERENCE_SET_IMMUTABLE_PATHS
 
     assert "spec.template.inference.config" in INFERENCE_SET_IMMUTABLE_PATHS
     assert "spec.template.inference.adapters" in INFERENCE_SET_IMMUTABLE_PATHS

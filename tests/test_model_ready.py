@@ -28,10 +28,12 @@ def obj(status: str | None, generation: int = 1, observed: int = 1, reason: str 
     return {"metadata": {"name": "phi-0", "generation": generation}, "status": {"conditions": conditions}}
 
 
-def test_true_for_the_current_generation_is_ready():
+def test_true_is_ready_even_with_an_older_generation():
     assert judge(obj("True"), WS).done
-    stale = judge(obj("True", generation=2, observed=1), WS)  # an edit KAITO has not reconciled yet
-    assert not stale.done
+    # KAITO 0.8.1 rewrites a condition only when status, reason or message change, so after an
+    # edit an unchanged True keeps the older observedGeneration for good.
+    assert judge(obj("True", generation=2, observed=1), WS).done
+    stale = judge(obj("False", generation=2, observed=1), WS)  # the False is from before the edit
     assert stale.waiting_for == "KAITO has not reconciled Workspace default/phi-0 generation 2 (at 1)"
 
 

@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 
-from stacks import catalog
+from kaito_aks import catalog
 from stacks.evaluate import evaluate
 from stacks.render import MARKER, REDACTED, render_files, write_files
 from stacks.stackfile import read_stack_file, stack_names

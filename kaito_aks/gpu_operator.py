@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.helm import ChartRelease, pinned_release
-from components.options import child_options
+from kaito_aks.helm import ChartRelease, pinned_release
+from kaito_aks.options import child_options
 
 INSTALL_TIMEOUT_SECONDS = 1200  # the driver container compiles and loads on first GPU node start
 

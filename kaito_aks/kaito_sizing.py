@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from stacks.catalog import GpuSku, Preset, gpu_skus
+from kaito_aks.catalog import GpuSku, Preset, gpu_skus
 
 GIB = 1 << 30
 WEIGHT_EXPANSION = 1.02  # vLLM's loaded model vs its safetensors files

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from components.camel import CamelModel
+from kaito_aks.camel import CamelModel
 
 WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
 MAX_ADAPTERS = 10  # webhook: at most 10 adapters per workspace

@@ -9,18 +9,18 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kaito_api import (
+from kaito_aks.cluster_wait import ClusterAccess
+from kaito_aks.gpu_nodes import GpuDemand, GpuNodesReady
+from kaito_aks.kaito_api import (
     HF_TOKEN_KEY,
     INFERENCE_SET_IMMUTABLE_PATHS,
     WORKSPACE_IMMUTABLE_PATHS,
     InferenceSet,
     Workspace,
 )
-from components.kubernetes_object import KubernetesObject
-from components.options import child_options
-from kaito_aks.cluster_wait import ClusterAccess
-from kaito_aks.gpu_nodes import GpuDemand, GpuNodesReady
+from kaito_aks.kubernetes_object import KubernetesObject
 from kaito_aks.model_ready import ModelReady, Watched, revision_of
+from kaito_aks.options import child_options
 
 SERVICE_PORT = 80
 

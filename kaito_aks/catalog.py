@@ -1,4 +1,4 @@
-"""Typed access to the catalogs in stacks/catalog/*.yaml.
+"""Typed access to the catalogs in kaito_aks/catalog/*.yaml.
 
 Presets, Azure GPU SKUs and per-version chart knowledge live once, as data; validation, the
 components, the `models` commands and the tests all read them through this module.
@@ -14,7 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
-from components.camel import CamelModel
+from kaito_aks.camel import CamelModel
 
 CATALOG_DIR = Path(__file__).parent / "catalog"
 
@@ -187,7 +187,7 @@ def closest_skus(name: str, n: int = 3) -> list[str]:
 
 @cache
 def prices(region: str) -> dict[str, Price]:
-    """VM size -> hourly price in `region` (stacks/catalog/azure_prices.yaml); absent: unpriced."""
+    """VM size -> hourly price in `region` (kaito_aks/catalog/azure_prices.yaml); absent: unpriced."""
     table = (_load("azure_prices.yaml").get("prices") or {}).get(region) or {}
     return {size: Price.model_validate(fields) for size, fields in table.items()}
 

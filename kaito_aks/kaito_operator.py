@@ -5,8 +5,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.helm import ChartRelease, pinned_release
-from components.options import child_options
+from kaito_aks.helm import ChartRelease, pinned_release
+from kaito_aks.options import child_options
 
 # Helm waits for the controller and its admission webhook to be ready; pulling the image on a
 # fresh node takes a while.

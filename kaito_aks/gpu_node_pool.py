@@ -8,7 +8,7 @@ from typing import Literal
 import pulumi
 from pulumi_azure_native import containerservice
 
-from components.options import child_options
+from kaito_aks.options import child_options
 
 # AKS puts this taint on every spot node; declaring it keeps the pool's taints as Azure reports
 # them, and KAITO (0.12+) and the GPU Operator tolerate it.

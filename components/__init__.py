@@ -1,1 +1,0 @@
-"""One Pulumi ComponentResource per real-world thing kaito-aks deploys."""
