@@ -31,6 +31,8 @@ GPU_COUNT = "nvidia.com/gpu.count"
 GPU_MEMORY = "nvidia.com/gpu.memory"  # one GPU's memory, MiB
 GFD_LABELS = (GPU_PRODUCT, GPU_COUNT, GPU_MEMORY)
 GPU_RESOURCE = "nvidia.com/gpu"  # what the NVIDIA device plugin advertises
+# What the wait exports: the hardware KAITO sizes against.
+OUTPUTS = ("nodes", "gpuProduct", "gpusPerNode", "gpuMemoryMiB", "gpuMemoryMiBPerNode")
 DEFAULT_TIMEOUT_MINUTES = 20
 
 GFD_HINT = (
@@ -211,10 +213,10 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
             "workspaces": list(workspaces),
             **access.props(),
             "timeoutSeconds": timeout_minutes * 60,
-            "nodes": None,
-            "gpuProduct": None,
-            "gpusPerNode": None,
-            "gpuMemoryMiB": None,
-            "gpuMemoryMiBPerNode": None,
+            **dict.fromkeys(OUTPUTS),
         }
         super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+
+    def found(self) -> pulumi.Output[dict[str, Any]]:
+        """The outputs as one map (what the stack exports per workspace)."""
+        return pulumi.Output.all(**{k: getattr(self, k) for k in OUTPUTS})

@@ -157,41 +157,41 @@ class KaitoWorkspace(pulumi.ComponentResource):
         # the GPU nodes are labelled, so those come first. Names are fixed, so a replacement must
         # delete the old object before creating the new one.
         serving = child_options(self, opts, depends_on=inputs, delete_before_replace=True)
+        workspace_manifests = [ws.manifest() for ws in plan.workspaces]
+        set_manifest = plan.inference_set.manifest() if plan.inference_set else None
         self.workspaces = [
             KubernetesObject(
-                f"{name}/{ws.metadata.name}",
-                ws.manifest(),
+                f"{name}/{m['metadata']['name']}",
+                m,
                 opts=pulumi.ResourceOptions.merge(
                     serving, pulumi.ResourceOptions(replace_on_changes=list(WORKSPACE_IMMUTABLE_PATHS))
                 ),
             )
-            for ws in plan.workspaces
+            for m in workspace_manifests
         ]
         self.inference_set = (
             KubernetesObject(
-                f"{name}/{plan.inference_set.metadata.name}",
-                plan.inference_set.manifest(),
+                f"{name}/{set_manifest['metadata']['name']}",
+                set_manifest,
                 opts=pulumi.ResourceOptions.merge(
                     serving, pulumi.ResourceOptions(replace_on_changes=list(INFERENCE_SET_IMMUTABLE_PATHS))
                 ),
             )
-            if plan.inference_set
+            if set_manifest
             else None
         )
         self.ready: ModelReady | None = None
         if plan.readiness is not None:
             assert args.access is not None
-            objects = [(ws.manifest(), ws.metadata.name) for ws in plan.workspaces]
-            if plan.inference_set is not None:
-                objects.append((plan.inference_set.manifest(), plan.inference_set.metadata.name))
+            manifests = [*workspace_manifests, *filter(None, [set_manifest])]
             self.ready = ModelReady(
                 f"{name}/ready",
                 args.access,
                 watched=[
-                    Watched(m["kind"], m["apiVersion"], plan.namespace, obj_name, plan.readiness.condition)
-                    for m, obj_name in objects
+                    Watched(m["kind"], m["apiVersion"], plan.namespace, m["metadata"]["name"], plan.readiness.condition)
+                    for m in manifests
                 ],
-                revision=revision_of([m for m, _ in objects] + [cm.data for cm in plan.config_maps]),
+                revision=revision_of([*manifests, *(cm.data for cm in plan.config_maps)]),
                 timeout_minutes=plan.readiness.timeout_minutes,
                 opts=child_options(self, opts, depends_on=[*self.workspaces, *filter(None, [self.inference_set])]),
             )
@@ -234,13 +234,4 @@ class KaitoWorkspace(pulumi.ComponentResource):
 
     def gpu_nodes_found(self) -> pulumi.Output[dict[str, Any]] | None:
         """What the GPU-node wait found (nodes, product, GPUs and memory), or None without one."""
-        nodes = self.gpu_nodes
-        if nodes is None:
-            return None
-        return pulumi.Output.all(
-            nodes=nodes.nodes,
-            gpuProduct=nodes.gpuProduct,
-            gpusPerNode=nodes.gpusPerNode,
-            gpuMemoryMiB=nodes.gpuMemoryMiB,
-            gpuMemoryMiBPerNode=nodes.gpuMemoryMiBPerNode,
-        )
+        return self.gpu_nodes.found() if self.gpu_nodes is not None else None

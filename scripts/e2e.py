@@ -89,7 +89,7 @@ class Run:
         self.work = work
         self.times: list[tuple[str, float]] = []
         self.procs: list[subprocess.Popen] = []
-        self.stand_ins: list[StandInKaito] = []
+        self.stand_ins: list[StandIn] = []
         self.server = ""
         self.kubeconfig = work / "kubeconfig"
         self.project = work / "project"
@@ -324,21 +324,15 @@ def api(server: str, method: str, path: str, body: dict | None = None) -> Any:
         return json.loads(resp.read() or b"{}")
 
 
-class StandInKaito:
-    """Stands in for KAITO's workspace controller, which this e2e does not run (no kubelet, no
-    GPUs): it sets each Workspace's InferenceReady condition as KAITO would once the model
-    serves: True after `delay` seconds, or False with a reason for names in `failing`. It records
-    when it did, so the test can check that `pulumi up` waited for it."""
+class StandIn:
+    """A background thread standing in for a controller this e2e does not run; stopped with the cluster."""
 
-    def __init__(self, server: str, delay: float = 2.0):
+    def __init__(self, server: str, delay: float):
         self.server, self.delay = server, delay
-        self.failing: dict[str, str] = {}
-        self.ready_at: dict[str, float] = {}
-        self.seen: dict[str, float] = {}
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> StandInKaito:
+    def start(self) -> StandIn:
         self._thread.start()
         return self
 
@@ -346,7 +340,23 @@ class StandInKaito:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def _loop(self) -> None:
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class StandInKaito(StandIn):
+    """Stands in for KAITO's workspace controller, which this e2e does not run (no kubelet, no
+    GPUs): it sets each Workspace's InferenceReady condition as KAITO would once the model
+    serves: True after `delay` seconds, or False with a reason for names in `failing`. It records
+    when it did, so the test can check that `pulumi up` waited for it."""
+
+    def __init__(self, server: str, delay: float = 2.0):
+        super().__init__(server, delay)
+        self.failing: dict[str, str] = {}
+        self.ready_at: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+
+    def _run(self) -> None:
         while not self._stop.wait(0.3):
             with contextlib.suppress(OSError, ValueError):
                 self._reconcile()
@@ -401,7 +411,7 @@ def create_gpu_node(server: str) -> None:
     api(server, "PATCH", f"/api/v1/nodes/{GPU_NODE}/status", {"status": status})
 
 
-class StandInGfd:
+class StandInGfd(StandIn):
     """Stands in for GPU Feature Discovery (no GPU, driver or GFD here): labels the GPU node
     with nvidia.com/gpu.product/count/memory `delay` seconds after it starts, as GFD does once
     the driver is installed. `labelled_at` is the API server's time of that update."""
@@ -409,20 +419,8 @@ class StandInGfd:
     MANAGER = "gpu-feature-discovery-stand-in"
 
     def __init__(self, server: str, delay: float):
-        self.server, self.delay = server, delay
-        self.started = 0.0
+        super().__init__(server, delay)
         self.labelled_at: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> StandInGfd:
-        self.started = time.time()
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
 
     def _run(self) -> None:
         if self._stop.wait(self.delay):

@@ -25,10 +25,11 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
+from kaito_aks.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
+from kaito_aks.gpu_nodes import GpuNodesReady
 from stacks.config import PROJECT, StackConfig
 
-GPU_NODES_TYPE = "pulumi-python:dynamic/kaito-aks:GpuNodesReady"
-GPU_NODES_OUTPUTS = ("nodes", "gpuProduct", "gpusPerNode", "gpuMemoryMiB", "gpuMemoryMiBPerNode")
+GPU_NODES_TYPE = f"pulumi-python:{GpuNodesReady._resource_type_name}"
 AFTER_UP = "(known after pulumi up)"
 
 # Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
@@ -194,7 +195,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
         if typ == "azure-native:containerservice:AgentPool":
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
-            return f"{name}-id", {k: AFTER_UP for k in GPU_NODES_OUTPUTS}
+            return f"{name}-id", dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP)
         return f"{name}-id", {}
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
