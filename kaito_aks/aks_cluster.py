@@ -27,9 +27,10 @@ class AksClusterArgs:
 
 
 class AksCluster(pulumi.ComponentResource):
-    """Outputs: `cluster_name`, `resource_group_name`, `kubeconfig` (secret), and `provider`,
-    the explicit Kubernetes provider every in-cluster resource must use (`access`: the same
-    credentials for what reads the cluster outside the provider, e.g. the GPU-node wait)."""
+    """Outputs: `cluster_name`, `resource_group_name`, `kubeconfig` (secret), `oidc_issuer_url`
+    (for workload identity federation), and `provider`, the explicit Kubernetes provider every
+    in-cluster resource must use (`access`: the same credentials for what reads the cluster
+    outside the provider, e.g. the GPU-node wait). Satisfies `kaito_aks.cluster.Cluster`."""
 
     provider: k8s.Provider
 
@@ -84,12 +85,15 @@ class AksCluster(pulumi.ComponentResource):
             )
             self.cluster_name: pulumi.Output[str] = cluster.name
             self.resource_group_name: pulumi.Output[str] = group.name
+            issuer = cluster.oidc_issuer_profile
         else:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=args.resource_group, resource_name=args.name, opts=pulumi.InvokeOptions(parent=self)
             )
             self.cluster_name = found.name
             self.resource_group_name = pulumi.Output.from_input(args.resource_group)
+            issuer = found.oidc_issuer_profile
+        self.oidc_issuer_url: pulumi.Output[str | None] = issuer.apply(lambda p: p.issuer_url if p else None)
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group_name,
@@ -106,5 +110,6 @@ class AksCluster(pulumi.ComponentResource):
                 "clusterName": self.cluster_name,
                 "resourceGroupName": self.resource_group_name,
                 "kubeconfig": self.kubeconfig,
+                "oidcIssuerUrl": self.oidc_issuer_url,
             }
         )

@@ -1,21 +1,27 @@
-"""An AKS GPU node pool (a User-mode AgentPool)."""
+"""An AKS GPU node pool (a User-mode AgentPool) that GPU workloads can find and tolerate."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulumi
 from pulumi_azure_native import containerservice
 
 from kaito_aks.options import child_options
+from kaito_aks.scheduling import DEFAULT_GPU_TAINTS, GPU_PRESENT_LABEL, SPOT_TAINT
 
-# AKS puts this taint on every spot node; declaring it keeps the pool's taints as Azure reports
-# them, and KAITO (0.12+) and the GPU Operator tolerate it.
-SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+if TYPE_CHECKING:
+    from kaito_aks.aks_cluster import AksCluster
+
 # Set only when a pool is created (AKS ignores changes to them), so a change must be a replace
 # that shows in the preview rather than a silent no-op.
 CREATE_ONLY_PROPERTIES = ["gpuProfile", "nodeTaints", "vmSize", "scaleSetPriority", "osSKU", "osDiskSizeGB"]
+POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # AKS: 1-12 lowercase letters and digits
+TAINT = re.compile(
+    r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$"
+)
 
 
 @dataclass(frozen=True)
@@ -26,31 +32,79 @@ class GpuPoolSettings:
     # operator: AKS skips the driver (gpuProfile.driver None) and the GPU Operator installs it;
     # aks: AKS installs the driver and container toolkit.
     gpu_driver: Literal["operator", "aks"] = "operator"
-    count: int | None = None
+    count: int | None = None  # fixed node count (default 1), or autoscale_min/max
     autoscale_min: int | None = None
     autoscale_max: int | None = None
-    spot: bool = False
-    labels: dict[str, str] = field(default_factory=dict)
-    taints: list[str] = field(default_factory=list)
+    spot: bool = False  # Azure Spot VMs: the pool carries AKS's spot taint
+    labels: dict[str, str] = field(default_factory=dict)  # besides the GPU-present label, which is always set
+    taints: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     os_disk_size_gb: int | None = None
     protect: bool = False
 
     @property
     def node_taints(self) -> list[str]:
+        """The taints the nodes carry (AKS adds the spot taint to spot pools)."""
         return [*self.taints, SPOT_TAINT] if self.spot and SPOT_TAINT not in self.taints else list(self.taints)
+
+    @property
+    def pool_labels(self) -> dict[str, str]:
+        """The labels the pool sets: GPU-present (what a default model selector matches) and the
+        configured ones."""
+        return {**GPU_PRESENT_LABEL, **self.labels}
+
+    def node_labels(self, pool_name: str) -> dict[str, str]:
+        """The labels its nodes will carry: the pool's, and the ones AKS adds."""
+        labels = {**self.pool_labels, "agentpool": pool_name, "kubernetes.azure.com/agentpool": pool_name}
+        if self.spot:
+            labels["kubernetes.azure.com/scalesetpriority"] = "spot"
+        return labels
+
+
+def gpu_pool_problems(pool_name: str, pool: GpuPoolSettings) -> list[tuple[str, str]]:
+    """(path, message) for each rule the pool breaks; paths as in a config entry (taints[0])."""
+    problems: list[tuple[str, str]] = []
+    if not POOL_NAME.match(pool_name):
+        problems.append(
+            (
+                "name",
+                f"AKS node pool name {pool_name!r} must be 1-12 lowercase letters and digits, starting with a letter",
+            )
+        )
+    if pool.count is not None and pool.autoscale_max is not None:
+        problems.append(("", "set count or autoscale, not both"))
+    if (pool.autoscale_min is None) != (pool.autoscale_max is None):
+        problems.append(("autoscale", "set both min and max"))
+    elif pool.autoscale_min is not None and pool.autoscale_max is not None and pool.autoscale_min > pool.autoscale_max:
+        problems.append(("autoscale", f"min ({pool.autoscale_min}) is greater than max ({pool.autoscale_max})"))
+    for j, taint in enumerate(pool.taints):
+        if not TAINT.match(taint):
+            problems.append((f"taints[{j}]", f"{taint!r} is not a taint: write key=value:Effect or key:Effect"))
+        elif taint == SPOT_TAINT and not pool.spot:
+            problems.append(
+                (f"taints[{j}]", "AKS sets the spot taint on spot pools; set spot: true instead of the taint")
+            )
+    return problems
 
 
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
-    cluster_name: pulumi.Input[str]
-    resource_group_name: pulumi.Input[str]
+    cluster: AksCluster  # the cluster the pool joins
     settings: GpuPoolSettings
+    pool_name: str | None = None  # the AKS pool name; default: the resource name
 
 
 class GpuNodePool(pulumi.ComponentResource):
+    """A GPU pool of an AksCluster. Outputs: `name` (the AKS pool name); `settings` and
+    `pool_name` describe it to whatever must tolerate or select its nodes (GpuOperator)."""
+
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        pool_name = args.pool_name or name
+        problems = gpu_pool_problems(pool_name, args.settings)
+        if problems:
+            raise ValueError(f"GpuNodePool {name}: " + "; ".join(f"{p or 'args'}: {m}" for p, m in problems))
         super().__init__("kaito-aks:azure:GpuNodePool", name, None, opts)
-        pool = args.settings
+        self.settings = pool = args.settings
+        self.pool_name = pool_name
         autoscale = pool.autoscale_max is not None
         spot = (
             {
@@ -63,19 +117,19 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.agent_pool = containerservice.AgentPool(
             name,
-            agent_pool_name=name,
-            resource_group_name=args.resource_group_name,
-            resource_name_=args.cluster_name,
+            agent_pool_name=pool_name,
+            resource_group_name=args.cluster.resource_group_name,
+            resource_name_=args.cluster.cluster_name,
             mode=containerservice.AgentPoolMode.USER,
             vm_size=pool.vm_size,
             os_type=containerservice.OSType.LINUX,
             os_sku=containerservice.OSSKU.UBUNTU,  # the GPU Operator and KAITO support Ubuntu nodes
             type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
-            count=pool.autoscale_min if autoscale else pool.count,
+            count=pool.autoscale_min if autoscale else (1 if pool.count is None else pool.count),
             enable_auto_scaling=autoscale,
             min_count=pool.autoscale_min,
             max_count=pool.autoscale_max,
-            node_labels=pool.labels,
+            node_labels=pool.pool_labels,
             node_taints=pool.node_taints,
             gpu_profile=containerservice.GPUProfileArgs(
                 driver=containerservice.GPUDriver.NONE

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from kaito_aks.catalog import ChartSource
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,10 @@ class ChartRelease:
     release_name: str  # fixed, so the chart's object names are predictable
     namespace: str  # created if missing
     values: dict[str, Any]
+
+    @classmethod
+    def of(cls, source: ChartSource, version: str, values: dict[str, Any]) -> ChartRelease:
+        return cls(source.repository, source.chart, version, source.release_name, source.namespace, values)
 
 
 def pinned_release(
@@ -40,3 +47,21 @@ def pinned_release(
         ),
         opts=opts,
     )
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Helm's rule: maps merge key by key, anything else (lists too) is replaced."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        values = values.setdefault(p, {})
+    values[leaf] = value

@@ -19,7 +19,8 @@ class KubeconfigClusterArgs:
 
 
 class KubeconfigCluster(pulumi.ComponentResource):
-    """The explicit Kubernetes provider every Kubernetes resource of the stack uses."""
+    """Any existing cluster: the explicit Kubernetes provider every Kubernetes resource of the
+    stack uses, and `access` for the waits. Satisfies `kaito_aks.cluster.Cluster`."""
 
     provider: k8s.Provider
 
@@ -33,5 +34,5 @@ class KubeconfigCluster(pulumi.ComponentResource):
             opts=child_options(self, opts),
         )
         self.access = ClusterAccess(kubeconfig=args.contents, path=args.path, context=args.context)
-        self.name = args.context or "kubeconfig"
+        self.cluster_name = args.context or "kubeconfig"
         self.register_outputs({"context": args.context})

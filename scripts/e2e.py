@@ -459,7 +459,7 @@ def preview_ops(result: subprocess.CompletedProcess) -> dict[str, list[str]]:
 
 def scenario(run: Run) -> None:
     from stacks.load import parse_stack_file
-    from stacks.plan import build_plan
+    from stacks.plan import model_plans
     from stacks.stackfile import read_stack_file
 
     with run.step("start etcd + kube-apiserver"):
@@ -474,7 +474,7 @@ def scenario(run: Run) -> None:
     def expected_workspaces() -> dict[str, dict]:
         f = read_stack_file(STACK, run.project)
         cfg = parse_stack_file(f)
-        return {ws.metadata.name: ws.manifest() for m in build_plan(cfg).models for ws in m.workspaces}
+        return {ws.metadata.name: ws.manifest() for m in model_plans(cfg) for ws in m.workspaces}
 
     with run.step("pulumi preview shows the creates"):
         ops = preview_ops(run.pulumi("preview", "--json", quiet=True))

@@ -115,7 +115,7 @@ def _validate(stacks: list[str], root: Path) -> int:
             continue
         plan = build_plan(cfg)
         print(
-            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito.chart.version}; "
+            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito_chart.version}; "
             f"{stack_cost(cfg).summary()})"
         )
     return 1 if failed else 0

@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kaito_aks.camel import CamelModel
-from kaito_aks.kaito_api import DataDestination, DataSource, LabelSelector
+from kaito_aks.kaito_model import ModelSpec
+from kaito_aks.scheduling import DEFAULT_GPU_TAINTS
 
 PROJECT = "kaito-aks"
 
@@ -151,7 +152,7 @@ class GpuNodePoolSpec(CamelModel):
     spot: bool = Field(False, description="Azure Spot VMs (carry the AKS spot taint; needs KAITO 0.12)")
     labels: dict[str, str] = Field({}, description="node labels (select a pool with labelSelector)")
     taints: list[str] = Field(
-        ["sku=gpu:NoSchedule"], description="node taints; KAITO presets tolerate sku=gpu and nvidia.com/gpu"
+        list(DEFAULT_GPU_TAINTS), description="node taints; KAITO presets tolerate sku=gpu and nvidia.com/gpu"
     )
     os_disk_size_gb: int | None = Field(
         None, ge=30, alias="osDiskSizeGB", description="OS disk size in GB (model weights are cached on it)"
@@ -165,15 +166,6 @@ class GpuNodePoolSpec(CamelModel):
     @property
     def min_nodes(self) -> int:
         return self.autoscale.min if self.autoscale else (1 if self.count is None else self.count)
-
-    @field_validator("name")
-    @classmethod
-    def _pool_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[a-z][a-z0-9]{0,11}", v):
-            raise ValueError(
-                f"AKS node pool name {v!r} must be 1-12 lowercase letters and digits, starting with a letter"
-            )
-        return v
 
 
 class GpuOperatorSpec(CamelModel):
@@ -189,65 +181,7 @@ class GpuOperatorSpec(CamelModel):
 # ---------------------------------------------------------------- workspaces
 
 
-class AdapterConfig(CamelModel):
-    """A LoRA adapter served on top of a preset, from a container image."""
-
-    name: str = Field(description="adapter name (a DNS subdomain)")
-    image: str = Field(description="image holding the adapter under /data")
-    strength: float | None = Field(None, ge=0, le=1, description="weight of the adapter, 0-1 (KAITO default 1.0)")
-    image_pull_secrets: list[str] | None = Field(None, description="Secrets to pull the image with")
-
-
-class TuningConfig(CamelModel):
-    """A fine-tuning job instead of serving (presets that support tuning only)."""
-
-    method: Literal["lora", "qlora"] = Field(description="lora or qlora")
-    input: DataSource = Field(description="exactly one of urls, image, volumeSource (KAITO DataSource)")
-    output: DataDestination = Field(description="exactly one of image (+ imagePushSecret), volumeSource")
-    config: dict[str, Any] | None = Field(None, description="tuning parameters, as a ConfigMap's training_config.yaml")
-
-
-class WorkspaceConfig(CamelModel):
-    """One model deployment: a preset (GPU) or a custom image (e.g. llama.cpp on CPU)."""
-
-    name: str = Field(description="DNS-1123 name; also the Service (endpoint) name")
-    namespace: str = Field("default", description="created unless `default` (see createNamespaces)")
-    model: str | None = Field(None, description="a KAITO preset (`python -m stacks models list`)")
-    image: str | None = Field(
-        None, description="a custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset"
-    )
-    compute: Literal["gpu", "cpu"] = Field("gpu", description="picks the default labelSelector; presets need gpu")
-    replicas: int = Field(1, ge=1, description="serving instances behind the one endpoint")
-    label_selector: LabelSelector | None = Field(
-        None,
-        description='nodes to run on; default: `nvidia.com/gpu.present: "true"` (gpu) or `kubernetes.io/os: linux` (cpu)',
-    )
-    runtime: Literal["vllm", "transformers"] | None = Field(None, description="preset runtime; default: KAITO's (vLLM)")
-    instance_type: str | None = Field(
-        None, description="GPU VM size KAITO provisions; only with kaito.nodeProvisioning: auto"
-    )
-    adapters: list[AdapterConfig] = Field([], description="LoRA adapters on a preset (at most 10)")
-    config: dict[str, Any] | None = Field(
-        None, description="runtime parameters, as a ConfigMap's inference_config.yaml"
-    )
-    tuning: TuningConfig | None = Field(None, description="fine-tune the preset instead of serving it")
-    model_access_secret: str | None = Field(
-        None, description="an existing Secret with key HF_TOKEN, instead of hfToken"
-    )
-    ready_timeout_minutes: int | None = Field(
-        None, ge=1, description="wait this long for this model to serve (default: kaito.readyTimeoutMinutes)"
-    )
-    load_balancer: bool = Field(False, description="expose the endpoint through a LoadBalancer Service")
-    port: int = Field(5000, ge=1, le=65535, description="container port of a custom image")
-    args: list[str] | None = Field(None, description="custom image arguments; default: AIKit's `run --address=:<port>`")
-    resources: dict[str, Any] | None = Field(
-        None, description="container resources of a custom image; default 2 CPU, 4-8 GiB"
-    )
-
-    @property
-    def is_gpu(self) -> bool:
-        """GPU workloads: compute gpu, or the vLLM runtime."""
-        return self.compute == "gpu" or self.runtime == "vllm"
+# One workspace entry is a kaito_aks.kaito_model.ModelSpec: the component's own schema.
 
 
 # ---------------------------------------------------------------- the stack
@@ -258,7 +192,7 @@ class StackConfig(CamelModel):
 
     cluster: ClusterSpec = Field(description="where KAITO runs: kubeconfig, aks or existing")
     kaito: KaitoSpec = Field(KaitoSpec(), description="the KAITO operator")
-    workspaces: list[WorkspaceConfig] = Field([], description="the models to serve or tune")
+    workspaces: list[ModelSpec] = Field([], description="the models to serve or tune")
     gpu_node_pools: list[GpuNodePoolSpec] = Field([], description="AKS GPU node pools (aks/existing clusters)")
     gpu_operator: GpuOperatorSpec | None = Field(None, description="the NVIDIA GPU Operator")
     create_namespaces: bool = Field(True, description="create the workspaces' namespaces (other than default)")

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from kaito_aks.kaito_model import ModelAdapter, ModelSpec, ModelTuning
 from stacks import config
 
 SECRETS = {
@@ -28,9 +29,9 @@ SECTIONS: list[tuple[str, type[BaseModel]]] = [
     ("gpuNodePools[]", config.GpuNodePoolSpec),
     ("gpuNodePools[].autoscale", config.Autoscale),
     ("gpuOperator", config.GpuOperatorSpec),
-    ("workspaces[]", config.WorkspaceConfig),
-    ("workspaces[].adapters[]", config.AdapterConfig),
-    ("workspaces[].tuning", config.TuningConfig),
+    ("workspaces[]", ModelSpec),
+    ("workspaces[].adapters[]", ModelAdapter),
+    ("workspaces[].tuning", ModelTuning),
 ]
 
 

@@ -16,7 +16,8 @@ import pulumi
 from pydantic import ValidationError
 
 from stacks import rules
-from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig, WorkspaceConfig
+from kaito_aks.kaito_model import ModelSpec
+from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
@@ -135,7 +136,7 @@ def _under(issue_path: str, set_aside: list[str]) -> bool:
     return any(issue_path == p or issue_path.startswith((f"{p}.", f"{p}[")) for p in set_aside)
 
 
-LIST_ENTRIES = {"workspaces": WorkspaceConfig, "gpuNodePools": GpuNodePoolSpec}
+LIST_ENTRIES = {"workspaces": ModelSpec, "gpuNodePools": GpuNodePoolSpec}
 
 
 def _renumber(issue: Issue, kept: dict[str, list[int]]) -> Issue:

@@ -2,8 +2,8 @@
 
     cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> model workspaces
 
-No component reads config; each gets typed arguments from the plan and the outputs and
-providers of the ones before it. Every Kubernetes resource uses the cluster's explicit provider.
+No component reads config; each gets typed arguments from the plan (stacks/plan.py) and the
+outputs and providers of the ones before it. Every Kubernetes resource uses the cluster's explicit provider.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks.aks_cluster import AksCluster
+from kaito_aks.cluster import model_access_args
 from kaito_aks.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from kaito_aks.gpu_operator import GpuOperator
+from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
 from kaito_aks.kaito_operator import KaitoOperator
-from kaito_aks.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs
 from kaito_aks.kubeconfig_cluster import KubeconfigCluster
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
@@ -55,15 +56,20 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
 
     pools = []
     if isinstance(cluster, AksCluster):
-        pools = [
-            GpuNodePool(p.name, GpuNodePoolArgs(cluster.cluster_name, cluster.resource_group_name, p.settings))
-            for p in plan.gpu_pools
-        ]
+        pools = [GpuNodePool(p.name, GpuNodePoolArgs(cluster, p.settings)) for p in plan.gpu_pools]
     # In-cluster work starts once the GPU nodes exist.
     on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
 
-    gpu_operator = GpuOperator("gpu-operator", plan.gpu_operator, opts=on_cluster) if plan.gpu_operator else None
-    kaito = KaitoOperator("kaito", plan.kaito.operator, opts=on_cluster) if plan.kaito.install else None
+    gpu_operator = (
+        GpuOperator(
+            "gpu-operator",
+            dataclasses.replace(plan.gpu_operator, pools=pools or plan.gpu_operator.pools),
+            opts=on_cluster,
+        )
+        if plan.gpu_operator
+        else None
+    )
+    kaito = KaitoOperator("kaito", plan.kaito, opts=on_cluster) if plan.kaito_install else None
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
@@ -72,15 +78,19 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
         )
         for ns in plan.namespaces
     }
+    access = model_access_args(cluster)
+    secret = {"hf_token": secrets.hf_token} if secrets.hf_token is not None else {}
     models = {}
-    for m in plan.models:
+    for args in plan.models:
+        namespace = args.get("namespace", "default")
+        key = f"{namespace}/{args['name']}"
         # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching
         # GPU nodes exist and GPU Feature Discovery has labelled them: wait for the pools,
         # both operators (when this stack installs them) and the namespace.
-        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(m.namespace)) if r is not None)]
-        models[m.key] = KaitoWorkspace(
-            m.key,
-            KaitoWorkspaceArgs(plan=m, hf_token=secrets.hf_token, access=cluster.access),
+        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(namespace)) if r is not None)]
+        models[key] = KaitoModel(
+            key,
+            KaitoModelArgs(**args, **secret, **access),  # type: ignore[typeddict-item]
             opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
         )
 
@@ -89,13 +99,11 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
 
 
 def _export(
-    cfg: StackConfig, plan: StackPlan, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoWorkspace]
+    cfg: StackConfig, plan: StackPlan, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoModel]
 ) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
-        pulumi.export("clusterName", cluster.cluster_name)
-    else:
-        pulumi.export("clusterName", cluster.name)
+    pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export(
         "nodePools",
         [
@@ -105,7 +113,7 @@ def _export(
                 "gpuModel": p.sku.gpu_model,
                 "gpusPerNode": p.sku.gpu_count,
                 "gpuMemoryGiBPerNode": p.sku.gpu_mem_gib,
-                "nodes": p.settings.count
+                "nodes": (1 if p.settings.count is None else p.settings.count)
                 if p.settings.autoscale_max is None
                 else f"{p.settings.autoscale_min}-{p.settings.autoscale_max}",
                 "gpuDriver": p.settings.gpu_driver,
@@ -118,8 +126,8 @@ def _export(
         "charts",
         {
             "kaito": {
-                "version": plan.kaito.chart.version,
-                "installed": plan.kaito.install,
+                "version": plan.kaito_chart.version,
+                "installed": plan.kaito_install,
                 "nodeProvisioning": cfg.kaito.node_provisioning,
             },
             "gpuOperator": {"version": plan.gpu_operator.version} if plan.gpu_operator else None,
@@ -129,12 +137,12 @@ def _export(
         "workspaces",
         {
             key: {
-                "model": ws.model,
-                "source": ws.source,
-                "endpoint": ws.endpoint,
-                "replicas": ws.replicas,
-                "gpuNodes": ws.gpu_nodes_found(),
+                "model": m.model,
+                "source": m.source,
+                "endpoint": m.endpoint,
+                "replicas": m.replicas,
+                "gpuNodes": m.gpu_nodes,
             }
-            for key, ws in models.items()
+            for key, m in models.items()
         },
     )

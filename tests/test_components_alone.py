@@ -19,10 +19,10 @@ POOL = "azure-native:containerservice:AgentPool"
 def test_a_protected_component_protects_its_children():
     def program() -> None:
         protected = pulumi.ResourceOptions(protect=True)
-        AksCluster("cluster", AksClusterArgs(resource_group="rg", name="aks", location="eastus2"), opts=protected)
-        GpuNodePool(
-            "gpu", GpuNodePoolArgs("aks", "rg", GpuPoolSettings(vm_size="Standard_NC24ads_A100_v4")), opts=protected
+        cluster = AksCluster(
+            "cluster", AksClusterArgs(resource_group="rg", name="aks", location="eastus2"), opts=protected
         )
+        GpuNodePool("gpu", GpuNodePoolArgs(cluster, GpuPoolSettings(vm_size="Standard_NC24ads_A100_v4")), opts=protected)
 
     ev = evaluate({}, program=program)
     assert ev.named("cluster", CLUSTER).options["protect"] is True  # args.protect=False must not win

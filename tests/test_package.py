@@ -29,8 +29,7 @@ USER_PROGRAM = textwrap.dedent(
     mocks.set_mocks(Mocks(), project="user", stack="dev", preview=False)
 
     from kaito_aks import catalog
-    from kaito_aks.kaito_api import InferenceSpec, ObjectMeta, PresetSpec, ResourceSpec, Workspace, LabelSelector
-    from kaito_aks.kaito_workspace import KaitoWorkspace, KaitoWorkspaceArgs, ModelPlan
+    from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
     from kaito_aks.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
 
     assert "phi-4-mini-instruct" in catalog.presets("0.8")  # catalogs ship as package data
@@ -38,16 +37,12 @@ USER_PROGRAM = textwrap.dedent(
     @pulumi.runtime.test
     def deploy():
         cluster = KubeconfigCluster("cluster", KubeconfigClusterArgs(context="dev"))
-        ws = Workspace(
-            metadata=ObjectMeta(name="phi-0", namespace="default"),
-            resource=ResourceSpec(label_selector=LabelSelector(match_labels={"nvidia.com/gpu.present": "true"})),
-            inference=InferenceSpec(preset=PresetSpec(name="phi-4-mini-instruct")),
+        model = KaitoModel(
+            "phi",
+            KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", replicas=2, wait_for_gpu_nodes=False),
+            opts=pulumi.ResourceOptions(providers=[cluster.provider]),
         )
-        plan = ModelPlan(name="phi", namespace="default", model="phi-4-mini-instruct", replicas=1,
-                         workspaces=(ws,), inference_set=None, config_maps=(), hf_token_secret=None, service=None)
-        model = KaitoWorkspace("phi", KaitoWorkspaceArgs(plan=plan),
-                               opts=pulumi.ResourceOptions(providers=[cluster.provider]))
-        return model.workspaces[0].urn
+        return model.endpoint.apply(lambda e: print("endpoint", e))
 
     deploy()
     print(json.dumps(sorted(set(registered))))
@@ -79,4 +74,6 @@ def test_the_installed_package_deploys_a_model_without_this_repository(tmp_path:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "kubernetes:kaito.sh/v1beta1:Workspace" in run.stdout
+    assert "kubernetes:core/v1:Service" in run.stdout
+    assert "endpoint http://phi.default.svc.cluster.local/v1/chat/completions" in run.stdout
     assert "components" not in run.stderr
