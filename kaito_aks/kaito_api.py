@@ -1,6 +1,7 @@
 """Typed KAITO API objects (kaito.sh Workspace v1beta1, InferenceSet), mirroring KAITO's Go
-types field by field with the admission webhook's rules next to the field, so a wrong shape
-fails here, in Python, instead of at the fail-closed webhook in the cluster.
+types field by field, with the fields KAITO refuses to change beside each kind. They hold
+shapes only: the webhook's rules about a model's values live once, in
+kaito_model.model_problems, which runs before any of these is built.
 
 `manifest()` gives the object exactly as the API server receives it. Note the Workspace has no
 `spec`: `resource`, `inference` and `tuning` sit at the top level.
@@ -15,7 +16,6 @@ from pydantic import Field, model_validator
 from kaito_aks.camel import CamelModel
 
 WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
-MAX_ADAPTERS = 10  # webhook: at most 10 adapters per workspace
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
@@ -119,8 +119,6 @@ class AdapterSpec(ApiModel):
     def _named_image(self) -> AdapterSpec:
         if not self.source.name or not self.source.image:
             raise ValueError("an adapter source needs both name and image")
-        if self.strength is not None and not 0.0 <= float(self.strength) <= 1.0:
-            raise ValueError("adapter strength must be between 0 and 1")
         return self
 
 
@@ -132,7 +130,7 @@ class InferenceSpec(ApiModel):
     template: dict[str, Any] | None = None
     # ConfigMap (same namespace) holding inference_config.yaml.
     config: str | None = None
-    adapters: list[AdapterSpec] | None = Field(default=None, max_length=MAX_ADAPTERS)
+    adapters: list[AdapterSpec] | None = None
 
     @model_validator(mode="after")
     def _preset_xor_template(self) -> InferenceSpec:
@@ -151,12 +149,6 @@ class TuningSpec(ApiModel):
     input: DataSource
     output: DataDestination
 
-    @model_validator(mode="after")
-    def _one_input(self) -> TuningSpec:
-        if len(self.input.sources()) != 1:
-            raise ValueError("tuning input needs exactly one of urls, volumeSource or image")
-        return self
-
 
 class Workspace(ApiModel):
     """kaito.sh/v1beta1 Workspace: exactly one of inference or tuning."""
@@ -172,8 +164,6 @@ class Workspace(ApiModel):
     def _inference_xor_tuning(self) -> Workspace:
         if (self.inference is None) == (self.tuning is None):
             raise ValueError("a Workspace needs exactly one of inference or tuning")
-        if self.tuning is not None and (self.resource.count or 1) != 1:
-            raise ValueError("a tuning Workspace runs on exactly one node (count 1)")
         return self
 
     def manifest(self) -> dict[str, Any]:

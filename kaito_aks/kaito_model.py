@@ -6,8 +6,6 @@ Every rule about one model lives here (`model_problems`), so the stack config, a
 program and a YAML program calling the component provider all get the same checks.
 """
 
-from __future__ import annotations
-
 import hashlib
 import re
 from collections.abc import Iterator

@@ -1,8 +1,6 @@
 """The KAITO workspace operator, installed from its official Helm chart, with the values a
 KAITO release needs for the chosen node provisioning and GPU discovery."""
 
-from __future__ import annotations
-
 from typing import Any, Required, TypedDict
 
 import pulumi

@@ -48,11 +48,15 @@ def _default_paths() -> list[Path]:
     return [Path("~/.kube/config").expanduser()]
 
 
-def load_kubeconfig(contents: str | None = None, path: str | None = None) -> dict[str, Any]:
+def load_kubeconfig(contents: str | dict[str, Any] | None = None, path: str | None = None) -> dict[str, Any]:
     """The kubeconfig as a dict: the given contents, else the file, else $KUBECONFIG's files
-    merged as kubectl merges them (the first file to name a cluster, user or context wins)."""
+    merged as kubectl merges them (the first file to name a cluster, user or context wins).
+    Contents may arrive already parsed (Pulumi YAML hands a YAML-looking config value over as
+    a map)."""
     try:
-        if contents is not None:
+        if isinstance(contents, dict):
+            docs: list[Any] = [contents]
+        elif contents is not None:
             docs = [yaml.safe_load(contents)]
         else:
             paths = [Path(path).expanduser()] if path else _default_paths()
@@ -92,7 +96,7 @@ class KubeClient:
 
     @classmethod
     def from_kubeconfig(
-        cls, contents: str | None = None, path: str | None = None, context: str | None = None
+        cls, contents: str | dict[str, Any] | None = None, path: str | None = None, context: str | None = None
     ) -> KubeClient:
         config = load_kubeconfig(contents, path)
         name = context or config.get("current-context")

@@ -12,7 +12,11 @@
    preview -> up (waits for the labels, then for the models) -> read back what the API server
    stored -> up again (no changes) -> replicas 1 -> 2 -> preset change (a replace) -> config
    edit (rolls) -> no matching node and a failing model (fail after their timeouts, with the
-   reasons) -> a bad config (fails, cluster unchanged) -> destroy.
+   reasons) -> a bad config (fails, cluster unchanged) -> destroy;
+5. the same stack deployed by the program as it was before the kaito_aks package (git commit
+   OLD_LAYOUT), then `preview`/`up --expect-no-changes` with today's (the aliases hold);
+6. a Pulumi YAML program that adds the component provider (provider/) and deploys one model
+   through its own explicit provider, waits included (pulumi-language-yaml from e2e-tools).
 
 Every assertion reads the API server. Nothing here passes without the engine and the server:
 missing tools fail the run with the reason. The checkout is never modified: the project is
@@ -55,6 +59,12 @@ PROJECT_FILES = [
     "requirements.txt",
 ]
 STACK = "e2e"
+# The last commit before the components became the kaito_aks package (issue #10): a stack it
+# deployed must preview no changes with today's program (aliases where anything moved).
+OLD_LAYOUT = "4a999fe8e39450525ea015128d13b2ec4d53c495"
+OLD_LAYOUT_FILES = ["Pulumi.yaml", "__main__.py", "components", "kaito_aks", "stacks", "requirements.txt"]
+YAML_MODEL = "yaml-phi"
+YAML_STACK = "yaml"
 GPU, CPU, GATED = "phi-4-mini", "tiny-cpu", "llama"
 BROKEN = "never-ready"
 NO_NODE = "no-gpu-node"  # selects a pool that does not exist
@@ -248,11 +258,7 @@ class Run:
         self.project.mkdir()
         (self.work / "state").mkdir()
         for name in PROJECT_FILES:
-            src = ROOT / name
-            if src.is_dir():
-                shutil.copytree(src, self.project / name, ignore=shutil.ignore_patterns("__pycache__"))
-            else:
-                shutil.copy2(src, self.project / name)
+            copy_into(ROOT / name, self.project / name)
         venv = ROOT / ".venv"
         if not (venv / "bin" / "python").exists():
             raise E2EError(f"{venv} is missing: run `make .venv/.installed` first")
@@ -264,8 +270,83 @@ class Run:
         )  # fmt: skip
         self.sh(str(self.bin / "pulumi"), "stack", "init", STACK, "--non-interactive")
 
+    def use_layout(self, commit: str | None) -> None:
+        """Make the project's program the one of `commit` (from git), or this checkout's."""
+        for name in {*OLD_LAYOUT_FILES, *PROJECT_FILES} - {"Pulumi.e2e.yaml"}:
+            path = self.project / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
+        if commit is None:
+            for name in PROJECT_FILES:
+                if name != "Pulumi.e2e.yaml":
+                    copy_into(ROOT / name, self.project / name)
+            return
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", "--format=tar", commit, *OLD_LAYOUT_FILES], capture_output=True
+        )
+        if archive.returncode != 0:
+            raise E2EError(f"cannot read commit {commit} from git (a shallow clone?): {archive.stderr.decode()[-300:]}")
+        subprocess.run(["tar", "-x", "-C", str(self.project)], input=archive.stdout, check=True)
+
     def config_path(self, path: str, value: str) -> None:
         self.pulumi("config", "set", "--path", f"kaito-aks:{path}", value, quiet=True)
+
+    # ------------------------------------------------------------------ a YAML consumer
+
+    def yaml_consumer(self) -> None:
+        """The component provider (provider/) used from Pulumi YAML: the schema comes from the
+        package, the model is deployed through the program's own explicit provider, and the
+        waits run (the GPU node is labelled, the stand-in KAITO reports ready)."""
+        package = self.work / "kaito-aks"
+        for name in ("provider", "kaito_aks"):
+            copy_into(ROOT / name, package / name)
+        program = self.work / "yaml-program"
+        program.mkdir()
+        (program / "Pulumi.yaml").write_text(YAML_PROGRAM.replace("@PACKAGE@", str(package / "provider")))
+        plugin = Path(self.env["PULUMI_HOME"]) / "plugins" / f"language-yaml-v{yaml_version(self.bin)}"
+        plugin.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self.bin / "pulumi-language-yaml", plugin / "pulumi-language-yaml")
+        pulumi = str(self.bin / "pulumi")
+        env = dict(self.env)
+        # The waits are dynamic resources: Pulumi's Python dynamic-provider process imports them
+        # from kaito_aks, as it would from a pip-installed kaito-aks.
+        env["PYTHONPATH"] = str(package)
+
+        def sh(*args: str, quiet: bool = False) -> subprocess.CompletedProcess:
+            result = subprocess.run(
+                [pulumi, *args, "--non-interactive"], cwd=program, env=env, capture_output=True, text=True
+            )
+            if not quiet or result.returncode != 0:
+                print("\n".join("    " + line for line in (result.stdout + result.stderr).strip().splitlines()[-40:]))
+            if result.returncode != 0:
+                raise E2EError(f"`pulumi {' '.join(args)}` (YAML program) exited {result.returncode}")
+            return result
+
+        sh("stack", "init", YAML_STACK, quiet=True)
+        subprocess.run(
+            [pulumi, "config", "set", "--secret", "kubeconfig", "--non-interactive"],
+            input=self.kubeconfig.read_text(), cwd=program, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        sh("config", "set", "--path", "pulumi:disable-default-providers[0]", "kubernetes", quiet=True)
+        sh("up", "--yes", "--skip-preview")
+        ws = self.objects("workspaces.kaito.sh").get(f"{YAML_MODEL}-0")
+        expect(ws is not None, f"the YAML program created no Workspace {YAML_MODEL}-0")
+        assert ws is not None
+        expect(ws["inference"]["preset"]["name"] == "phi-4-mini-instruct", f"preset: {ws['inference']}")
+        expect(ws["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}, f"{ws['resource']}")
+        expect(YAML_MODEL in self.objects("services"), "no Service for the YAML program's model")
+        outputs = json.loads(sh("stack", "output", "--json", quiet=True).stdout)
+        expect(
+            outputs.get("endpoint") == f"http://{YAML_MODEL}.default.svc.cluster.local/v1/chat/completions",
+            f"outputs: {outputs}",
+        )
+        expect((outputs.get("gpuNodes") or {}).get("nodes") == [GPU_NODE], f"gpuNodes: {outputs.get('gpuNodes')}")
+        state = sh("stack", "export", quiet=True).stdout
+        expect("BEGIN CERTIFICATE" not in state and TOKEN not in state, "the kubeconfig is in the state in plaintext")
+        sh("destroy", "--yes", "--skip-preview", quiet=True)
+        expect(f"{YAML_MODEL}-0" not in self.objects("workspaces.kaito.sh"), "the YAML program left its Workspace")
 
     # ------------------------------------------------------------------ reading the cluster
 
@@ -279,6 +360,56 @@ class Run:
             for name, o in self.objects(kind).items():
                 out[f"{kind}/{name}"] = o["metadata"]["resourceVersion"]
         return out
+
+
+# A user's Pulumi YAML program: the package added from a local path, one model on the cluster.
+YAML_PROGRAM = f"""\
+name: kaito-aks-yaml-consumer
+runtime: yaml
+packages:
+  kaito-aks: @PACKAGE@
+config:
+  kubeconfig:
+    type: string
+    secret: true
+resources:
+  cluster:
+    type: pulumi:providers:kubernetes
+    properties:
+      kubeconfig: ${{kubeconfig}}
+  phi:
+    type: kaito-aks:KaitoModel
+    properties:
+      kaitoVersion: "0.8.1"
+      name: {YAML_MODEL}
+      model: phi-4-mini-instruct
+      labelSelector:
+        matchLabels:
+          agentpool: a100
+      kubeconfig: ${{kubeconfig}}
+      readyTimeoutMinutes: 2
+    options:
+      providers:
+        - ${{cluster}}
+outputs:
+  endpoint: ${{phi.endpoint}}
+  model: ${{phi.model}}
+  gpuNodes: ${{phi.gpuNodes}}
+"""
+
+
+def yaml_version(bin_dir: Path) -> str:
+    stamp = bin_dir / ".pulumi-language-yaml.version"
+    if not stamp.is_file():
+        raise E2EError(f"no pulumi-language-yaml in {bin_dir}: run scripts/e2e-tools")
+    return stamp.read_text().strip()
+
+
+def copy_into(src: Path, dest: Path) -> None:
+    if src.is_dir():
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "venv"), symlinks=True)
+    else:
+        shutil.copy2(src, dest)
 
 
 def installed_sdk_version(dist: str) -> str:
@@ -669,6 +800,29 @@ def scenario(run: Run) -> None:
         expect(run.objects("workspaces.kaito.sh") == {}, "Workspaces left behind")
         expect(not any(n.endswith("-hf-token") for n in run.objects("secrets")), "Secrets left behind")
         expect(GPU not in run.objects("services"), "Services left behind")
+
+    with run.step("a stack deployed before the redesign (the old layout) previews no changes now"):
+        shutil.copy2(ROOT / "Pulumi.e2e.yaml", run.project / "Pulumi.e2e.yaml")  # the stack's first config
+        run.use_layout(OLD_LAYOUT)
+        run.pulumi("up", "--yes", "--skip-preview", quiet=True)
+        old_types = {
+            r["type"] for r in json.loads(run.pulumi("stack", "export", quiet=True).stdout)["deployment"]["resources"]
+        }
+        expect("kaito-aks:kubernetes:KaitoWorkspace" in old_types, f"the old layout's types: {sorted(old_types)}")
+        before = run.snapshot()
+        run.use_layout(None)
+        run.pulumi("preview", "--expect-no-changes", "--diff")
+        run.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", quiet=True)
+        resources = json.loads(run.pulumi("stack", "export", quiet=True).stdout)["deployment"]["resources"]
+        types = {r["type"] for r in resources}
+        expect("kaito-aks:kubernetes:KaitoModel" in types and "kaito-aks:kubernetes:KaitoWorkspace" not in types,
+               f"the state was not moved to the new type: {sorted(types)}")  # fmt: skip
+        expect(run.snapshot() == before, "upgrading the program changed objects in the cluster")
+        run.pulumi("destroy", "--yes", "--skip-preview", quiet=True)
+        expect(run.objects("workspaces.kaito.sh") == {}, "Workspaces left behind")
+
+    with run.step("a Pulumi YAML program adds the kaito-aks package and deploys one model"):
+        run.yaml_consumer()
 
 
 def versions(run: Run) -> str:

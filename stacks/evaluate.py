@@ -189,7 +189,8 @@ class ProgramMocks(pulumi_mocks.Mocks):
             return f"{name}-id", {"status": status}
         if typ == "azure-native:containerservice:ManagedCluster":
             fqdn = f"{inputs.get('dnsPrefix', name)}.hcp.example.azmk8s.io"
-            return f"{name}-id", {"fqdn": fqdn, "name": inputs.get("resourceName", name)}
+            issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
+            return f"{name}-id", {"fqdn": fqdn, "name": inputs.get("resourceName", name), "oidcIssuerProfile": issuer}
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
         if typ == "azure-native:containerservice:AgentPool":
@@ -214,6 +215,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
             return {
                 "name": name,
                 "id": f"/subscriptions/0/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}",
+                "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
             }
         return {}
 

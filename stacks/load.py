@@ -15,8 +15,8 @@ from typing import Any
 import pulumi
 from pydantic import ValidationError
 
-from stacks import rules
 from kaito_aks.kaito_model import ModelSpec
+from stacks import rules
 from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation
 from stacks.stackfile import StackFile, StackFileError, read_stack_file

@@ -103,6 +103,7 @@ def _export(
 ) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
+        pulumi.export("oidcIssuerUrl", cluster.oidc_issuer_url)
     pulumi.export("clusterName", cluster.cluster_name)
     pulumi.export(
         "nodePools",

@@ -241,6 +241,13 @@ def test_the_client_lists_nodes_with_the_kubeconfigs_token(api_server):
     assert _Api.seen == [("/api/v1/nodes?labelSelector=a%3Db%2Cc%3Dd", "Bearer t0k")]
 
 
+def test_the_client_takes_a_kubeconfig_already_parsed(api_server):
+    """Pulumi YAML passes a YAML-looking config value to the component as a map."""
+    client = KubeClient.from_kubeconfig(yaml.safe_load(kubeconfig(api_server, {"token": "t0k"})))
+    client.get("/api/v1/nodes")
+    assert _Api.seen[-1][1] == "Bearer t0k"
+
+
 def test_the_client_runs_exec_credential_plugins(api_server, tmp_path: Path):
     plugin = tmp_path / "get-token"
     plugin.write_text(
