@@ -29,13 +29,24 @@ class GpuOperatorArgs:
     values: dict[str, Any] = field(default_factory=dict)  # extra chart values, deep-merged last
 
 
-def gpu_operator_problems(version: str, values: dict[str, Any]) -> list[tuple[str, str]]:
-    """(path, message) for each problem with the chart version or values."""
+def gpu_operator_problems(
+    version: str, values: dict[str, Any], pools: Sequence[GpuPoolSettings] = ()
+) -> list[tuple[str, str]]:
+    """(path, message) for each problem with the chart version, values or pools."""
+    problems = []
+    if len({p.gpu_driver for p in pools}) > 1:
+        problems.append(
+            (
+                "pools",
+                "with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings "
+                "are cluster-wide)",
+            )
+        )
     chart = catalog.gpu_operator_charts().get(version)
     if chart is None:
         supported = ", ".join(catalog.gpu_operator_charts())
-        return [("version", f"GPU Operator {version} is not supported; use one of: {supported}")]
-    return [
+        return [*problems, ("version", f"GPU Operator {version} is not supported; use one of: {supported}")]
+    return problems + [
         (f"values.{k}", f"not a value of the gpu-operator {version} chart") for k in values if k not in chart.value_keys
     ]
 
@@ -68,11 +79,11 @@ class GpuOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        problems = gpu_operator_problems(args.version, args.values)
+        settings = [p.settings if isinstance(p, GpuNodePool) else p for p in args.pools]
+        problems = gpu_operator_problems(args.version, args.values, settings)
         if problems:
             raise ValueError(f"GpuOperator {name}: " + "; ".join(f"args.{p}: {m}" for p, m in problems))
         super().__init__("kaito-aks:kubernetes:GpuOperator", name, None, opts)
-        settings = [p.settings if isinstance(p, GpuNodePool) else p for p in args.pools]
         release = gpu_operator_release(args.version, settings, args.values)
         # Its operands run on the pools' nodes: install once they exist.
         pools = [p for p in args.pools if isinstance(p, GpuNodePool)]

@@ -152,7 +152,9 @@ class ModelEnvironment:
     """What a model's rules and plan depend on besides the model: facts about the cluster and
     the stack, passed in explicitly."""
 
-    chart: catalog.KaitoChart  # the KAITO release the cluster runs
+    # The KAITO release the cluster runs; None when it is unknown (then only the rules that do
+    # not depend on a release are checked, and nothing can be planned).
+    chart: catalog.KaitoChart | None
     node_provisioning: Literal["byo", "auto"] = "byo"
     has_hf_token: bool = False  # a Hugging Face token is given (for gated presets)
 
@@ -197,7 +199,7 @@ def _dns_label(path: str, value: str, what: str) -> Iterator[Problem]:
         )
 
 
-def _names(spec: ModelSpec, chart: catalog.KaitoChart) -> Iterator[Problem]:
+def _names(spec: ModelSpec, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     bad = [*_dns_label("name", spec.name, "name"), *_dns_label("namespace", spec.namespace, "namespace")]
     if spec.namespace in RESERVED_NAMESPACES:
         bad.append(
@@ -207,7 +209,7 @@ def _names(spec: ModelSpec, chart: catalog.KaitoChart) -> Iterator[Problem]:
             )
         )
     yield from bad
-    if bad:
+    if bad or chart is None:
         return
     longest = max(workspace_names(spec, chart), key=len)
     if len(longest) > MAX_WORKSPACE_NAME:
@@ -243,6 +245,8 @@ def _source(spec: ModelSpec, env: ModelEnvironment) -> Iterator[Problem]:
             f"preset {spec.model!r} needs GPUs; for CPU serving set image to a llama.cpp/GGUF image "
             "(e.g. ghcr.io/kaito-project/aikit/llama3.2:1b) instead of model, or use compute: gpu",
         )
+    if chart is None:
+        return
     deprecated = catalog.deprecated_presets()
     presets = catalog.presets(chart.preset_catalog)
     removed = catalog.removed_presets(chart.preset_catalog)
@@ -367,6 +371,8 @@ def _tuning(spec: ModelSpec, env: ModelEnvironment) -> Iterator[Problem]:
         return  # reported as a preset on CPU
     if len(spec.tuning.input.sources()) != 1:
         yield Problem("tuning.input", "needs exactly one of urls, volumeSource or image")
+    if env.chart is None:
+        return
     presets = catalog.presets(env.chart.preset_catalog)
     preset = presets.get(spec.model or "")
     if preset is not None and not preset.supports_tuning:
@@ -483,6 +489,8 @@ class ModelPlan:
 def plan_model(spec: ModelSpec, env: ModelEnvironment, waits: ModelWaits = ModelWaits()) -> ModelPlan:
     """The objects that serve (or tune) a model that passed `model_problems`."""
     chart = env.chart
+    if chart is None:
+        raise ValueError(f"{spec.key}: no KAITO release to plan for")
     preset = catalog.presets(chart.preset_catalog).get(spec.model or "")
     auto = env.node_provisioning == "auto"
     resource = ResourceSpec(
@@ -801,7 +809,7 @@ def model_inputs(resource_name: str, args: KaitoModelArgs) -> ModelInputs:
         spec = ModelSpec.model_validate(fields)
     except ValidationError as e:
         problems += [Problem(_loc(err["loc"]), err["msg"]) for err in e.errors()]
-    if spec is not None and chart is not None:
+    if spec is not None:
         env = ModelEnvironment(chart, provisioning, has_hf_token=args.get("hf_token") is not None)
         problems += model_problems(spec, env)
     if problems or spec is None or env is None:

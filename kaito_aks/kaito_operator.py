@@ -32,8 +32,8 @@ class KaitoOperatorArgs(TypedDict, total=False):
     """Taints of the GPU nodes, tolerated by KAITO's bundled GFD and NFD worker; default sku=gpu:NoSchedule."""
     spot_nodes: bool
     """GPU nodes are Azure Spot VMs: KAITO's pods tolerate AKS's spot taint (0.12+)."""
-    cluster_name: str
-    """The cluster's name, for KAITO's chart (clusterName)."""
+    cluster_name: pulumi.Input[str]
+    """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
     values: dict[str, Any]
     """Extra chart values, deep-merged last."""
 
@@ -60,6 +60,14 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[tuple[str, str]]:
             problems.append(("values.featureGates", "must be a map of gate: true|false (better: featureGates)"))
         else:
             problems += _gate_problems("values.featureGates", gates, chart)
+    if args.get("spot_nodes") and chart.spot_toleration is None:
+        problems.append(
+            (
+                "spotNodes",
+                f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) "
+                "or a regular pool",
+            )
+        )
     if "nodeProvisioner" in values and chart.node_provisioner is not None:
         problems.append(("values.nodeProvisioner", "set by nodeProvisioning (byo | auto); remove it"))
     return problems

@@ -283,11 +283,16 @@ class Run:
                 if name != "Pulumi.e2e.yaml":
                     copy_into(ROOT / name, self.project / name)
             return
+        # .ci/run tests a copy without .git; it says where the clone's history is
+        git_dir = os.environ.get("KAITO_AKS_GIT_DIR") or str(ROOT / ".git")
         archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", "--format=tar", commit, *OLD_LAYOUT_FILES], capture_output=True
+            ["git", "--git-dir", git_dir, "archive", "--format=tar", commit, *OLD_LAYOUT_FILES], capture_output=True
         )
         if archive.returncode != 0:
-            raise E2EError(f"cannot read commit {commit} from git (a shallow clone?): {archive.stderr.decode()[-300:]}")
+            raise E2EError(
+                f"cannot read commit {commit} from {git_dir} (a shallow clone? set KAITO_AKS_GIT_DIR): "
+                + archive.stderr.decode()[-300:]
+            )
         subprocess.run(["tar", "-x", "-C", str(self.project)], input=archive.stdout, check=True)
 
     def config_path(self, path: str, value: str) -> None:

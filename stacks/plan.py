@@ -136,7 +136,7 @@ def model_args(ws: ModelSpec, cfg: StackConfig) -> KaitoModelArgs:
 
 def model_environment(cfg: StackConfig) -> ModelEnvironment:
     """The facts about this stack every model's rules and plan depend on."""
-    chart = catalog.kaito_charts()[cfg.kaito.version]
+    chart = catalog.kaito_charts().get(cfg.kaito.version)
     return ModelEnvironment(chart, cfg.kaito.node_provisioning, has_hf_token=cfg.hf_token)
 
 

@@ -20,7 +20,7 @@ from kaito_aks.kaito_operator import kaito_operator_problems
 from kaito_aks.scheduling import SPOT_TAINT
 from stacks.config import GpuNodePoolSpec, StackConfig
 from stacks.errors import Issue
-from stacks.plan import gpu_pool_settings, kaito_operator_args, model_environment
+from stacks.plan import gpu_operator_args, gpu_pool_settings, kaito_operator_args, model_environment
 
 
 def check(cfg: StackConfig) -> list[Issue]:
@@ -63,6 +63,11 @@ def cluster_rules(cfg: StackConfig) -> Iterator[Issue]:
 
 def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
     for path, message in kaito_operator_problems(kaito_operator_args(cfg)):
+        if path == "spotNodes":  # said at each spot pool
+            for i, pool in enumerate(cfg.gpu_node_pools):
+                if pool.spot:
+                    yield Issue(f"gpuNodePools[{i}].spot", message)
+            continue
         yield Issue(f"kaito.{path}", message.replace("set by nodeProvisioning", "set by kaito.nodeProvisioning"))
     chart = chart_for(cfg)
     if chart is None:
@@ -104,8 +109,6 @@ def kaito_rules(cfg: StackConfig) -> Iterator[Issue]:
 def workspace_rules(cfg: StackConfig) -> Iterator[Issue]:
     """Each entry by KaitoModel's own rules, then the names entries would share."""
     chart = chart_for(cfg)
-    if chart is None:
-        return
     env = model_environment(cfg)
     seen: dict[tuple[str, str], str] = {}
     for i, ws in enumerate(cfg.workspaces):
@@ -113,7 +116,7 @@ def workspace_rules(cfg: StackConfig) -> Iterator[Issue]:
         problems = model_problems(ws, env)
         for p in problems:
             yield Issue(f"{path}.{p.path}" if p.path else path, p.message)
-        if any(p.path in ("name", "namespace") for p in problems):
+        if chart is None or any(p.path in ("name", "namespace") for p in problems):
             continue
         for name in sorted(claimed_names(ws, chart)):
             owner = seen.get((ws.namespace, name))
@@ -158,11 +161,12 @@ def gpu_pool_rules(cfg: StackConfig) -> Iterator[Issue]:
 
 
 def _gpu_operator_rules(cfg: StackConfig) -> Iterator[Issue]:
-    spec = cfg.gpu_operator
-    if spec is None:
+    if cfg.gpu_operator is None and not cfg.gpu_operator_enabled:
         return
-    for where, message in gpu_operator_problems(spec.version, spec.values):
-        yield Issue(f"gpuOperator.{where}", message)
+    args = gpu_operator_args(cfg)
+    pools = args.pools if cfg.gpu_operator_enabled else ()
+    for where, message in gpu_operator_problems(args.version, args.values, pools):
+        yield Issue("gpuNodePools" if where == "pools" else f"gpuOperator.{where}", message)
 
 
 def _pool_sku(path: str, pool, chart) -> Iterator[Issue]:
@@ -197,11 +201,6 @@ def _pool_taints(path: str, pool, cfg: StackConfig, chart) -> Iterator[Issue]:
                 f"KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "
                 f"{taint!r} would keep them off this pool",
             )
-    if pool.spot and chart is not None and chart.spot_toleration is None:
-        yield Issue(
-            f"{path}.spot",
-            f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) or a regular pool",
-        )
 
 
 def _kaito_tolerates(taint: str) -> bool:
@@ -223,12 +222,6 @@ def _pool_driver(path: str, pool, cfg: StackConfig) -> Iterator[Issue]:
             f"{path}.gpuDriver",
             "operator means AKS skips the driver and the GPU Operator installs it, but gpuOperator is disabled; "
             "enable it or use gpuDriver: aks",
-        )
-    drivers = {p.gpu_driver for p in cfg.gpu_node_pools}
-    if cfg.gpu_operator_enabled and len(drivers) > 1 and pool is cfg.gpu_node_pools[0]:
-        yield Issue(
-            "gpuNodePools",
-            "with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings are cluster-wide)",
         )
 
 

@@ -175,3 +175,19 @@ def test_a_model_alone_serves_replicas_behind_one_endpoint_that_depends_on_its_s
     outputs = ev.component_outputs[ev.named("phi", "kaito-aks:kubernetes:KaitoModel").urn]
     assert outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
     assert outputs["model"] == "phi-4-mini-instruct"
+
+
+def test_the_operators_refuse_what_their_charts_cannot_do():
+    import pytest
+
+    from kaito_aks.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.kaito_operator import KaitoOperator, KaitoOperatorArgs
+
+    with pytest.raises(ValueError, match=r"args\.spotNodes: KAITO 0\.8\.1's pods do not tolerate the AKS spot taint"):
+        KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", spot_nodes=True))
+    mixed = [
+        GpuPoolSettings(vm_size="Standard_NC24ads_A100_v4", gpu_driver="aks"),
+        GpuPoolSettings(vm_size="Standard_NC24ads_A100_v4", gpu_driver="operator"),
+    ]
+    with pytest.raises(ValueError, match=r"args\.pools: with the GPU Operator every GPU pool needs the same gpuDriver"):
+        GpuOperator("gpu-operator", GpuOperatorArgs(pools=mixed))

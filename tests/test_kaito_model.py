@@ -1,4 +1,4 @@
-"""KaitoWorkspace: the Workspaces, InferenceSets, Secrets, ConfigMaps and Services emitted."""
+"""KaitoModel: the Workspaces, InferenceSets, Secrets, ConfigMaps and Services emitted."""
 
 from __future__ import annotations
 

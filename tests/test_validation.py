@@ -243,6 +243,14 @@ def test_version_outside_the_supported_table():
     assert err == "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"
 
 
+def test_an_unsupported_version_does_not_hide_the_workspace_errors():
+    bad = {"name": "Bad_Name", "model": "phi-4-mini-instruct", "image": "example/llm:1"}
+    errs = errors_of(config([bad], kaito={"version": "9.9.9"}))
+    assert errs[0].startswith("kaito.version: KAITO 9.9.9 is not supported")
+    assert "workspaces[0]: set model (a KAITO preset) or image (a custom serving image), not both" in errs
+    assert any(e.startswith("workspaces[0].name: name 'Bad_Name' is not a DNS-1123 label") for e in errs)
+
+
 def test_chart_values_must_exist_in_the_chart():
     err = one_error(config([PHI], kaito={"values": {"nodeProvisioner": "byo"}}))
     assert err == "kaito.values.nodeProvisioner: not a value of the KAITO 0.8.1 workspace chart"
