@@ -11,7 +11,7 @@ from kaito_aks.aks_cluster import AksClusterArgs
 from kaito_aks.gpu_node_pool import GpuPoolSettings
 from kaito_aks.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_DEFAULT_VERSION
 from kaito_aks.gpu_operator import GpuOperatorArgs
-from kaito_aks.kaito_model import KaitoModelArgs, ModelEnvironment, ModelPlan, ModelSpec, ModelWaits, plan_model
+from kaito_aks.kaito_model import KaitoModelArgs, ModelEnvironment, ModelPlan, ModelSpec, model_inputs, plan_model
 from kaito_aks.kaito_operator import KaitoOperatorArgs
 from kaito_aks.kubeconfig_cluster import KubeconfigClusterArgs
 from stacks.config import GpuNodePoolSpec, StackConfig
@@ -141,12 +141,11 @@ def model_environment(cfg: StackConfig) -> ModelEnvironment:
 
 
 def model_plans(cfg: StackConfig) -> list[ModelPlan]:
-    """The KAITO objects each workspace entry becomes (what the KaitoModel components build)."""
-    env = model_environment(cfg)
-    waits = ModelWaits(
-        cfg.kaito.wait_for_gpu_nodes,
-        cfg.kaito.gpu_nodes_timeout_minutes,
-        cfg.kaito.wait_for_ready,
-        cfg.kaito.ready_timeout_minutes,
-    )
-    return [plan_model(ws, env, waits) for ws in cfg.workspaces]
+    """The KAITO objects each workspace entry becomes: the same args, checks and plan as the
+    KaitoModel components the program declares."""
+    token: KaitoModelArgs = {"hf_token": "[secret]"} if cfg.hf_token else {}  # only its presence counts
+    plans = []
+    for ws in cfg.workspaces:
+        inputs = model_inputs(ws.key, {**model_args(ws, cfg), **token})
+        plans.append(plan_model(inputs.spec, inputs.env, inputs.waits))
+    return plans
