@@ -42,6 +42,13 @@ class GpuPoolSettings:
     protect: bool = False
 
     @property
+    def initial_nodes(self) -> int:
+        """Nodes the pool starts with: autoscale_min, else count (default 1)."""
+        if self.autoscale_max is not None:
+            return self.autoscale_min or 0
+        return 1 if self.count is None else self.count
+
+    @property
     def node_taints(self) -> list[str]:
         """The taints the nodes carry (AKS adds the spot taint to spot pools)."""
         return [*self.taints, SPOT_TAINT] if self.spot and SPOT_TAINT not in self.taints else list(self.taints)
@@ -125,7 +132,7 @@ class GpuNodePool(pulumi.ComponentResource):
             os_type=containerservice.OSType.LINUX,
             os_sku=containerservice.OSSKU.UBUNTU,  # the GPU Operator and KAITO support Ubuntu nodes
             type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
-            count=pool.autoscale_min if autoscale else (1 if pool.count is None else pool.count),
+            count=pool.initial_nodes,
             enable_auto_scaling=autoscale,
             min_count=pool.autoscale_min,
             max_count=pool.autoscale_max,

@@ -764,17 +764,10 @@ class KaitoModelArgs(TypedDict, total=False):
 
 
 # Args that are not part of the model's spec: where it runs, its secrets, how to wait.
-_DEPLOYMENT_ARGS = (
-    "kaito_version",
-    "node_provisioning",
-    "hf_token",
-    "kubeconfig",
-    "kubeconfig_path",
-    "context",
-    "wait_for_gpu_nodes",
-    "gpu_nodes_timeout_minutes",
-    "wait_for_ready",
-)
+_DEPLOYMENT_ARGS = tuple(k for k in KaitoModelArgs.__annotations__ if k not in ModelSpec.model_fields)
+
+
+_WAIT_DEFAULTS = ModelWaits()
 
 
 @dataclass(frozen=True)
@@ -821,10 +814,10 @@ def model_inputs(resource_name: str, args: KaitoModelArgs) -> ModelInputs:
         spec=spec,
         env=env,
         waits=ModelWaits(
-            gpu_nodes=args.get("wait_for_gpu_nodes", True),
-            gpu_nodes_timeout_minutes=args.get("gpu_nodes_timeout_minutes", 20),
-            ready=args.get("wait_for_ready", True),
-            ready_timeout_minutes=args.get("ready_timeout_minutes", 30),
+            gpu_nodes=args.get("wait_for_gpu_nodes", _WAIT_DEFAULTS.gpu_nodes),
+            gpu_nodes_timeout_minutes=args.get("gpu_nodes_timeout_minutes", _WAIT_DEFAULTS.gpu_nodes_timeout_minutes),
+            ready=args.get("wait_for_ready", _WAIT_DEFAULTS.ready),
+            ready_timeout_minutes=args.get("ready_timeout_minutes", _WAIT_DEFAULTS.ready_timeout_minutes),
         ),
         hf_token=args.get("hf_token"),
         access=ClusterAccess(args.get("kubeconfig"), args.get("kubeconfig_path"), args.get("context")),

@@ -131,11 +131,17 @@ class Run:
         print(f"--- {name}: ok ({took:.1f} s)", flush=True)
 
     def sh(
-        self, *cmd: str, check: bool = True, cwd: Path | None = None, quiet: bool = False, secret: bool = False
+        self,
+        *cmd: str,
+        check: bool = True,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        quiet: bool = False,
+        secret: bool = False,
     ) -> subprocess.CompletedProcess:
         """Run a command and print its output (unless quiet; never when it may hold secrets)."""
         cwd = cwd or (self.project if self.project.exists() else self.work)
-        result = subprocess.run(cmd, cwd=cwd, env=self.env, capture_output=True, text=True)
+        result = subprocess.run(cmd, cwd=cwd, env=env or self.env, capture_output=True, text=True)
         if not secret and (not quiet or (check and result.returncode != 0)):
             out = (result.stdout + result.stderr).strip()
             if out:
@@ -320,14 +326,7 @@ class Run:
         env["PYTHONPATH"] = str(package)
 
         def sh(*args: str, quiet: bool = False) -> subprocess.CompletedProcess:
-            result = subprocess.run(
-                [pulumi, *args, "--non-interactive"], cwd=program, env=env, capture_output=True, text=True
-            )
-            if not quiet or result.returncode != 0:
-                print("\n".join("    " + line for line in (result.stdout + result.stderr).strip().splitlines()[-40:]))
-            if result.returncode != 0:
-                raise E2EError(f"`pulumi {' '.join(args)}` (YAML program) exited {result.returncode}")
-            return result
+            return self.sh(pulumi, *args, "--non-interactive", cwd=program, env=env, quiet=quiet)
 
         sh("stack", "init", YAML_STACK, quiet=True)
         subprocess.run(

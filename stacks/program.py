@@ -114,7 +114,7 @@ def _export(
                 "gpuModel": p.sku.gpu_model,
                 "gpusPerNode": p.sku.gpu_count,
                 "gpuMemoryGiBPerNode": p.sku.gpu_mem_gib,
-                "nodes": (1 if p.settings.count is None else p.settings.count)
+                "nodes": p.settings.initial_nodes
                 if p.settings.autoscale_max is None
                 else f"{p.settings.autoscale_min}-{p.settings.autoscale_max}",
                 "gpuDriver": p.settings.gpu_driver,
