@@ -6,7 +6,7 @@ STACK  ?= dev
 
 .PHONY: test lint preview render validate snapshots benchmark e2e docs clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt components/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@

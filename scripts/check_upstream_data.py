@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check tests/upstream/ against a folder of upstream reference files laid out as
+"""Check components/tests/upstream/ against a folder of upstream reference files laid out as
 <root>/kaito/v<version>/... and <root>/gpu-operator/<version>/... (what CI has beside the
 checkout): each committed folder whose release is there must be what scripts/upstream_data.py
 derives from those files, with the same source hashes and commit.
@@ -36,7 +36,7 @@ def main(root: Path) -> int:
         failed += upstream_data.main(args) != 0
         checked += 1
     if checked == 0:
-        print(f"no release of tests/upstream/ found under {root}", file=sys.stderr)
+        print(f"no release of components/tests/upstream/ found under {root}", file=sys.stderr)
         return 1
     return 1 if failed else 0
 

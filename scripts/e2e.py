@@ -15,7 +15,7 @@
    reasons) -> a bad config (fails, cluster unchanged) -> destroy;
 5. the same stack deployed by the program as it was before the kaito_aks package (git commit
    OLD_LAYOUT), then `preview`/`up --expect-no-changes` with today's (the aliases hold);
-6. a Pulumi YAML program that adds the component provider (provider/) and deploys one model
+6. a Pulumi YAML program that adds the component provider (components/) and deploys one model
    through its own explicit provider, waits included (pulumi-language-yaml from e2e-tools).
 
 Every assertion reads the API server. Nothing here passes without the engine and the server:
@@ -48,13 +48,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 # KAITO's CRDs as the project derived them from the release (tests/upstream, see its provenance).
-CRDS = ROOT / "tests" / "upstream" / "kaito-0.8.1" / "crds"
+CRDS = ROOT / "components" / "tests" / "upstream" / "kaito-0.8.1" / "crds"
 TOKEN = "kaito-aks-e2e-admin-token"
 PROJECT_FILES = [
     "Pulumi.yaml",
     "Pulumi.e2e.yaml",
     "__main__.py",
-    "kaito_aks",
+    "components",
     "stacks",
     "requirements.txt",
 ]
@@ -307,15 +307,14 @@ class Run:
     # ------------------------------------------------------------------ a YAML consumer
 
     def yaml_consumer(self) -> None:
-        """The component provider (provider/) used from Pulumi YAML: the schema comes from the
+        """The component provider (components/) used from Pulumi YAML: the schema comes from the
         package, the model is deployed through the program's own explicit provider, and the
         waits run (the GPU node is labelled, the stand-in KAITO reports ready)."""
         package = self.work / "kaito-aks"
-        for name in ("provider", "kaito_aks"):
-            copy_into(ROOT / name, package / name)
+        copy_into(ROOT / "components", package / "components")
         program = self.work / "yaml-program"
         program.mkdir()
-        (program / "Pulumi.yaml").write_text(YAML_PROGRAM.replace("@PACKAGE@", str(package / "provider")))
+        (program / "Pulumi.yaml").write_text(YAML_PROGRAM.replace("@PACKAGE@", str(package / "components")))
         plugin = Path(self.env["PULUMI_HOME"]) / "plugins" / f"language-yaml-v{yaml_version(self.bin)}"
         plugin.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self.bin / "pulumi-language-yaml", plugin / "pulumi-language-yaml")
@@ -323,7 +322,7 @@ class Run:
         env = dict(self.env)
         # The waits are dynamic resources: Pulumi's Python dynamic-provider process imports them
         # from kaito_aks, as it would from a pip-installed kaito-aks.
-        env["PYTHONPATH"] = str(package)
+        env["PYTHONPATH"] = str(package / "components")
 
         def sh(*args: str, quiet: bool = False) -> subprocess.CompletedProcess:
             return self.sh(pulumi, *args, "--non-interactive", cwd=program, env=env, quiet=quiet)

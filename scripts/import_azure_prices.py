@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOG = ROOT / "kaito_aks" / "catalog"
+CATALOG = ROOT / "components" / "kaito_aks" / "catalog"
 SOURCE = "Azure Retail Prices API (prices.azure.com/api/retail/prices)"
 
 

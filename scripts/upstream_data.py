@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Derive, from upstream files at a release tag, the facts the tests check kaito-aks against.
 
-The project keeps these facts in the repository (tests/upstream/<project>-<version>/), so a plain
+The project keeps these facts in the repository (components/tests/upstream/<project>-<version>/), so a plain
 clone runs every test; this script is how they are made and refreshed. It reads upstream files
 only and writes plain data: no upstream prose (descriptions are stripped) and no code.
 
@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "upstream"
+OUT = ROOT / "components" / "tests" / "upstream"
 REPOSITORIES = {
     "kaito": "https://github.com/kaito-project/kaito",
     "gpu-operator": "https://github.com/NVIDIA/gpu-operator",

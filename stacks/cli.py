@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from kaito_aks import catalog, kaito_sizing
+from kaito_aks import catalog
+from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.cost import DEFAULT_REGION
 from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kaito_aks.camel import CamelModel
-from kaito_aks.kaito_model import ModelSpec
+from kaito_aks.model.component import ModelSpec
 from kaito_aks.scheduling import DEFAULT_GPU_TAINTS
 
 PROJECT = "kaito-aks"

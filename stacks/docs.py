@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from kaito_aks.kaito_model import ModelAdapter, ModelSpec, ModelTuning
+from kaito_aks.model.component import ModelAdapter, ModelSpec, ModelTuning
 from stacks import config
 
 SECRETS = {

@@ -25,8 +25,8 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
-from kaito_aks.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
-from kaito_aks.gpu_nodes import GpuNodesReady
+from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
+from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from stacks.config import PROJECT, StackConfig
 
 GPU_NODES_TYPE = f"pulumi-python:{GpuNodesReady._resource_type_name}"

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pydantic import ValidationError
 
-from kaito_aks.kaito_model import ModelSpec
+from kaito_aks.model.component import ModelSpec
 from stacks import rules
 from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig
 from stacks.errors import Issue, StackConfigError, issues_from_validation

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kaito_aks import catalog
-from kaito_aks.aks_cluster import AksClusterArgs
-from kaito_aks.gpu_node_pool import GpuPoolSettings
-from kaito_aks.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_DEFAULT_VERSION
-from kaito_aks.gpu_operator import GpuOperatorArgs
-from kaito_aks.kaito_model import KaitoModelArgs, ModelEnvironment, ModelPlan, ModelSpec, model_inputs, plan_model
-from kaito_aks.kaito_operator import KaitoOperatorArgs
-from kaito_aks.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.azure.gpu_node_pool import GpuPoolSettings
+from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.model.component import KaitoModelArgs, ModelEnvironment, ModelPlan, ModelSpec, model_inputs, plan_model
+from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_DEFAULT_VERSION
+from kaito_aks.operators.gpu_operator import GpuOperatorArgs
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
 from stacks.config import GpuNodePoolSpec, StackConfig
 
 

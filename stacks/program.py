@@ -14,13 +14,13 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.aks_cluster import AksCluster
-from kaito_aks.cluster import model_access_args
-from kaito_aks.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from kaito_aks.gpu_operator import GpuOperator
-from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
-from kaito_aks.kaito_operator import KaitoOperator
-from kaito_aks.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.azure.aks_cluster import AksCluster
+from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.cluster.protocol import model_access_args
+from kaito_aks.model.component import KaitoModel, KaitoModelArgs
+from kaito_aks.operators.gpu_operator import GpuOperator
+from kaito_aks.operators.kaito_operator import KaitoOperator
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 from stacks.plan import StackPlan, build_plan

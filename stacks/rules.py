@@ -12,11 +12,12 @@ import math
 import re
 from collections.abc import Iterator
 
-from kaito_aks import catalog, kaito_sizing
-from kaito_aks.gpu_node_pool import TAINT, gpu_pool_problems
-from kaito_aks.gpu_operator import gpu_operator_problems
-from kaito_aks.kaito_model import ModelSpec, claimed_names, default_label_selector, max_model_len, model_problems
-from kaito_aks.kaito_operator import kaito_operator_problems
+from kaito_aks import catalog
+from kaito_aks.azure.gpu_node_pool import TAINT, gpu_pool_problems
+from kaito_aks.kaito import sizing as kaito_sizing
+from kaito_aks.model.component import ModelSpec, claimed_names, default_label_selector, max_model_len, model_problems
+from kaito_aks.operators.gpu_operator import gpu_operator_problems
+from kaito_aks.operators.kaito_operator import kaito_operator_problems
 from kaito_aks.scheduling import SPOT_TAINT
 from stacks.config import GpuNodePoolSpec, StackConfig
 from stacks.errors import Issue

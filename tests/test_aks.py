@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+import upstream_facts
 from kaito_aks import catalog
 from stacks.evaluate import Secret, reveal
 from stacks.stackfile import read_stack_file
-from tests import upstream_facts
 from tests.conftest import run
 from tests.kube_schema import unknown_value_paths
 

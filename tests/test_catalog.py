@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+import upstream_facts
 from kaito_aks import catalog
-from tests import upstream_facts
-from tests.upstream_facts import kaito
+from upstream_facts import kaito
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())

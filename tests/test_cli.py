@@ -7,10 +7,11 @@ import json
 import pytest
 import yaml
 
-from kaito_aks import catalog, kaito_sizing
+from kaito_aks import catalog
+from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.cli import main
 from tests.conftest import ROOT as ROOT_DIR
-from tests.upstream_facts import kaito
+from upstream_facts import kaito
 
 VERSIONS = list(catalog.kaito_charts())
 

@@ -7,8 +7,8 @@ import gc
 
 import pulumi
 
-from kaito_aks.aks_cluster import AksCluster, AksClusterArgs
-from kaito_aks.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, GpuPoolSettings
+from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
+from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs, GpuPoolSettings
 from stacks.evaluate import evaluate
 from tests.conftest import config
 
@@ -58,7 +58,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
 def test_kaito_operator_computes_its_chart_values():
-    from kaito_aks.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
 
     ev = evaluate(
         {},
@@ -76,14 +76,14 @@ def test_kaito_operator_computes_its_chart_values():
 def test_kaito_operator_refuses_an_unknown_gate_before_registering_anything():
     import pytest
 
-    from kaito_aks.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
 
     with pytest.raises(ValueError, match=r"args\.featureGates\.noSuchGate: unknown feature gate for KAITO 0\.8\.1"):
         KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", feature_gates={"noSuchGate": True}))
 
 
 def test_gpu_operator_tolerates_the_pools_it_is_given_and_waits_for_them():
-    from kaito_aks.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.scheduling import SPOT_TAINT
 
     def program() -> None:
@@ -141,7 +141,7 @@ def test_the_cluster_outputs_its_oidc_issuer():
 def test_a_model_reports_every_bad_arg_at_once():
     import pytest
 
-    from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
+    from kaito_aks.model.component import KaitoModel, KaitoModelArgs
 
     shapes = KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", replicas=0, compute="tpu")
     with pytest.raises(
@@ -161,7 +161,7 @@ def test_a_model_reports_every_bad_arg_at_once():
 
 
 def test_a_model_alone_serves_replicas_behind_one_endpoint_that_depends_on_its_service():
-    from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
+    from kaito_aks.model.component import KaitoModel, KaitoModelArgs
 
     ev = evaluate(
         {},
@@ -180,8 +180,8 @@ def test_a_model_alone_serves_replicas_behind_one_endpoint_that_depends_on_its_s
 def test_the_operators_refuse_what_their_charts_cannot_do():
     import pytest
 
-    from kaito_aks.gpu_operator import GpuOperator, GpuOperatorArgs
-    from kaito_aks.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
 
     with pytest.raises(ValueError, match=r"args\.spotNodes: KAITO 0\.8\.1's pods do not tolerate the AKS spot taint"):
         KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", spot_nodes=True))

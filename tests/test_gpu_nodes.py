@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from kaito_aks import catalog
-from kaito_aks.gpu_nodes import GpuDemand, GpuNodesProvider, survey, wait_for_gpu_nodes
-from kaito_aks.kube_client import KubeApiError, KubeClient, KubeconfigError
+from kaito_aks.waits.gpu_nodes import GpuDemand, GpuNodesProvider, survey, wait_for_gpu_nodes
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 from stacks.evaluate import Secret, evaluate
 from stacks.render import render_files
 from tests.conftest import config, run

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
+import upstream_facts
 from stacks.evaluate import AFTER_UP, GPU_NODES_OUTPUTS, Secret, reveal
-from tests import upstream_facts
 from tests.conftest import config, run
 from tests.kube_schema import crd_validator
 
@@ -216,7 +216,7 @@ def test_a_config_edit_changes_what_kaito_rolls_out():
 
 
 def test_0_12_inference_set_edits_that_must_reach_pods_replace_it():
-    from kaito_aks.kaito_api import INFERENCE_SET_IMMUTABLE_PATHS
+    from kaito_aks.kaito.workspace import INFERENCE_SET_IMMUTABLE_PATHS
 
     assert "spec.template.inference.config" in INFERENCE_SET_IMMUTABLE_PATHS
     assert "spec.template.inference.adapters" in INFERENCE_SET_IMMUTABLE_PATHS

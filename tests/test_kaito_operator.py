@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import upstream_facts
+import upstream_facts
 from tests.conftest import config, run
 from tests.kube_schema import unknown_value_paths
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kaito_aks.kube_client import KubeApiError
-from kaito_aks.model_ready import Watched, judge, wait_for_models
+from kaito_aks.waits.kube_client import KubeApiError
+from kaito_aks.waits.model_ready import Watched, judge, wait_for_models
 
 WS = Watched("Workspace", "kaito.sh/v1beta1", "default", "phi-0", "InferenceReady")
 

@@ -29,8 +29,8 @@ USER_PROGRAM = textwrap.dedent(
     mocks.set_mocks(Mocks(), project="user", stack="dev", preview=False)
 
     from kaito_aks import catalog
-    from kaito_aks.kaito_model import KaitoModel, KaitoModelArgs
-    from kaito_aks.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+    from kaito_aks.model.component import KaitoModel, KaitoModelArgs
+    from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
 
     assert "phi-4-mini-instruct" in catalog.presets("0.8")  # catalogs ship as package data
 
@@ -52,10 +52,7 @@ USER_PROGRAM = textwrap.dedent(
 
 def test_the_installed_package_deploys_a_model_without_this_repository(tmp_path: Path):
     source = tmp_path / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(ROOT / "kaito_aks", source / "kaito_aks", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "components", source, ignore=shutil.ignore_patterns("__pycache__", "tests", "*.egg-info"))
     target = tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
     subprocess.run([*pip, "--target", str(target), str(source)], check=True, capture_output=True, cwd=tmp_path)

@@ -9,11 +9,11 @@ import os
 import pytest
 import yaml
 
+import upstream_facts
 from kaito_aks import catalog
 from stacks.evaluate import evaluate
 from stacks.render import MARKER, REDACTED, render_files, write_files
 from stacks.stackfile import read_stack_file, stack_names
-from tests import upstream_facts
 from tests.conftest import ROOT, config, run
 from tests.kube_schema import crd_validator, unknown_value_paths
 

@@ -18,7 +18,7 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
-from kaito_aks.kube_client import KubeApiError, KubeClient, KubeconfigError
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Any, Required, TypedDict
 import pulumi
 
 from kaito_aks import catalog
-from kaito_aks.helm import ChartRelease, deep_merge, pinned_release, set_path
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options
 from kaito_aks.scheduling import DEFAULT_GPU_TAINTS, merge_tolerations
 

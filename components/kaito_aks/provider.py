@@ -9,8 +9,8 @@ The schema (type tokens `kaito-aks:index:KaitoModel`, ...) is read from the args
 from pulumi.provider.experimental import component_provider_host
 
 from kaito_aks import __version__
-from kaito_aks.kaito_model import KaitoModel
-from kaito_aks.kaito_operator import KaitoOperator
+from kaito_aks.model.component import KaitoModel
+from kaito_aks.operators.kaito_operator import KaitoOperator
 
 PACKAGE = "kaito-aks"
 

@@ -18,8 +18,8 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
-from kaito_aks.cluster_wait import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
-from kaito_aks.kube_client import KubeApiError, KubeClient
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 
 KAITO_API = "/apis/kaito.sh"
 FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or set kaito.waitForReady: false"

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from kaito_aks.camel import CamelModel
 
-CATALOG_DIR = Path(__file__).parent / "catalog"
+CATALOG_DIR = Path(__file__).parent
 
 
 class Preset(CamelModel):

@@ -8,7 +8,7 @@ from typing import Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster_wait import ClusterAccess
+from kaito_aks.waits.base import ClusterAccess
 
 
 class Cluster(Protocol):

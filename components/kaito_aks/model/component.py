@@ -19,9 +19,8 @@ from pydantic import Field, ValidationError
 
 from kaito_aks import catalog
 from kaito_aks.camel import CamelModel
-from kaito_aks.cluster_wait import ClusterAccess
-from kaito_aks.gpu_nodes import GpuDemand, GpuNodesReady
-from kaito_aks.kaito_api import (
+from kaito_aks.cluster.kubernetes_object import KubernetesObject
+from kaito_aks.kaito.workspace import (
     HF_TOKEN_KEY,
     INFERENCE_CONFIG_KEY,
     INFERENCE_SET_IMMUTABLE_PATHS,
@@ -44,10 +43,11 @@ from kaito_aks.kaito_api import (
     TuningSpec,
     Workspace,
 )
-from kaito_aks.kubernetes_object import KubernetesObject
-from kaito_aks.model_ready import ModelReady, Watched, revision_of
 from kaito_aks.options import child_options
 from kaito_aks.scheduling import GPU_PRESENT_LABEL, LINUX_LABEL
+from kaito_aks.waits.base import ClusterAccess
+from kaito_aks.waits.gpu_nodes import GpuDemand, GpuNodesReady
+from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
 TYPE = "kaito-aks:kubernetes:KaitoModel"
 # The type this component had before it was named for what it is; existing stacks alias it.

@@ -13,7 +13,7 @@ from kaito_aks.options import child_options
 from kaito_aks.scheduling import DEFAULT_GPU_TAINTS, GPU_PRESENT_LABEL, SPOT_TAINT
 
 if TYPE_CHECKING:
-    from kaito_aks.aks_cluster import AksCluster
+    from kaito_aks.azure.aks_cluster import AksCluster
 
 # Set only when a pool is created (AKS ignores changes to them), so a change must be a replace
 # that shows in the preview rather than a silent no-op.

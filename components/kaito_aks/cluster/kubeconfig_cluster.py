@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster_wait import ClusterAccess
 from kaito_aks.options import child_options
+from kaito_aks.waits.base import ClusterAccess
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
-from kaito_aks.cluster_wait import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
-from kaito_aks.kube_client import KubeClient
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
+from kaito_aks.waits.kube_client import KubeClient
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
 GPU_COUNT = "nvidia.com/gpu.count"
@@ -81,7 +81,7 @@ def _gpus_allocatable(node: dict[str, Any]) -> bool:
 
 def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDemand | None) -> Check:
     """Judge the nodes that match `selector` (listed by its matchLabels, as KAITO lists them)."""
-    from kaito_aks.kaito_sizing import NodeGpus, admission_denial
+    from kaito_aks.kaito.sizing import NodeGpus, admission_denial
 
     sel = selector_text(selector)
     if not nodes:

@@ -11,8 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.gpu_node_pool import GpuNodePool, GpuPoolSettings
-from kaito_aks.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuPoolSettings
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options
 from kaito_aks.scheduling import merge_tolerations
 

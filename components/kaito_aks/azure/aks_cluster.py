@@ -9,8 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice, resources
 
-from kaito_aks.cluster_wait import ClusterAccess
 from kaito_aks.options import child_options
+from kaito_aks.waits.base import ClusterAccess
 
 
 @dataclass(frozen=True)
