@@ -81,7 +81,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
             written = render_stack(stack, target, root)
         except StackConfigError as err:
             failed += 1
-            print(f"{stack}: not rendered, {len(err.issues)} problem(s):", file=sys.stderr)
+            print(f"{stack}: not rendered, {len(err.problems)} problem(s):", file=sys.stderr)
             for line in err.lines:
                 print(f"  {line}", file=sys.stderr)
             continue
@@ -97,26 +97,27 @@ def _validate(stacks: list[str], root: Path) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
     from stacks.errors import StackConfigError
-    from stacks.load import parse_stack_file
-    from stacks.plan import build_plan
+    from stacks.load import foreign_keys, parse_stack_file
 
     failed = 0
     for stack in stacks:
         try:
-            cfg = parse_stack_file(read_stack_file(stack, root))
+            f = read_stack_file(stack, root)
+            for warning in foreign_keys(f.config):
+                print(f"{stack}: warning: {warning}")
+            cfg = parse_stack_file(f)
         except (FileNotFoundError, StackFileError) as err:
             print(f"{stack}: {err}")
             failed += 1
             continue
         except StackConfigError as err:
             failed += 1
-            print(f"{stack}: {len(err.issues)} problem(s)")
+            print(f"{stack}: {len(err.problems)} problem(s)")
             for line in err.lines:
                 print(f"  {line}")
             continue
-        plan = build_plan(cfg)
         print(
-            f"{stack}: ok ({len(plan.models)} workspaces, {len(plan.gpu_pools)} GPU pools, KAITO {plan.kaito_chart.version}; "
+            f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
             f"{stack_cost(cfg).summary()})"
         )
     return 1 if failed else 0
@@ -226,7 +227,7 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
     print(
         f"  prices: {'; '.join(sources)}"
         if sources
-        else f"  prices: none for {region} in kaito_aks/catalog/azure_prices.yaml"
+        else f"  prices: none for {region} in components/kaito_aks/catalog/azure_prices.yaml"
     )
     if unusable:
         print(f"  not suggested: {', '.join(sorted(unusable))} ({next(iter(unusable.values()))})")

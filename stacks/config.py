@@ -1,229 +1,363 @@
-"""The stack config schema: what a person writes under `config:` in Pulumi.<stack>.yaml.
+"""The stack config: what a person writes under `config:` in Pulumi.<stack>.yaml, mapped onto
+the components' own args.
 
-Parsed with pydantic (camelCase keys, unknown keys are errors). Shape errors come from here;
-rules that need the catalogs or several fields at once live in stacks/rules.py. Both report
-every problem at once, each with its config path.
+Nothing here declares a model, a pool or an operator setting again: each config section is a
+list of `Part`s, fields taken by name from a component's Args dataclass (with its type, bounds,
+docs and default), plus the few settings only a whole stack has (`StackKaito.install`, a pool's
+`protect`, ...), declared once below. The same sections drive the checks, the README's config
+reference and `StackConfig`, the typed result the program builds its components from.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import Field, field_validator, model_validator
-
-from kaito_aks.camel import CamelModel
-from kaito_aks.model.component import ModelSpec
-from kaito_aks.scheduling import DEFAULT_GPU_TAINTS
+from kaito_aks.azure.aks_cluster import AksClusterArgs, SystemPoolArgs
+from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePoolArgs
+from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.model.spec import RETIRED, AdapterArgs, KaitoModelArgs, TuningArgs
+from kaito_aks.operators.gpu_operator import GpuOperatorArgs
+from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
+from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
+from kaito_aks.schema import Field, check_value, documented, fields, unusable
 
 PROJECT = "kaito-aks"
+DEFAULT_KAITO_VERSION = "0.8.1"
+# Stands in for outputs of resources the program creates later (the cluster's name and group),
+# so a pool's args can be checked before anything exists.
+FROM_CLUSTER = "(from the cluster)"
 
 
-# ---------------------------------------------------------------- cluster
+# ---------------------------------------------------------------- what only a stack has
 
 
-class KubeconfigCluster(CamelModel):
-    """An existing cluster reached through a kubeconfig. The file's contents may instead come
-    from the secret config value `kaito-aks:kubeconfig`."""
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackKaito:
+    """Stack-wide KAITO settings."""
 
-    path: str | None = Field(None, description="kubeconfig file; default: $KUBECONFIG, then ~/.kube/config")
-    context: str | None = Field(None, description="kubeconfig context; default: the file's current context")
-
-
-class SystemPool(CamelModel):
-    """The AKS system node pool (runs the operators, not models)."""
-
-    vm_size: str = Field("Standard_D4s_v5", description="VM size of the system nodes")
-    count: int = Field(2, ge=1, description="number of system nodes")
+    install: bool = True
+    """false: KAITO is already installed (a platform team's release); only Workspaces are created."""
 
 
-class AksClusterSpec(CamelModel):
-    """An AKS cluster this stack creates (with its resource group)."""
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackProtect:
+    """Protection of what the stack creates."""
 
-    resource_group: str = Field(description="resource group to create for the cluster")
-    name: str = Field(description="cluster name (also its DNS prefix and KAITO's clusterName)")
-    location: str | None = Field(None, description="Azure region; default: `azure-native:location`")
-    kubernetes_version: str | None = Field(None, description='e.g. `"1.33"` (quoted); default: AKS\'s default')
-    system_pool: SystemPool = Field(SystemPool(), description="`{vmSize, count}` of the system pool")
-    tags: dict[str, str] = Field({}, description="Azure tags on the resource group and cluster")
-    protect: bool = Field(False, description="refuse to delete or replace the cluster (production)")
-
-    @field_validator("kubernetes_version")
-    @classmethod
-    def _version_format(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"1\.\d{2}(\.\d+)?", v):
-            raise ValueError(
-                f"kubernetesVersion {v!r} is not a Kubernetes version: write MAJOR.MINOR or "
-                'MAJOR.MINOR.PATCH, quoted, e.g. "1.33"'
-            )
-        return v
+    protect: bool = False
+    """Refuse to delete or replace it (production)."""
 
 
-class ExistingAksSpec(CamelModel):
-    """An AKS cluster that already exists; the stack adopts it read-only."""
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackGpuOperator:
+    """Whether the stack installs the NVIDIA GPU Operator."""
 
-    resource_group: str = Field(description="the cluster's resource group")
-    name: str = Field(description="the cluster's name")
+    enabled: bool | None = None
+    """Default: on for AKS stacks with GPU pools, off for kubeconfig stacks."""
 
 
-class ClusterSpec(CamelModel):
-    """Exactly one of: kubeconfig (any cluster), aks (create one), existing (adopt one)."""
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackDiscovery:
+    """Who labels the GPU nodes."""
 
-    kubeconfig: KubeconfigCluster | None = Field(None, description="any existing cluster, through a kubeconfig")
-    aks: AksClusterSpec | None = Field(None, description="an AKS cluster this stack creates")
-    existing: ExistingAksSpec | None = Field(None, description="an AKS cluster that already exists")
+    gpu_discovery: GpuDiscovery | None = None
+    """kaito: KAITO's bundled device plugin, NFD and GFD; external (e.g. the GPU Operator); default:
+    external when this stack installs the GPU Operator."""
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ClusterSpec:
-        chosen = [k for k in ("kubeconfig", "aks", "existing") if getattr(self, k) is not None]
-        if len(chosen) != 1:
-            raise ValueError(
-                "choose exactly one of kubeconfig (an existing cluster through a kubeconfig), "
-                f"aks (create an AKS cluster) or existing (adopt an AKS cluster); got {chosen or 'none'}"
-            )
-        return self
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackNamespaces:
+    """Namespaces."""
+
+    create_namespaces: bool = True
+    """Create the workspaces' namespaces (other than default)."""
+
+
+# ---------------------------------------------------------------- sections: config keys -> args fields
+
+
+@dataclass(frozen=True)
+class Part:
+    """Fields of one args class that a config section offers, by name."""
+
+    cls: type
+    names: tuple[str, ...]
+    required: tuple[str, ...] = ()  # required here, whatever the class says
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # the stack's default, when it differs
+    docs: Mapping[str, str] = field(default_factory=dict)  # the stack's wording, when it differs
+
+    def fields(self) -> dict[str, Field]:
+        every = fields(self.cls)
+        out: dict[str, Field] = {}
+        for name in self.names:
+            f = every[name]
+            if name in self.defaults:
+                f = dataclasses.replace(f, default=self.defaults[name], default_factory=None)
+            if name in self.docs:
+                f = dataclasses.replace(f, doc=self.docs[name])
+            out[name] = f
+        return out
+
+
+@dataclass(frozen=True)
+class Section:
+    """A config map: its keys are the fields of its parts (camelCase)."""
+
+    path: str
+    doc: str
+    parts: tuple[Part, ...]
+    retired: Mapping[str, str] = field(default_factory=dict)
+
+    def keys(self) -> dict[str, tuple[Part, Field]]:
+        return {camel(n): (p, f) for p in self.parts for n, f in p.fields().items()}
+
+    def required(self) -> list[tuple[Part, Field]]:
+        return [
+            (p, f)
+            for p in self.parts
+            for n, f in p.fields().items()
+            if n in p.required or (f.required and not _filled_by_stack(p.cls, n))
+        ]
+
+
+def _filled_by_stack(cls: type, name: str) -> bool:
+    """Required args the stack supplies itself (not config keys)."""
+    return (cls, name) in {(GpuNodePoolArgs, "cluster_name"), (GpuNodePoolArgs, "resource_group_name")}
+
+
+WAITS = (
+    "wait_for_ready",
+    "ready_timeout_minutes",
+    "wait_for_gpu_nodes",
+    "gpu_nodes_timeout_minutes",
+)
+WORKSPACE_KEYS = (
+    "name",
+    "namespace",
+    "model",
+    "image",
+    "compute",
+    "replicas",
+    "label_selector",
+    "runtime",
+    "instance_type",
+    "adapters",
+    "config",
+    "tuning",
+    "model_access_secret",
+    "ready_timeout_minutes",
+    "load_balancer",
+    "port",
+    "args",
+    "resources",
+)
+
+TOP = Section(
+    "",
+    "Top-level keys (namespace `kaito-aks:`)",
+    (Part(StackNamespaces, ("create_namespaces",)),),
+)
+KUBECONFIG = Section(
+    "cluster.kubeconfig",
+    "An existing cluster reached through a kubeconfig. The file's contents may instead come from the "
+    "secret config value `kaito-aks:kubeconfig`.",
+    (Part(KubeconfigClusterArgs, ("path", "context")),),
+)
+AKS = Section(
+    "cluster.aks",
+    "An AKS cluster this stack creates (with its resource group).",
+    (
+        Part(
+            AksClusterArgs,
+            ("resource_group", "name", "location", "kubernetes_version", "system_pool", "tags"),
+            docs={
+                "location": "Azure region; default: `azure-native:location`",
+                "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
+            },
+        ),
+        Part(StackProtect, ("protect",), docs={"protect": "Refuse to delete or replace the cluster (production)."}),
+    ),
+)
+EXISTING = Section(
+    "cluster.existing",
+    "An AKS cluster that already exists; the stack adopts it read-only.",
+    (Part(AksClusterArgs, ("resource_group", "name")),),
+)
+KAITO = Section(
+    "kaito",
+    "The KAITO workspace operator, and how `pulumi up` waits for the models.",
+    (
+        Part(
+            KaitoOperatorArgs,
+            ("version", "node_provisioning", "feature_gates", "values"),
+            defaults={"version": DEFAULT_KAITO_VERSION},
+        ),
+        Part(StackDiscovery, ("gpu_discovery",)),
+        Part(StackKaito, ("install",)),
+        Part(
+            KaitoModelArgs,
+            WAITS,
+            docs={
+                "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
+            },
+        ),
+    ),
+)
+GPU_OPERATOR = Section(
+    "gpuOperator",
+    "The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes).",
+    (Part(StackGpuOperator, ("enabled",)), Part(GpuOperatorArgs, ("version", "values"))),
+)
+POOL = Section(
+    "gpuNodePools[]",
+    "A User-mode AKS node pool of one GPU VM size.",
+    (
+        Part(
+            GpuNodePoolArgs,
+            ("name", "vm_size", "count", "autoscale", "gpu_driver", "spot", "labels", "taints", "os_disk_size_gb"),
+            required=("name",),
+            docs={"name": "The pool name: 1-12 lowercase letters and digits."},
+        ),
+        Part(StackProtect, ("protect",), docs={"protect": "Refuse to delete or replace the pool (production)."}),
+    ),
+)
+WORKSPACE = Section(
+    "workspaces[]",
+    "One model deployment: a preset (GPU) or a custom image (e.g. llama.cpp on CPU).",
+    (
+        Part(
+            KaitoModelArgs,
+            WORKSPACE_KEYS,
+            required=("name",),
+            docs={
+                "name": "DNS-1123 name; also the Service (endpoint) name.",
+                "namespace": "Created unless `default` (see createNamespaces).",
+                "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
+                "instance_type": "GPU VM size KAITO provisions; only with kaito.nodeProvisioning auto.",
+            },
+            defaults={"ready_timeout_minutes": None},
+        ),
+    ),
+    retired=RETIRED,
+)
+
+# The nested arg classes the README documents under their section.
+NESTED: Sequence[tuple[str, type]] = (
+    ("cluster.aks.systemPool", SystemPoolArgs),
+    ("gpuNodePools[].autoscale", AutoscaleArgs),
+    ("workspaces[].adapters[]", AdapterArgs),
+    ("workspaces[].tuning", TuningArgs),
+)
+CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
+TOP_KEYS = {"cluster", "kaito", "workspaces", "gpuNodePools", "gpuOperator", "createNamespaces"}
+SECRET_KEYS = ("hfToken", "kubeconfig")
+SECRET_DOCS = {
+    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
+    "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
+    "`pulumi config set --secret kubeconfig < file`",
+}
+
+
+def read_section(
+    section: Section, data: Any, path: tuple[PathPart, ...], out: list[Problem]
+) -> dict[type, dict[str, Any]] | None:
+    """A config map's values, by the args class each key belongs to; problems appended (every
+    key is checked; an unknown one is named with a suggestion from this section only). A key
+    with a problem is left out of the values. None when `data` is not a map or a required key
+    is missing."""
+    if not isinstance(data, Mapping):
+        shown = "a list" if isinstance(data, list) else repr(data)
+        out.append(Problem(path, f"must be a map of key: value, not {shown}", "type"))
+        return None
+    keys = section.keys()
+    values: dict[type, dict[str, Any]] = {p.cls: {} for p in section.parts}
+    for key, value in data.items():
+        if not isinstance(key, str) or key not in keys:
+            out.append(_unknown(section, str(key), list(keys), path))
+            continue
+        part, f = keys[key]
+        before = len(out)
+        checked = check_value(f.type, value, (*path, f.name), "schema", out)
+        if not unusable(out[before:]):
+            values[part.cls][f.name] = checked  # well typed, perhaps out of bounds: the rules judge the rest
+    missing = False
+    for part, f in section.required():
+        if f.name not in values[part.cls]:
+            missing = True
+            if camel(f.name) not in data:
+                out.append(
+                    Problem(
+                        (*path, f.name), "required: " + (f.doc.split("\n")[0].rstrip(".") if f.doc else ""), "required"
+                    )
+                )
+    return None if missing else values
+
+
+def _unknown(section: Section, key: str, known: list[str], path: tuple[PathPart, ...]) -> Problem:
+    for old, fix in section.retired.items():
+        if key in (old, camel(old)):
+            return Problem((*path, Key(key)), fix, "retired")
+    close = did_you_mean(key, known)
+    hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(known)}"
+    return Problem((*path, Key(key)), f"unknown key; {hint}", "unknown")
+
+
+# ---------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    args: GpuNodePoolArgs  # cluster_name and resource_group_name: filled in by the program
+    protect: bool = False
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """A stack's config, checked, as the components' args."""
+
+    kubeconfig_cluster: KubeconfigClusterArgs | None
+    aks_cluster: AksClusterArgs | None
+    cluster_protect: bool
+    kaito: KaitoOperatorArgs
+    kaito_install: bool
+    gpu_discovery_given: bool  # kaito.gpuDiscovery was written
+    models: tuple[KaitoModelArgs, ...]
+    pools: tuple[PoolConfig, ...]
+    gpu_operator: GpuOperatorArgs | None  # None: not installed
+    gpu_operator_written: bool  # the gpuOperator key is there
+    create_namespaces: bool
+    has_hf_token: bool
+    has_kubeconfig: bool
+    azure_location: str | None
 
     @property
     def is_azure(self) -> bool:
-        return self.kubeconfig is None
-
-
-# ---------------------------------------------------------------- KAITO operator
-
-
-class KaitoSpec(CamelModel):
-    """The KAITO workspace operator."""
-
-    version: str = Field("0.8.1", description="KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0")
-    install: bool = Field(
-        True, description="false: KAITO is already installed (AKS add-on, platform team); only Workspaces are created"
-    )
-    node_provisioning: Literal["byo", "auto"] = Field(
-        "byo", description="byo: your nodes, auto-provisioning off; auto: KAITO creates `instanceType` nodes"
-    )
-    feature_gates: dict[str, bool] = Field(
-        {}, description="merged over the version's defaults; an unknown gate is an error"
-    )
-    values: dict[str, Any] = Field({}, description="extra chart values, deep-merged last")
-    gpu_discovery: Literal["kaito", "external"] | None = Field(
-        None,
-        description="who runs the device plugin, NFD and GFD: KAITO's bundled ones, or `external` (e.g. the GPU "
-        "Operator); default: external when this stack installs the GPU Operator",
-    )
-    wait_for_ready: bool = Field(
-        True,
-        description="`pulumi up` waits until every model serves (Workspace InferenceReady, InferenceSet "
-        "InferenceSetReady, tuning JobStarted); false: it returns once the objects exist",
-    )
-    ready_timeout_minutes: int = Field(
-        30, ge=1, description="how long to wait per model (large downloads take 20+ minutes); per workspace too"
-    )
-    wait_for_gpu_nodes: bool = Field(
-        True,
-        description="before creating a preset, wait until the nodes its labelSelector matches are Ready and labelled "
-        "by GPU Feature Discovery, as KAITO's webhook requires; false: for credentials that may not list nodes",
-    )
-    gpu_nodes_timeout_minutes: int = Field(
-        20, ge=1, description="how long to wait for those GPU nodes before failing the update"
-    )
-
-
-# ---------------------------------------------------------------- GPU nodes (AKS)
-
-
-class Autoscale(CamelModel):
-    """Cluster-autoscaler bounds of a node pool."""
-
-    min: int = Field(ge=0, description="fewest nodes (BYO presets need at least one to be admitted)")
-    max: int = Field(ge=1, description="most nodes")
-
-
-class GpuNodePoolSpec(CamelModel):
-    """A User-mode AKS node pool of one GPU VM size."""
-
-    name: str = Field(description="pool name: 1-12 lowercase letters and digits")
-    vm_size: str = Field(description="a GPU VM size KAITO knows (`python -m stacks models estimate <preset>`)")
-    count: int | None = Field(None, ge=0, description="fixed node count (default 1), or use autoscale")
-    autoscale: Autoscale | None = Field(None, description="`{min, max}` instead of count")
-    gpu_driver: Literal["operator", "aks"] = Field(
-        "operator",
-        description="operator: AKS skips the driver (gpuProfile.driver None) and the GPU Operator installs it; aks: AKS installs it",
-    )
-    spot: bool = Field(False, description="Azure Spot VMs (carry the AKS spot taint; needs KAITO 0.12)")
-    labels: dict[str, str] = Field({}, description="node labels (select a pool with labelSelector)")
-    taints: list[str] = Field(
-        list(DEFAULT_GPU_TAINTS), description="node taints; KAITO presets tolerate sku=gpu and nvidia.com/gpu"
-    )
-    os_disk_size_gb: int | None = Field(
-        None, ge=30, alias="osDiskSizeGB", description="OS disk size in GB (model weights are cached on it)"
-    )
-    protect: bool = Field(False, description="refuse to delete or replace the pool (production)")
+        return self.aks_cluster is not None
 
     @property
-    def max_nodes(self) -> int:
-        return self.autoscale.max if self.autoscale else (1 if self.count is None else self.count)
-
-    @property
-    def min_nodes(self) -> int:
-        return self.autoscale.min if self.autoscale else (1 if self.count is None else self.count)
-
-
-class GpuOperatorSpec(CamelModel):
-    """The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes)."""
-
-    enabled: bool | None = Field(
-        None, description="default: on for AKS stacks with GPU pools, off for kubeconfig stacks"
-    )
-    version: str = Field("v25.3.4", description="chart version: v25.3.4 or v26.7.0")
-    values: dict[str, Any] = Field({}, description="extra chart values, deep-merged last")
+    def namespaces(self) -> tuple[str, ...]:
+        """The namespaces this stack creates."""
+        if not self.create_namespaces:
+            return ()
+        return tuple(sorted({m.namespace for m in self.models} - {"default"}))
 
 
-# ---------------------------------------------------------------- workspaces
+def defaults(cls: type) -> dict[str, Any]:
+    return {n: f.default_value() for n, f in fields(cls).items() if not f.required}
 
 
-# One workspace entry is a kaito_aks.kaito_model.ModelSpec: the component's own schema.
-
-
-# ---------------------------------------------------------------- the stack
-
-
-class StackConfig(CamelModel):
-    """Everything under the `kaito-aks:` namespace of a stack's config."""
-
-    cluster: ClusterSpec = Field(description="where KAITO runs: kubeconfig, aks or existing")
-    kaito: KaitoSpec = Field(KaitoSpec(), description="the KAITO operator")
-    workspaces: list[ModelSpec] = Field([], description="the models to serve or tune")
-    gpu_node_pools: list[GpuNodePoolSpec] = Field([], description="AKS GPU node pools (aks/existing clusters)")
-    gpu_operator: GpuOperatorSpec | None = Field(None, description="the NVIDIA GPU Operator")
-    create_namespaces: bool = Field(True, description="create the workspaces' namespaces (other than default)")
-    # Secret values are not part of the model; these say which secrets the stack has.
-    hf_token: Annotated[bool, Field(exclude=True)] = False
-    kubeconfig: Annotated[bool, Field(exclude=True)] = False
-    # azure-native:location, for AKS clusters that do not name a location.
-    azure_location: Annotated[str | None, Field(exclude=True)] = None
-    # Config lists that had malformed entries (reported already; rules skip what needs them all).
-    incomplete: Annotated[tuple[str, ...], Field(exclude=True)] = ()
-
-    @property
-    def gpu_operator_enabled(self) -> bool:
-        """The GPU Operator is installed by default on AKS stacks, never on kubeconfig stacks
-        unless asked."""
-        if self.gpu_operator is not None and self.gpu_operator.enabled is not None:
-            return self.gpu_operator.enabled
-        return self.cluster.is_azure and bool(self.gpu_node_pools)
-
-    @property
-    def kaito_bundles_gpu_discovery(self) -> bool:
-        """Whether the KAITO release deploys its own device plugin, NFD and GFD."""
-        if self.kaito.gpu_discovery is not None:
-            return self.kaito.gpu_discovery == "kaito"
-        return not self.gpu_operator_enabled
-
-
-# Keys that existed in earlier KAITO/kaito-aks shapes, with the fix to give.
-RETIRED_KEYS = {
-    "preferredNodes": "removed in KAITO 0.8; use labelSelector",
-    "count": "use replicas (resource.count is deprecated in KAITO and does not scale vLLM serving)",
-    "preset": "use model",
-    "instance": "use instanceType",
-}
+def model_defaults(kaito: dict[type, dict[str, Any]]) -> dict[str, Any]:
+    """What every workspace gets from the `kaito` section."""
+    operator, waits = kaito[KaitoOperatorArgs], kaito[KaitoModelArgs]
+    return {
+        "kaito_version": operator.get("version", DEFAULT_KAITO_VERSION),
+        "node_provisioning": operator.get("node_provisioning", "byo"),
+        **{k: waits[k] for k in WAITS if k in waits},
+    }

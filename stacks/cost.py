@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kaito_aks import catalog
+from kaito_aks.azure.gpu_node_pool import node_group
 from stacks.config import StackConfig
 
 DEFAULT_REGION = "eastus"
@@ -43,20 +44,22 @@ class StackCost:
 
 
 def stack_cost(cfg: StackConfig) -> StackCost:
-    if not cfg.gpu_node_pools:
+    if not cfg.pools:
         return StackCost(region=None)
-    aks = cfg.cluster.aks
-    region = (aks.location if aks else None) or cfg.azure_location
+    aks = cfg.aks_cluster
+    location = aks.location if aks is not None and not aks.existing else None
+    region = (location if isinstance(location, str) else None) or cfg.azure_location
     table = catalog.prices(region) if region else {}
     low = high = 0.0
     unpriced: list[str] = []
     sources: set[str] = set()
-    for pool in cfg.gpu_node_pools:
-        price = table.get(pool.vm_size)
+    for pool in cfg.pools:
+        group = node_group(pool.args, pool.args.name or "")
+        price = table.get(group.vm_size)
         if price is None:
-            unpriced.append(pool.vm_size)
+            unpriced.append(group.vm_size)
             continue
-        low += pool.min_nodes * price.usd_per_hour
-        high += pool.max_nodes * price.usd_per_hour
+        low += group.min_nodes * price.usd_per_hour
+        high += group.max_nodes * price.usd_per_hour
         sources.add(f"{price.source}, {price.effective_date}")
-    return StackCost(region, low, high, sorted(set(unpriced)), sorted(sources), len(cfg.gpu_node_pools))
+    return StackCost(region, low, high, sorted(set(unpriced)), sorted(sources), len(cfg.pools))

@@ -1,87 +1,73 @@
-"""The README's config reference, generated from the pydantic models (one source of truth)."""
+"""The README's config reference, generated from the config sections and the components' args
+(one source of truth)."""
 
 from __future__ import annotations
 
-import json
 import re
-import types
-import typing
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
-
-from kaito_aks.model.component import ModelAdapter, ModelSpec, ModelTuning
+from kaito_aks.problems import camel, rename
+from kaito_aks.schema import Field, constraint_text, default_text, describe, fields
 from stacks import config
 
-SECRETS = {
-    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
-    "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; `pulumi config set --secret kubeconfig < file`",
-}
-SECTIONS: list[tuple[str, type[BaseModel]]] = [
-    ("cluster", config.ClusterSpec),
-    ("cluster.kubeconfig", config.KubeconfigCluster),
-    ("cluster.aks", config.AksClusterSpec),
-    ("cluster.aks.systemPool", config.SystemPool),
-    ("cluster.existing", config.ExistingAksSpec),
-    ("kaito", config.KaitoSpec),
-    ("gpuNodePools[]", config.GpuNodePoolSpec),
-    ("gpuNodePools[].autoscale", config.Autoscale),
-    ("gpuOperator", config.GpuOperatorSpec),
-    ("workspaces[]", ModelSpec),
-    ("workspaces[].adapters[]", ModelAdapter),
-    ("workspaces[].tuning", ModelTuning),
+SECTIONS: list[config.Section] = [
+    config.KUBECONFIG,
+    config.AKS,
+    config.EXISTING,
+    config.KAITO,
+    config.POOL,
+    config.GPU_OPERATOR,
+    config.WORKSPACE,
 ]
 
 
-def _type(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        return " \\| ".join(_type(a) for a in args if a is not type(None))
-    if origin is typing.Literal:
-        return " \\| ".join(str(a) for a in args)
-    if origin is list:
-        return f"list of {_type(args[0])}"
-    if origin is dict:
-        return "map"
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return "object"
-    return getattr(tp, "__name__", str(tp))
+def _row(key: str, f: Field, required: bool) -> str:
+    kind = describe(f.type).replace("|", "\\|")
+    limits = constraint_text(f)
+    default = "**required**" if required else (f"`{default_text(f)}`" if default_text(f) else "")
+    text = " ".join(rename(f.doc, "schema").split())
+    if limits:
+        text += f" ({limits})"
+    return f"| `{key}` | {kind} | {default} | {text} |"
 
 
-def _default(field) -> str:
-    if field.default is PydanticUndefined:
-        return "**required**"
-    value = field.default
-    if value is None or value == {} or value == []:
-        return ""
-    if isinstance(value, BaseModel):
-        return ""
-    if isinstance(value, (bool, list, dict)):
-        return f"`{json.dumps(value)}`"
-    return f"`{value}`"
-
-
-def _table(model: type[BaseModel]) -> list[str]:
+def _section_table(section: config.Section) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for name, field in model.model_fields.items():
-        if field.exclude:
-            continue
-        rows.append(
-            f"| `{field.alias or name}` | {_type(field.annotation)} | {_default(field)} | {field.description or ''} |"
-        )
+    required = {(p.cls, f.name) for p, f in section.required()}
+    for key, (part, f) in section.keys().items():
+        rows.append(_row(key, f, (part.cls, f.name) in required))
     return rows
 
 
+def _class_table(cls: type) -> list[str]:
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for f in fields(cls).values():
+        rows.append(_row(camel(f.name), f, f.required))
+    return rows
+
+
+def _summary(cls: type) -> str:
+    doc = (cls.__doc__ or "").split("\n\nArgs:")[0]
+    return " ".join(doc.split())
+
+
 def config_reference() -> str:
-    lines = ["Top-level keys (namespace `kaito-aks:`):", "", *_table(config.StackConfig), ""]
-    lines += ["Secrets (set with `--secret`; never stored in plaintext):", "", "| key | meaning |", "|---|---|"]
-    lines += [f"| `{k}` | {v} |" for k, v in SECRETS.items()]
-    for path, model in SECTIONS:
-        summary = " ".join((model.__doc__ or "").split())
-        lines += ["", f"`{path}`" + (f": {summary}" if summary else ""), "", *_table(model)]
+    lines = ["Top-level keys (namespace `kaito-aks:`):", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+    lines += [
+        "| `cluster` | object | **required** | where KAITO runs: kubeconfig, aks or existing |",
+        "| `kaito` | object |  | the KAITO operator, and how `pulumi up` waits for the models |",
+        "| `workspaces` | list of object |  | the models to serve or tune |",
+        "| `gpuNodePools` | list of object |  | AKS GPU node pools (aks/existing clusters) |",
+        "| `gpuOperator` | object |  | the NVIDIA GPU Operator |",
+    ]
+    lines += _section_table(config.TOP)[2:]
+    lines += ["", "Secrets (set with `--secret`; never stored in plaintext):", "", "| key | meaning |", "|---|---|"]
+    lines += [f"| `{k}` | {v} |" for k, v in config.SECRET_DOCS.items()]
+    lines += ["", "`cluster`: exactly one of kubeconfig (any cluster), aks (create one), existing (adopt one)."]
+    for section in SECTIONS:
+        lines += ["", f"`{section.path}`: {section.doc}", "", *_section_table(section)]
+    for path, cls in config.NESTED:
+        lines += ["", f"`{path}`: {_summary(cls)}", "", *_class_table(cls)]
     return "\n".join(lines)
 
 

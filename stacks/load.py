@@ -1,35 +1,59 @@
-"""Reading a stack's config: from the Pulumi engine (or any mapping of raw values) to a
-validated StackConfig plus its secrets. Everything is checked here, before the program
-registers a single resource."""
+"""Reading a stack's config: from the Pulumi engine (or a stack file) to a checked StackConfig, the
+components' args. Everything is checked here, with the components' own rules, before the
+program registers a single resource; `validate`, `render` and `pulumi up` read the same way."""
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import json
-import re
+import os
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pydantic import ValidationError
 
-from kaito_aks.model.component import ModelSpec
+from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
+from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
+from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
+from kaito_aks.model.component import check_model
+from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
+from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from stacks import rules
-from stacks.config import PROJECT, GpuNodePoolSpec, StackConfig
-from stacks.errors import Issue, StackConfigError, issues_from_validation
+from stacks.config import (
+    CLUSTER_CHOICES,
+    DEFAULT_KAITO_VERSION,
+    FROM_CLUSTER,
+    GPU_OPERATOR,
+    KAITO,
+    POOL,
+    PROJECT,
+    SECRET_KEYS,
+    TOP,
+    TOP_KEYS,
+    WORKSPACE,
+    PoolConfig,
+    Section,
+    StackConfig,
+    StackDiscovery,
+    StackGpuOperator,
+    StackKaito,
+    StackNamespaces,
+    StackProtect,
+    model_defaults,
+    read_section,
+)
+from stacks.errors import StackConfigError, secret_key
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
-# Config keys whose values are secrets: only their presence enters the StackConfig.
-SECRET_KEYS = ("hfToken", "kubeconfig")
-# Keys of StackConfig a person may write (the rest are derived).
-CONFIG_KEYS = tuple(
-    f.alias for name, f in StackConfig.model_fields.items() if not f.exclude and f.alias not in SECRET_KEYS
-)
+# Stands in for a secret where only its presence is known (validate, render).
+SECRET_PRESENT = "[secret]"
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class StackSecrets:
     hf_token: pulumi.Output[str] | None = None
     kubeconfig: pulumi.Output[str] | None = None
@@ -40,130 +64,301 @@ def parse_stack_config(
     *,
     secrets: Collection[str] = (),
     plaintext_secrets: Collection[str] = (),
+    secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
 ) -> StackConfig:
-    """Validate raw config values (keyed by their name in the kaito-aks namespace, already
-    YAML/JSON-decoded). `secrets` names the secret keys that are set; `plaintext_secrets` those
-    set without --secret. Raises StackConfigError listing every problem."""
-    issues: list[Issue] = []
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key in SECRET_KEYS:
+    """Check raw config values (keyed by their name in the kaito-aks namespace, already
+    decoded) and map them onto the components' args. `secrets` names the secret keys that are
+    set; `plaintext_secrets` those set without --secret. Raises StackConfigError listing every
+    problem, each at its config path."""
+    problems: list[Problem] = []
+    for key in raw:
+        if key in SECRET_KEYS or key in TOP_KEYS:
             continue
-        if key not in CONFIG_KEYS:
-            close = difflib.get_close_matches(key, CONFIG_KEYS, n=1, cutoff=0.6)
-            hint = f"; did you mean {PROJECT}:{close[0]}?" if close else f"; known keys: {', '.join(CONFIG_KEYS)}"
-            issues.append(Issue(f"{PROJECT}:{key}", f"unknown config key{hint}"))
-            continue
-        data[key] = value
+        close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
+        hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
+        problems.append(Problem((Key(f"{PROJECT}:{key}"),), f"unknown config key; {hint}", "unknown"))
     for key in plaintext_secrets:
-        issues.append(
-            Issue(
-                f"{PROJECT}:{key}",
+        problems.append(
+            Problem(
+                (secret_key(key),),
                 f"must be a secret: run `pulumi config set --secret {key} ...` (plaintext ends up in the stack file)",
+                "plaintext-secret",
             )
         )
-    data.update({key: key in secrets for key in SECRET_KEYS})
-    data["azureLocation"] = azure_location
-    if "cluster" not in data:
-        issues.append(
-            Issue(
-                f"{PROJECT}:cluster",
+    if "cluster" not in raw:
+        problems.append(
+            Problem(
+                (Key(f"{PROJECT}:cluster"),),
                 "required: set kubeconfig (an existing cluster), aks (create one) or existing (adopt one)",
+                "required",
             )
         )
-        raise StackConfigError(issues)
-    # Entries of the lists are checked one by one, and a field with a wrong type is set aside
-    # rather than the whole entry, so one mistake does not hide what the rules say about the
-    # rest of that entry or about the other entries.
-    kept: dict[str, list[int]] = {}
-    set_aside: list[str] = []
-    for key, model in LIST_ENTRIES.items():
-        entries = data.get(key)
-        if not isinstance(entries, list):
-            continue
-        kept[key] = []
-        usable = []
-        for i, entry in enumerate(entries):
-            entry_issues, usable_entry, dropped = _check_entry(entry, model, (key, i))
-            issues += entry_issues
-            set_aside += [f"{key}[{i}].{name}" for name in dropped]
-            if usable_entry is not None:
-                kept[key].append(i)
-                usable.append(usable_entry)
-        data[key] = usable
-    data["incomplete"] = tuple(key for key, idx in kept.items() if len(idx) != len(raw.get(key) or []))
-    try:
-        cfg = StackConfig.model_validate(data)
-    except ValidationError as exc:
-        raise StackConfigError(issues + issues_from_validation(exc, StackConfig)) from None
-    for issue in rules.check(cfg):
-        issue = _renumber(issue, kept)
-        if not _under(issue.path, set_aside):
-            issues.append(issue)
-    if issues:
-        raise StackConfigError(sorted(issues, key=lambda i: rules.path_key(i.path)))
+        raise StackConfigError(problems)
+
+    # ---- sections, each key checked against the args it maps onto
+    top = read_section(TOP, {k: v for k, v in raw.items() if k == "createNamespaces"}, (), problems) or _empty(TOP)
+    cluster_kind, cluster = _cluster(raw["cluster"], problems)
+    kaito = read_section(KAITO, raw.get("kaito", {}), ("kaito",), problems) or _empty(KAITO)
+    gpu_operator = read_section(GPU_OPERATOR, raw.get("gpuOperator", {}), ("gpuOperator",), problems) or _empty(
+        GPU_OPERATOR
+    )
+    pool_values = _entries(POOL, raw.get("gpuNodePools", []), "gpuNodePools", problems)
+    ws_values = _entries(WORKSPACE, raw.get("workspaces", []), "workspaces", problems)
+    # A key with a wrong shape is reported once, here; the rules do not speak about it (nor, when
+    # its value was unusable, about its entry as a whole, which they judged without it).
+    shaped = [p.path for p in problems]
+    blind = {p.path[:2] for p in problems if p.code != "constraint" and len(p.path) > 2 and isinstance(p.path[1], int)}
+
+    # ---- the components' args
+    kubeconfig_cluster = aks_cluster = None
+    cluster_protect = False
+    if cluster_kind == "kubeconfig" and cluster is not None:
+        contents: Any = (
+            secret_values.kubeconfig
+            if secret_values.kubeconfig is not None
+            else (SECRET_PRESENT if "kubeconfig" in secrets else None)
+        )
+        kubeconfig_cluster = KubeconfigClusterArgs(**cluster[KubeconfigClusterArgs], kubeconfig=contents)
+    elif cluster_kind in ("aks", "existing") and cluster is not None:
+        values = dict(cluster[AksClusterArgs])
+        if cluster_kind == "aks":
+            values["location"] = values.get("location") or azure_location
+            values["tags"] = {"managed-by": "pulumi", "app": "kaito-aks", **values.get("tags", {})}
+            cluster_protect = cluster[StackProtect].get("protect", False)
+        aks_cluster = AksClusterArgs(**values, existing=cluster_kind == "existing")
+
+    pools: list[PoolConfig] = []
+    pool_index: list[int] = []  # config index of each pool read
+    for i, entry in enumerate(pool_values):
+        if entry is not None:
+            args = GpuNodePoolArgs(
+                **entry[GpuNodePoolArgs], cluster_name=FROM_CLUSTER, resource_group_name=FROM_CLUSTER
+            )
+            pools.append(PoolConfig(args, entry[StackProtect].get("protect", False)))
+            pool_index.append(i)
+    groups = [node_group(p.args, p.args.name or "") for p in pools]
+
+    operator = kaito[KaitoOperatorArgs]
+    discovery = kaito[StackDiscovery].get("gpu_discovery")
+    stack_gpu = gpu_operator[StackGpuOperator]
+    is_azure = cluster_kind in ("aks", "existing")
+    gpu_enabled = stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values))
+    kaito_args = KaitoOperatorArgs(
+        version=operator.get("version", DEFAULT_KAITO_VERSION),
+        node_provisioning=operator.get("node_provisioning", "byo"),
+        feature_gates=operator.get("feature_gates", {}),
+        values=operator.get("values", {}),
+        gpu_discovery=discovery if discovery is not None else ("external" if gpu_enabled else "kaito"),
+        node_groups=groups,
+        cluster_name=aks_cluster.name if aks_cluster is not None else None,
+    )
+    gpu_operator_args = (
+        GpuOperatorArgs(
+            version=gpu_operator[GpuOperatorArgs].get("version", GPU_OPERATOR_VERSION),
+            node_groups=groups if is_azure else [],
+            values=gpu_operator[GpuOperatorArgs].get("values", {}),
+        )
+        if gpu_enabled
+        else None
+    )
+    stack_defaults = model_defaults(kaito)
+    hf_token: Any = (
+        secret_values.hf_token
+        if secret_values.hf_token is not None
+        else (SECRET_PRESENT if "hfToken" in secrets else None)
+    )
+    # The stack knows every GPU pool of a cluster it creates: each model checks where it lands.
+    knows_pools = (
+        cluster_kind == "aks" and stack_defaults["node_provisioning"] == "byo" and len(pools) == len(pool_values)
+    )
+    models: list[KaitoModelArgs] = []
+    model_index: list[int] = []
+    for i, entry in enumerate(ws_values):
+        if entry is not None:
+            given = {k: v for k, v in entry[KaitoModelArgs].items() if v is not None}
+            models.append(
+                KaitoModelArgs(
+                    **{**stack_defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
+                )
+            )
+            model_index.append(i)
+
+    cfg = StackConfig(
+        kubeconfig_cluster=kubeconfig_cluster,
+        aks_cluster=aks_cluster,
+        cluster_protect=cluster_protect,
+        kaito=kaito_args,
+        kaito_install=kaito[StackKaito].get("install", True),
+        gpu_discovery_given=discovery is not None,
+        models=tuple(models),
+        pools=tuple(pools),
+        gpu_operator=gpu_operator_args,
+        gpu_operator_written="gpuOperator" in raw,
+        create_namespaces=top[StackNamespaces].get("create_namespaces", True),
+        has_hf_token="hfToken" in secrets,
+        has_kubeconfig="kubeconfig" in secrets,
+        azure_location=azure_location,
+    )
+
+    # ---- the components' own rules, at config paths; then what only a whole stack can get wrong
+    found: list[Problem] = []
+    if kubeconfig_cluster is not None:
+        found += [
+            rules.stack_wording(p.under("cluster", "kubeconfig"))
+            for p in kubeconfig_cluster_problems(kubeconfig_cluster)
+        ]
+    if aks_cluster is not None:
+        found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
+    for i, pool in zip(pool_index, pools, strict=True):
+        found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
+    found += [_at_pools(p, pool_index) or p.under("kaito") for p in kaito_operator_problems(kaito_args)]
+    if gpu_operator_args is not None:
+        found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
+    for i, args in zip(model_index, models, strict=True):
+        given = ws_values[i]
+        for p in check_model(args)[1]:
+            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given), args))
+    found += rules.check(cfg, model_index, pool_index)
+    problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
+    if problems:
+        raise StackConfigError(problems)
     return cfg
 
 
-def _check_entry(entry: Any, model: type, loc: tuple[str, int]) -> tuple[list[Issue], Any, list[str]]:
-    """(issues, the entry without its ill-typed fields or None when nothing usable is left,
-    the names of the fields set aside)."""
-    path = f"{loc[0]}[{loc[1]}]"
-    if not isinstance(entry, dict):
-        return [Issue(path, f"must be a map of key: value, not {entry!r}")], None, []
-    issues: list[Issue] = []
-    dropped: list[str] = []
-    current = dict(entry)
-    while True:
-        try:
-            model.model_validate(current)
-            return issues, current, dropped
-        except ValidationError as exc:
-            found = issues_from_validation(exc, model, prefix=loc)
-            aside = [f"{path}.{name}" for name in dropped]
-            issues += [i for i in found if i not in issues and not _under(i.path, aside)]
-            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"] and str(e["loc"][0]) in current}
-            if not bad:
-                return issues, None, dropped
-            for name in bad:
-                current.pop(name)
-                dropped.append(name)
+def _spoken_for(path: tuple[PathPart, ...], shaped: list[tuple[PathPart, ...]]) -> bool:
+    """A rule's problem at (or inside) a key already reported."""
+    return any(path[: len(s)] == s for s in shaped if s)
 
 
-def _under(issue_path: str, set_aside: list[str]) -> bool:
-    """Whether an issue is about a field already reported and set aside (or inside one)."""
-    return any(issue_path == p or issue_path.startswith((f"{p}.", f"{p}[")) for p in set_aside)
+def _empty(section: Section) -> dict[type, dict[str, Any]]:
+    return {p.cls: {} for p in section.parts}
 
 
-LIST_ENTRIES = {"workspaces": ModelSpec, "gpuNodePools": GpuNodePoolSpec}
+def _cluster(data: Any, out: list[Problem]) -> tuple[str | None, dict[type, dict[str, Any]] | None]:
+    if not isinstance(data, Mapping):
+        out.append(Problem(("cluster",), "must be a map with one of kubeconfig, aks or existing", "type"))
+        return None, None
+    for key in data:
+        if key not in CLUSTER_CHOICES:
+            close = did_you_mean(str(key), list(CLUSTER_CHOICES))
+            hint = f"did you mean {close[0]}?" if close else "use kubeconfig, aks or existing"
+            out.append(Problem(("cluster", Key(str(key))), f"unknown key; {hint}", "unknown"))
+    chosen = [k for k in CLUSTER_CHOICES if k in data]
+    if len(chosen) != 1:
+        out.append(
+            Problem(
+                ("cluster",),
+                "choose exactly one of kubeconfig (an existing cluster through a kubeconfig), aks (create an AKS "
+                f"cluster) or existing (adopt an AKS cluster); got {', '.join(chosen) or 'none'}",
+                "cluster",
+            )
+        )
+        return None, None
+    kind = chosen[0]
+    body = data[kind] if data[kind] is not None else {}
+    return kind, read_section(CLUSTER_CHOICES[kind], body, ("cluster", kind), out)
 
 
-def _renumber(issue: Issue, kept: dict[str, list[int]]) -> Issue:
-    """Rules saw only the well-formed entries; point their paths (and the paths they mention)
-    back at the config's indexes."""
+def _entries(section: Section, data: Any, key: str, out: list[Problem]) -> list[dict[type, dict[str, Any]] | None]:
+    """Each entry of a config list, read on its own (None: not usable)."""
+    if not isinstance(data, list):
+        out.append(
+            Problem(
+                (key,),
+                f"must be a list of entries (`- name: ...`), not {'a map' if isinstance(data, Mapping) else repr(data)}",
+                "type",
+            )
+        )
+        return []
+    return [read_section(section, entry, (key, i), out) for i, entry in enumerate(data)]
 
-    def original(match: re.Match) -> str:
-        key, index = match.group(1), int(match.group(2))
-        return f"{key}[{kept[key][index]}]" if key in kept else match.group(0)
 
-    entry = re.compile(r"\b(workspaces|gpuNodePools)\[(\d+)\]")
-    return Issue(entry.sub(original, issue.path), entry.sub(original, issue.message))
+def _at_pools(problem: Problem, pool_index: list[int]) -> Problem | None:
+    """A component's problem at `node_groups[i]...`, at the stack's gpuNodePools entry."""
+    path = problem.path
+    if len(path) >= 2 and path[0] == "node_groups" and isinstance(path[1], int) and path[1] < len(pool_index):
+        rest = path[2:]
+        if rest and rest[0] in ("min_nodes", "max_nodes"):
+            rest = ()  # (count or autoscale)
+        return dataclasses.replace(problem, path=("gpuNodePools", pool_index[path[1]], *rest))
+    if path == ("node_groups",):
+        return dataclasses.replace(problem, path=("gpuNodePools",))
+    return None
+
+
+# Model args the stack sets for every model from one place.
+STACK_WIDE: dict[str, tuple[PathPart, ...]] = {
+    "kaito_version": ("kaito", "version"),
+    "node_provisioning": ("kaito", "node_provisioning"),
+    "wait_for_ready": ("kaito", "wait_for_ready"),
+    "wait_for_gpu_nodes": ("kaito", "wait_for_gpu_nodes"),
+    "gpu_nodes_timeout_minutes": ("kaito", "gpu_nodes_timeout_minutes"),
+    "hf_token": (secret_key("hfToken"),),
+}
+
+
+def _model_problem_at(
+    problem: Problem, index: int, pool_index: list[int], given: dict[type, dict[str, Any]] | None
+) -> Problem:
+    """A model's problem at its config path: the workspace entry, or the stack-wide key or pool
+    the arg came from."""
+    at_pool = _at_pools(problem, pool_index)
+    if at_pool is not None:
+        return at_pool
+    head = problem.path[0] if problem.path else None
+    if isinstance(head, str) and head in STACK_WIDE:
+        return dataclasses.replace(problem, path=(*STACK_WIDE[head], *problem.path[1:]))
+    own_timeout = given is not None and given[KaitoModelArgs].get("ready_timeout_minutes") is not None
+    if head == "ready_timeout_minutes" and not own_timeout:
+        return dataclasses.replace(problem, path=("kaito", *problem.path))
+    return problem.under("workspaces", index)
 
 
 def parse_stack_file(f: StackFile) -> StackConfig:
-    """A Pulumi.<stack>.yaml's config, validated as `pulumi up` would (secure values count as
-    set secrets; their contents are never needed)."""
+    """A Pulumi.<stack>.yaml's config, checked as `pulumi up` would check it (secure values count
+    as set secrets; their contents are never needed)."""
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
+    problems = [
+        Problem(
+            (Key(k),),
+            f"is encrypted (secure:), but only {' and '.join(SECRET_KEYS)} are secrets; write it in plain text",
+            "secure-value",
+        )
+        for k in f.secrets
+        if k.startswith(prefix) and k.removeprefix(prefix) not in SECRET_KEYS
+    ]
     present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
     try:
-        return parse_stack_config(
-            raw, secrets=present, plaintext_secrets=plaintext, azure_location=f.config.get("azure-native:location")
+        cfg = parse_stack_config(
+            {k: v for k, v in raw.items() if k not in SECRET_KEYS},
+            secrets=present,
+            plaintext_secrets=plaintext,
+            azure_location=f.config.get("azure-native:location"),
         )
     except StackConfigError as err:
-        raise err.with_source(f) from None
+        raise StackConfigError([*problems, *err.problems], f) from None
+    if problems:
+        raise StackConfigError(problems, f)
+    return cfg
+
+
+def foreign_keys(keys: Collection[str]) -> list[str]:
+    """Warnings for config keys outside the kaito-aks namespace that look like typos of it
+    (`kaito:workspaces`, `Kaito-aks:gpuOperator`): another package's keys are left alone."""
+    warnings = []
+    for key in keys:
+        namespace, _, name = key.partition(":")
+        if not name or namespace == PROJECT:
+            continue
+        looks_ours = did_you_mean(namespace, [PROJECT], cutoff=0.6) or namespace.lower().replace("_", "-") == PROJECT
+        if looks_ours and (name in TOP_KEYS or name in SECRET_KEYS or did_you_mean(name, [*TOP_KEYS, *SECRET_KEYS])):
+            warnings.append(
+                f"{key}: not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?"
+            )
+    return warnings
 
 
 def _decode(value: Any) -> Any:
@@ -180,7 +375,12 @@ def _engine_config() -> dict[str, Any]:
     """Every config value the engine passed to this program, by full key (project:name)."""
     from pulumi.runtime import config as runtime_config
 
-    values = dict(runtime_config.get_config_env())
+    try:
+        values = dict(runtime_config.get_config_env())
+    except ValueError as err:
+        raise StackConfigError(
+            [Problem((Key("PULUMI_CONFIG"),), f"the engine's config is not JSON ({err})", "engine")]
+        ) from None
     values.update(runtime_config.CONFIG.get())
     return values
 
@@ -189,28 +389,46 @@ def _own_stack_file() -> StackFile | None:
     """This stack's Pulumi.<stack>.yaml in the working directory, to point errors at lines
     (None when it cannot be read: the errors are then reported without lines)."""
     try:
-        return read_stack_file(pulumi.get_stack(), Path.cwd())
+        return read_stack_file(pulumi.get_stack(), Path(os.getcwd()))
     except (OSError, StackFileError):
         return None
 
 
 def load_stack() -> tuple[StackConfig, StackSecrets]:
-    """The current stack's config and secrets, validated (for __main__.py)."""
+    """The current stack's config and secrets, checked (for __main__.py)."""
     from pulumi.runtime.config import is_config_secret
 
     prefix = f"{PROJECT}:"
     engine = _engine_config()
+    for warning in foreign_keys(engine):
+        pulumi.warn(warning)
     raw = {k.removeprefix(prefix): _decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
-    location = engine.get("azure-native:location")
-    try:
-        cfg = parse_stack_config(raw, secrets=present, plaintext_secrets=plaintext, azure_location=location)
-    except StackConfigError as err:
-        raise err.with_source(_own_stack_file()) from None
+    encrypted = [
+        Problem(
+            (Key(prefix + k),),
+            f"is a secret, but only {' and '.join(SECRET_KEYS)} are secrets; set it without --secret",
+            "secure-value",
+        )
+        for k in raw
+        if k not in SECRET_KEYS and is_config_secret(prefix + k)
+    ]
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
         kubeconfig=config.get_secret("kubeconfig") if "kubeconfig" in present else None,
     )
+    try:
+        if encrypted:
+            raise StackConfigError(encrypted)
+        cfg = parse_stack_config(
+            {k: v for k, v in raw.items() if k not in SECRET_KEYS},
+            secrets=present,
+            plaintext_secrets=plaintext,
+            secret_values=secrets,
+            azure_location=engine.get("azure-native:location"),
+        )
+    except StackConfigError as err:
+        raise err.with_source(_own_stack_file()) from None
     return cfg, secrets

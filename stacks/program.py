@@ -1,9 +1,9 @@
-"""The Pulumi program: one validated stack config in, components out, in dependency order.
+"""The Pulumi program: one checked stack config in, components out, in dependency order.
 
-    cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> model workspaces
+    cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> models
 
-No component reads config; each gets typed arguments from the plan (stacks/plan.py) and the
-outputs and providers of the ones before it. Every Kubernetes resource uses the cluster's explicit provider.
+No component reads config; each gets its args from StackConfig (stacks/load.py) and the outputs
+and provider of the ones before it. Every Kubernetes resource uses the cluster's provider.
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
+from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
-from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
-from kaito_aks.cluster.protocol import model_access_args
-from kaito_aks.model.component import KaitoModel, KaitoModelArgs
+from kaito_aks.model.component import KaitoModel
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
-from stacks.plan import StackPlan, build_plan
 
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
 # program ends; at Python's default thresholds every collection rescans them all, which makes
@@ -41,97 +40,82 @@ def main() -> None:
     gc.freeze()
 
 
-def build_stack(cfg: StackConfig, secrets: StackSecrets) -> StackPlan:
+def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     """Declare the stack's resources; no process-wide side effects (usable from any host)."""
-    plan = build_plan(cfg)
-
     cluster: AksCluster | KubeconfigCluster
-    if plan.aks_cluster is not None:
-        cluster = AksCluster("cluster", plan.aks_cluster)
-    else:
-        assert plan.kubeconfig_cluster is not None
-        cluster = KubeconfigCluster(
-            "cluster", dataclasses.replace(plan.kubeconfig_cluster, contents=secrets.kubeconfig)
+    if cfg.aks_cluster is not None:
+        cluster = AksCluster(
+            "cluster", cfg.aks_cluster, opts=pulumi.ResourceOptions(protect=cfg.cluster_protect or None)
         )
+    else:
+        assert cfg.kubeconfig_cluster is not None
+        cluster = KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
 
-    pools = []
+    pools: list[GpuNodePool] = []
     if isinstance(cluster, AksCluster):
-        pools = [GpuNodePool(p.name, GpuNodePoolArgs(cluster, p.settings)) for p in plan.gpu_pools]
+        for p in cfg.pools:
+            args = dataclasses.replace(
+                p.args, cluster_name=cluster.cluster_name, resource_group_name=cluster.resource_group_name
+            )
+            pools.append(GpuNodePool(p.args.name or "", args, opts=pulumi.ResourceOptions(protect=p.protect or None)))
     # In-cluster work starts once the GPU nodes exist.
     on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
 
-    gpu_operator = (
-        GpuOperator(
-            "gpu-operator",
-            dataclasses.replace(plan.gpu_operator, pools=pools or plan.gpu_operator.pools),
-            opts=on_cluster,
-        )
-        if plan.gpu_operator
-        else None
-    )
-    kaito = KaitoOperator("kaito", plan.kaito, opts=on_cluster) if plan.kaito_install else None
+    gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
+    kaito = KaitoOperator("kaito", cfg.kaito, opts=on_cluster) if cfg.kaito_install else None
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=ns),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
         )
-        for ns in plan.namespaces
+        for ns in cfg.namespaces
     }
-    access = model_access_args(cluster)
-    secret = {"hf_token": secrets.hf_token} if secrets.hf_token is not None else {}
-    models = {}
-    for args in plan.models:
-        namespace = args.get("namespace", "default")
-        key = f"{namespace}/{args['name']}"
+    models: dict[str, KaitoModel] = {}
+    for args in cfg.models:
+        key = f"{args.namespace}/{args.name}"
         # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching
         # GPU nodes exist and GPU Feature Discovery has labelled them: wait for the pools,
         # both operators (when this stack installs them) and the namespace.
-        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(namespace)) if r is not None)]
-        models[key] = KaitoModel(
-            key,
-            KaitoModelArgs(**args, **secret, **access),  # type: ignore[typeddict-item]
-            opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
-        )
+        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(args.namespace)) if r is not None)]
+        models[key] = KaitoModel(key, args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready))
 
-    _export(cfg, plan, cluster, models)
-    return plan
+    _export(cfg, cluster, models)
 
 
-def _export(
-    cfg: StackConfig, plan: StackPlan, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoModel]
-) -> None:
+def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoModel]) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("oidcIssuerUrl", cluster.oidc_issuer_url)
     pulumi.export("clusterName", cluster.cluster_name)
+    skus = catalog.all_gpu_skus()
     pulumi.export(
         "nodePools",
         [
             {
-                "name": p.name,
-                "vmSize": p.sku.name,
-                "gpuModel": p.sku.gpu_model,
-                "gpusPerNode": p.sku.gpu_count,
-                "gpuMemoryGiBPerNode": p.sku.gpu_mem_gib,
-                "nodes": p.settings.initial_nodes
-                if p.settings.autoscale_max is None
-                else f"{p.settings.autoscale_min}-{p.settings.autoscale_max}",
-                "gpuDriver": p.settings.gpu_driver,
-                "spot": p.settings.spot,
+                "name": p.args.name,
+                "vmSize": p.args.vm_size,
+                "gpuModel": skus[p.args.vm_size].gpu_model,
+                "gpusPerNode": skus[p.args.vm_size].gpu_count,
+                "gpuMemoryGiBPerNode": skus[p.args.vm_size].gpu_mem_gib,
+                "nodes": initial_nodes(p.args)
+                if p.args.autoscale is None
+                else f"{p.args.autoscale.min}-{p.args.autoscale.max}",
+                "gpuDriver": p.args.gpu_driver,
+                "spot": p.args.spot,
             }
-            for p in plan.gpu_pools
+            for p in cfg.pools
         ],
     )
     pulumi.export(
         "charts",
         {
             "kaito": {
-                "version": plan.kaito_chart.version,
-                "installed": plan.kaito_install,
+                "version": cfg.kaito.version,
+                "installed": cfg.kaito_install,
                 "nodeProvisioning": cfg.kaito.node_provisioning,
             },
-            "gpuOperator": {"version": plan.gpu_operator.version} if plan.gpu_operator else None,
+            "gpuOperator": {"version": cfg.gpu_operator.version} if cfg.gpu_operator else None,
         },
     )
     pulumi.export(

@@ -184,16 +184,17 @@ def _dump(body: Any) -> str:
 
 def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
     """Evaluate `Pulumi.<stack>.yaml` and write its render to `out` (replacing what was there)."""
+    from stacks.cost import stack_cost
+    from stacks.load import parse_stack_file
+
     f = read_stack_file(stack, root)
+    cfg = parse_stack_file(f)  # what `validate` checks, with the file's lines
     try:
         ev = evaluate(f.config, stack=stack, secrets=f.secrets)
     except StackConfigError as err:
         raise err.with_source(f) from None
-    from stacks.cost import stack_cost
-
     files = render_files(ev)
-    if ev.config is not None:
-        files["cost.yaml"] = _dump(stack_cost(ev.config).as_dict())
+    files["cost.yaml"] = _dump(stack_cost(cfg).as_dict())
     return write_files(files, out)
 
 

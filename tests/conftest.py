@@ -35,4 +35,4 @@ def errors_of(cfg: dict[str, Any], **kw: Any) -> list[str]:
     with pytest.raises(StackConfigError) as err:
         run(cfg, monitor=monitor, **kw)
     assert monitor.registrations == [], "resources were registered before the config error"
-    return [str(i) for i in err.value.issues]
+    return err.value.lines

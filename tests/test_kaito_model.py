@@ -216,7 +216,7 @@ def test_a_config_edit_changes_what_kaito_rolls_out():
 
 
 def test_0_12_inference_set_edits_that_must_reach_pods_replace_it():
-    from kaito_aks.kaito.workspace import INFERENCE_SET_IMMUTABLE_PATHS
+    from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 
     assert "spec.template.inference.config" in INFERENCE_SET_IMMUTABLE_PATHS
     assert "spec.template.inference.adapters" in INFERENCE_SET_IMMUTABLE_PATHS
@@ -313,9 +313,13 @@ def test_non_default_namespaces_are_created_first():
 
 def test_component_type_tokens_and_parents():
     ev = run(config([PHI]))
-    comp = ev.named("default/phi", "kaito-aks:kubernetes:KaitoModel")
-    # Named KaitoWorkspace before the package existed: stacks from then keep their URNs.
-    assert [a["spec"]["type"] for a in comp.options["aliases"]] == ["kaito-aks:kubernetes:KaitoWorkspace"]
+    comp = ev.named("default/phi", "kaito-aks:index:KaitoModel")
+    # The token the component provider serves, with an alias for each earlier one: every stack
+    # deployed by an earlier version keeps its URNs.
+    assert [a["spec"]["type"] for a in comp.options["aliases"]] == [
+        "kaito-aks:kubernetes:KaitoModel",
+        "kaito-aks:kubernetes:KaitoWorkspace",
+    ]
     children = [r for r in ev.resources if r.name.startswith("default/phi/")]
     assert {r.name for r in children} >= {"default/phi/phi-0", "default/phi/phi", "default/phi/gpu-nodes"}
     for r in children:

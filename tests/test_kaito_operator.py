@@ -30,7 +30,7 @@ def test_release_is_the_pinned_official_chart():
     assert r.inputs["name"] == "kaito-workspace"
     assert r.inputs["createNamespace"] is True
     assert r.inputs["atomic"] is True
-    assert r.parent.endswith("kaito-aks:kubernetes:KaitoOperator::kaito")
+    assert r.parent.endswith("kaito-aks:index:KaitoOperator::kaito")
 
 
 def test_byo_mode_disables_node_auto_provisioning_with_every_0_8_gate_explicit():
@@ -99,7 +99,7 @@ def test_every_value_we_set_exists_in_that_charts_values_yaml(version, kaito):
 def test_install_false_installs_nothing_and_workspaces_wait_only_for_their_gpu_nodes():
     ev = run(config([PHI], kaito={"install": False}))
     assert ev.of_type(RELEASE) == []
-    assert ev.of_type("kaito-aks:kubernetes:KaitoOperator") == []
+    assert ev.of_type("kaito-aks:index:KaitoOperator") == []
     (ws,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     (wait,) = ev.of_type("pulumi-python:dynamic/kaito-aks:GpuNodesReady")
     assert ws.dependencies == [wait.urn]

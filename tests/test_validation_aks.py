@@ -14,7 +14,7 @@ def one_error(cfg) -> str:
 
 def test_gpu_pool_needs_a_gpu_vm_size():
     err = one_error(aks(pools=[{**A10, "vmSize": "Standard_D8s_v5"}]))
-    assert err.startswith("gpuNodePools[0].vmSize: Standard_D8s_v5 is not a GPU VM size kaito-aks knows; use one of:")
+    assert err.startswith("gpuNodePools[0].vmSize: Standard_D8s_v5 is not a GPU VM size KAITO knows; use one of:")
 
 
 def test_gpu_pool_needs_nvidia_gpus():
@@ -52,7 +52,7 @@ def test_model_larger_than_one_node_of_every_pool():
     err = one_error(aks(workspaces=[{**PHI, "model": "phi-4"}]))
     assert err == (
         "workspaces[0].model: phi-4 needs 27.31 GiB of GPU memory on one node (KAITO 0.8.1 cannot spread it over "
-        "nodes) and a Standard_NV36ads_A10_v5 node counts 24 GiB; choose a larger size: `python -m stacks models "
+        "nodes) and a Standard_NV36ads_A10_v5 node counts 24 GiB; choose a larger size; see `python -m stacks models "
         "estimate phi-4 --pool Standard_NV36ads_A10_v5 --version 0.8.1`"
     )
 
@@ -77,8 +77,8 @@ def test_admission_counts_only_the_nodes_an_autoscaled_pool_has_at_its_minimum()
     assert err.startswith(
         "workspaces[0].model: KAITO 0.8.1's admission webhook would deny it: Insufficient total GPU memory: "
         "1 node(s) x 80 GiB = 80 GiB, but preset llama-3.3-70b-instruct requires at least 131.42 GiB; 1 node(s) of "
-        "Standard_NC24ads_A100_v4 exist when the Workspace is created (an autoscaled pool has only autoscale.min "
-        "nodes then); it needs 2 to exist"
+        "Standard_NC24ads_A100_v4 exist when the Workspace is created (an autoscaled pool has only its minimum "
+        "then); it needs 2 to exist"
     )
     run(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": None, "autoscale": {"min": 2, "max": 4}}]))
 
@@ -113,7 +113,10 @@ def test_taints_kaito_cannot_tolerate_on_a_pool_that_serves_presets():
 
 def test_taints_must_be_taints():
     err = one_error(aks(pools=[{**A10, "taints": ["sku=gpu"]}]))
-    assert err == "gpuNodePools[0].taints[0]: 'sku=gpu' is not a taint: write key=value:Effect or key:Effect"
+    assert (
+        err
+        == "gpuNodePools[0].taints[0]: 'sku=gpu' is not a taint: write key=value:Effect or key:Effect (NoSchedule, PreferNoSchedule, NoExecute)"
+    )
 
 
 def test_autoscale_min_above_max():
@@ -123,12 +126,12 @@ def test_autoscale_min_above_max():
 
 def test_count_or_autoscale_not_both():
     err = one_error(aks(pools=[{**A10, "autoscale": {"min": 1, "max": 2}}]))
-    assert err == "gpuNodePools[0]: set count or autoscale, not both"
+    assert err == "gpuNodePools[0].autoscale: give count or autoscale, not both"
 
 
 def test_kubernetes_version_format():
     err = one_error(aks(cluster={"aks": {**AKS["aks"], "kubernetesVersion": "v1.33"}}))
-    assert err.startswith("cluster.aks.kubernetesVersion: kubernetesVersion 'v1.33' is not a Kubernetes version")
+    assert err.startswith("cluster.aks.kubernetesVersion: 'v1.33' is not a Kubernetes version")
 
 
 def test_spot_pools_need_a_kaito_that_tolerates_spot():
@@ -147,7 +150,7 @@ def test_one_driver_mode_per_cluster_with_the_gpu_operator():
     pools = [A10, {**A10, "name": "gpu2", "gpuDriver": "aks", "labels": {"x": "y"}}]
     errors = errors_of(aks(pools=pools, workspaces=[{**PHI, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}]))
     assert errors == [
-        "gpuNodePools: with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings are cluster-wide)"
+        "gpuNodePools: every GPU pool needs the same gpuDriver under the GPU Operator (its driver settings are cluster-wide)"
     ]
 
 
@@ -176,12 +179,14 @@ def test_selecting_one_pool_by_agentpool_label():
 
 def test_selector_that_matches_no_pool():
     err = one_error(aks(workspaces=[{**PHI, "labelSelector": {"matchLabels": {"agentpool": "nope"}}}]))
-    assert err.startswith("workspaces[0].labelSelector: matches no GPU node pool of this stack")
+    assert err.startswith("workspaces[0].labelSelector: matches no GPU node pool")
 
 
 def test_byo_presets_need_a_node_at_creation():
     err = one_error(aks(pools=[{**A10, "count": None, "autoscale": {"min": 0, "max": 2}}]))
-    assert err.startswith("workspaces[0].model: KAITO admits a BYO preset only when matching GPU nodes exist")
+    assert err.startswith(
+        "workspaces[0].model: KAITO admits a bring-your-own preset only when matching GPU nodes exist"
+    )
 
 
 def test_gpu_operator_version_outside_the_table():
@@ -217,20 +222,18 @@ def test_kaito_tolerated_taint_forms():
 
 def test_spot_taint_belongs_to_spot_pools():
     err = one_error(aks(pools=[{**A10, "taints": ["kubernetes.azure.com/scalesetpriority=spot:NoSchedule"]}]))
-    assert (
-        err == "gpuNodePools[0].taints[0]: AKS sets the spot taint on spot pools; set spot: true instead of the taint"
-    )
+    assert err == "gpuNodePools[0].taints[0]: AKS sets the spot taint on spot pools; set spot instead of the taint"
 
 
 def test_pool_without_nodes():
     err = one_error(aks(pools=[{**A10, "count": 0}]))
-    assert err == "workspaces[0].model: every GPU pool it may use has count: 0; give one at least a node"
+    assert err == "workspaces[0].model: every GPU pool it may use has no nodes; give one at least a node"
 
 
 def test_a_malformed_pool_does_not_make_up_placement_errors():
     errors = errors_of(aks(pools=[{**A10, "vmSize": 7}]))
     assert len(errors) == 1
-    assert errors[0].startswith("gpuNodePools[0].vmSize: YAML reads this as the number 7, not text")
+    assert errors[0].startswith("gpuNodePools[0].vmSize: must be text; YAML reads this as the number 7")
 
 
 def test_kaito_gpu_discovery_next_to_the_gpu_operator():
@@ -269,9 +272,7 @@ def test_gpu_pools_carry_the_gpu_present_label_the_default_selector_needs():
 
 def test_a_vm_size_typo_gets_a_did_you_mean():
     err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NV36ads_A10"}]))
-    assert err.startswith(
-        "gpuNodePools[0].vmSize: Standard_NV36ads_A10 is not a GPU VM size kaito-aks knows; did you mean"
-    )
+    assert err.startswith("gpuNodePools[0].vmSize: Standard_NV36ads_A10 is not a GPU VM size KAITO knows; did you mean")
     assert "Standard_NV36ads_A10_v5" in err
 
 
@@ -279,7 +280,7 @@ def test_an_unusable_gpu_size_is_refused_with_the_reason():
     errors = errors_of(aks(pools=[{**A10, "vmSize": "Standard_NV12s_v3"}]))
     assert errors[0] == (
         "gpuNodePools[0].vmSize: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2; KAITO's vLLM "
-        "images need 7.0 or newer; see `python -m stacks models estimate`"
+        "images need 7.0 or newer"
     )
 
 
@@ -290,7 +291,7 @@ def test_tuning_that_does_not_fit_names_the_workspace_model():
     err = one_error(aks(workspaces=[TUNING]))
     assert err == (
         "workspaces[0].model: phi-4-mini-instruct needs 72 GiB of GPU memory (1 GPU per node, one node); the "
-        "largest pool node has 24 GiB; add a larger pool (see `python -m stacks models estimate "
-        "phi-4-mini-instruct`)"
+        "largest pool node has 24 GiB; add a larger pool; see `python -m stacks models estimate "
+        "phi-4-mini-instruct --pool Standard_NV36ads_A10_v5 --version 0.8.1`"
     )
     run(aks(workspaces=[TUNING], pools=[{**A10, "vmSize": "Standard_NC24ads_A100_v4"}]))

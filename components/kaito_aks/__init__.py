@@ -1,3 +1,131 @@
-"""kaito-aks: Pulumi components that serve open models on Kubernetes with KAITO."""
+"""kaito-aks: Pulumi components that serve open LLMs on Kubernetes with KAITO.
 
-__version__ = "0.1.0"
+    from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoOperator, KaitoModel
+
+Each component takes a frozen `...Args` dataclass (help(KaitoModelArgs) lists every arg) and
+checks it before it registers anything, raising `InvalidArgsError` with every problem at once.
+Names are imported on first use, so a process that needs one module (Pulumi's dynamic-provider
+process running a wait) does not load the Azure SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+_EXPORTS = {
+    "AksCluster": "kaito_aks.azure.aks_cluster",
+    "AksClusterArgs": "kaito_aks.azure.aks_cluster",
+    "SystemPoolArgs": "kaito_aks.azure.aks_cluster",
+    "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
+    "GpuNodePoolArgs": "kaito_aks.azure.gpu_node_pool",
+    "AutoscaleArgs": "kaito_aks.azure.gpu_node_pool",
+    "KubeconfigCluster": "kaito_aks.cluster.kubeconfig_cluster",
+    "KubeconfigClusterArgs": "kaito_aks.cluster.kubeconfig_cluster",
+    "ClusterProvider": "kaito_aks.cluster.access",
+    "GpuOperator": "kaito_aks.operators.gpu_operator",
+    "GpuOperatorArgs": "kaito_aks.operators.gpu_operator",
+    "KaitoOperator": "kaito_aks.operators.kaito_operator",
+    "KaitoOperatorArgs": "kaito_aks.operators.kaito_operator",
+    "KaitoModel": "kaito_aks.model.component",
+    "KaitoModelArgs": "kaito_aks.model.spec",
+    "AdapterArgs": "kaito_aks.model.spec",
+    "LabelSelectorArgs": "kaito_aks.model.spec",
+    "LabelSelectorRequirementArgs": "kaito_aks.model.spec",
+    "TuningArgs": "kaito_aks.model.spec",
+    "TuningInputArgs": "kaito_aks.model.spec",
+    "TuningOutputArgs": "kaito_aks.model.spec",
+    "NodeGroup": "kaito_aks.nodes",
+    "InvalidArgsError": "kaito_aks.problems",
+    "Problem": "kaito_aks.problems",
+}
+
+# Where the waits' providers lived before 0.2.0. Pulumi pickles a dynamic provider by its
+# module path into each wait's state, and reads it back to refresh or delete the wait: these
+# names keep stacks deployed by an earlier version working.
+_STATE_MODULES = {
+    "kaito_aks.gpu_nodes": "kaito_aks.waits.gpu_nodes",
+    "kaito_aks.model_ready": "kaito_aks.waits.model_ready",
+    "kaito_aks.cluster_wait": "kaito_aks.waits.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kaito_aks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def _install_state_modules() -> None:
+    for old, new in _STATE_MODULES.items():
+        if old not in sys.modules:
+            sys.modules[old] = _LazyModule(old, new)  # type: ignore[assignment]
+
+
+class _LazyModule:
+    """A former module path that loads the module living there now on first attribute use."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self._old, self._new = old, new
+
+    def __getattr__(self, attr: str) -> Any:
+        module = importlib.import_module(self._new)
+        sys.modules[self._old] = module
+        return getattr(module, attr)
+
+
+_install_state_modules()
+
+if TYPE_CHECKING:
+    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
+    from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.cluster.access import ClusterProvider
+    from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+    from kaito_aks.model.component import KaitoModel
+    from kaito_aks.model.spec import (
+        AdapterArgs,
+        KaitoModelArgs,
+        LabelSelectorArgs,
+        LabelSelectorRequirementArgs,
+        TuningArgs,
+        TuningInputArgs,
+        TuningOutputArgs,
+    )
+    from kaito_aks.nodes import NodeGroup
+    from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.problems import InvalidArgsError, Problem
+
+__all__ = [
+    "AdapterArgs",
+    "AksCluster",
+    "AksClusterArgs",
+    "AutoscaleArgs",
+    "ClusterProvider",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
+    "GpuOperator",
+    "GpuOperatorArgs",
+    "InvalidArgsError",
+    "KaitoModel",
+    "KaitoModelArgs",
+    "KaitoOperator",
+    "KaitoOperatorArgs",
+    "KubeconfigCluster",
+    "KubeconfigClusterArgs",
+    "LabelSelectorArgs",
+    "LabelSelectorRequirementArgs",
+    "NodeGroup",
+    "Problem",
+    "SystemPoolArgs",
+    "TuningArgs",
+    "TuningInputArgs",
+    "TuningOutputArgs",
+    "__version__",
+]

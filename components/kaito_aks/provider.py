@@ -1,22 +1,306 @@
-"""The kaito-aks component provider: the components whose args are typed for every Pulumi
-language (KaitoModel, KaitoOperator), served to TypeScript, Go, YAML, ... programs.
+"""The kaito-aks component provider: every component, for TypeScript, Go, C#, Java and YAML
+programs, with the schema read from the same Args dataclasses the Python components take.
 
-    python -m kaito_aks.provider   (what provider/PulumiPlugin.yaml runs)
+    python -m kaito_aks.provider   (what components/PulumiPlugin.yaml runs)
 
-The schema (type tokens `kaito-aks:index:KaitoModel`, ...) is read from the args' TypedDicts.
+Type tokens are the ones the Python components register (`kaito-aks:index:KaitoModel`), so a
+component has the same URN whichever language declared it. Literal modes are enums, inputs
+that may come from another resource accept outputs, everything else must be known at preview
+(plain), and a key the schema does not know is refused, never dropped.
 """
 
-from pulumi.provider.experimental import component_provider_host
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import typing
+from collections.abc import Mapping
+from typing import Any, get_args, get_origin
+
+import pulumi
+from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
+from pulumi.provider import ConstructResult, Provider
+from pulumi.provider.server import main as serve
 
 from kaito_aks import __version__
-from kaito_aks.model.component import KaitoModel
-from kaito_aks.operators.kaito_operator import KaitoOperator
+from kaito_aks.problems import InvalidArgsError, Problem, camel, format_path, rename
+from kaito_aks.schema import (
+    Field,
+    Schema,
+    _input_of,
+    _optional_of,
+    _strip,
+    build,
+    constraint_text,
+    default_text,
+    fields,
+    is_args_class,
+    walk_types,
+)
 
 PACKAGE = "kaito-aks"
 
 
+def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[str, str]]]:
+    """Type token -> (component class, args class, retired keys with their fix)."""
+    from kaito_aks.azure.aks_cluster import TYPE as AKS
+    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
+    from kaito_aks.azure.gpu_node_pool import TYPE as POOL
+    from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.cluster.kubeconfig_cluster import TYPE as KUBECONFIG
+    from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+    from kaito_aks.model.component import TYPE as MODEL
+    from kaito_aks.model.component import KaitoModel
+    from kaito_aks.model.spec import RETIRED, KaitoModelArgs
+    from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
+    from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.kaito_operator import TYPE as KAITO
+    from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+
+    return {
+        AKS: (AksCluster, AksClusterArgs, {}),
+        POOL: (GpuNodePool, GpuNodePoolArgs, {}),
+        KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs, {}),
+        GPU_OPERATOR: (GpuOperator, GpuOperatorArgs, {}),
+        KAITO: (KaitoOperator, KaitoOperatorArgs, {}),
+        MODEL: (KaitoModel, KaitoModelArgs, RETIRED),
+    }
+
+
+# ---------------------------------------------------------------- the schema
+
+
+class _Types:
+    """The object and enum types the components' args use, named once each."""
+
+    def __init__(self) -> None:
+        self.types: dict[str, dict[str, Any]] = {}
+        self._enums: dict[tuple[Any, ...], str] = {}
+
+    def token(self, name: str) -> str:
+        return f"{PACKAGE}:index:{name}"
+
+    def enum(self, f: Field, values: tuple[Any, ...]) -> str:
+        if values in self._enums:
+            return self._enums[values]
+        # The alias the owner's module gives the Literal (TuningMethod), else the field's name.
+        module = vars(sys.modules[f.owner.__module__])
+        aliases = [
+            n
+            for n, v in module.items()
+            if n[:1].isupper() and get_origin(v) is typing.Literal and get_args(v) == values
+        ]
+        name = aliases[0] if aliases else "".join(p[:1].upper() + p[1:] for p in f.name.split("_"))
+        if self.token(name) in self.types:
+            name = f.owner.__name__.removesuffix("Args") + name
+        token = self.token(name)
+        self._enums[values] = token
+        self.types[token] = {
+            "type": "string" if all(isinstance(v, str) for v in values) else "integer",
+            "description": rename(f.doc.split("\n")[0], "schema") if f.doc else None,
+            "enum": [
+                {"name": "".join(w.capitalize() for w in str(v).replace("-", "_").split("_")), "value": v}
+                for v in values
+            ],
+        }
+        return token
+
+    def object(self, cls: type) -> str:
+        token = self.token(cls.__name__.removesuffix("Args"))
+        if token not in self.types:
+            self.types[token] = {}  # recursion guard
+            props, required = properties(cls, self)
+            self.types[token] = {
+                "type": "object",
+                "description": rename(_summary(cls), "schema"),
+                "properties": props,
+                **({"required": required} if required else {}),
+            }
+        return token
+
+
+def _summary(cls: type) -> str:
+    doc = inspect.getdoc(cls) or ""
+    return doc.split("\n\nArgs:")[0].strip()
+
+
+def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, Any]:
+    """The schema of one property of type `tp`."""
+    tp = _strip(tp)
+    inner = _input_of(tp)
+    if inner is not None:
+        return property_spec(inner, f, types, plain=False)
+    inner = _optional_of(tp)
+    if inner is not None:
+        return property_spec(inner, f, types, plain)
+    spec: dict[str, Any]
+    origin = get_origin(tp)
+    if origin is typing.Literal:
+        spec = {"$ref": f"#/types/{types.enum(f, get_args(tp))}"}
+    elif tp is str:
+        spec = {"type": "string"}
+    elif tp is int:
+        spec = {"type": "integer"}
+    elif tp is float:
+        spec = {"type": "number"}
+    elif tp is bool:
+        spec = {"type": "boolean"}
+    elif tp is Any:
+        spec = {"$ref": "pulumi.json#/Any"}
+    elif origin in (list, typing.Sequence):
+        spec = {"type": "array", "items": property_spec(get_args(tp)[0], f, types, plain)}
+    elif origin in (dict, Mapping):
+        spec = {"type": "object", "additionalProperties": property_spec(get_args(tp)[1], f, types, plain)}
+    elif is_args_class(tp):
+        spec = {"$ref": f"#/types/{types.object(tp)}"}
+    else:
+        raise TypeError(f"{f.owner.__name__}.{f.name}: no schema for {tp!r}")
+    if plain:
+        spec["plain"] = True
+    return spec
+
+
+def _description(f: Field) -> str:
+    text = rename(f.doc, "schema")
+    limits = constraint_text(f)
+    default = default_text(f)
+    extra = "; ".join(x for x in (limits, f"default: {default}" if default else "") if x)
+    return f"{text} ({extra})" if extra else text
+
+
+def properties(cls: type, types: _Types) -> tuple[dict[str, Any], list[str]]:
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    for f in fields(cls).values():
+        spec = property_spec(f.type, f, types, plain=True)
+        spec["description"] = _description(f)
+        if f.secret:
+            spec["secret"] = True
+        default = f.default_value()
+        if isinstance(default, str | int | float | bool) and not isinstance(default, type(None)):
+            spec["default"] = default
+        props[f.schema_name] = spec
+        if f.required:
+            required.append(f.schema_name)
+    return props, required
+
+
+def outputs(component: type) -> dict[str, Field]:
+    """The component's declared outputs: its class annotations of type pulumi.Output[...]."""
+    module = sys.modules[component.__module__]
+    hints = inspect.get_annotations(component, globals=vars(module), locals={"Output": pulumi.Output}, eval_str=True)
+    docs = _output_docs(component)
+    out: dict[str, Field] = {}
+    for name, tp in hints.items():
+        if get_origin(tp) is pulumi.Output and not name.startswith("_"):
+            out[name] = Field(name=name, type=get_args(tp)[0], doc=docs.get(name, ""), owner=component)
+    return out
+
+
+def _output_docs(component: type) -> dict[str, str]:
+    from kaito_aks.schema import attribute_docs
+
+    return attribute_docs(component)
+
+
+def schema() -> dict[str, Any]:
+    """The package schema (what `pulumi package get-schema` shows)."""
+    types = _Types()
+    resources: dict[str, Any] = {}
+    for token, (component, args_cls, _) in components().items():
+        inputs, required_inputs = properties(args_cls, types)
+        outs: dict[str, Any] = {}
+        required_outputs: list[str] = []
+        for f in outputs(component).values():
+            spec = property_spec(f.type, f, types, plain=False)
+            spec.pop("plain", None)
+            spec["description"] = rename(f.doc, "schema")
+            if f.name == "kubeconfig":
+                spec["secret"] = True
+            outs[camel(f.name)] = spec
+            if _optional_of(_strip(f.type)) is None:
+                required_outputs.append(camel(f.name))
+        resources[token] = {
+            "isComponent": True,
+            "description": rename(inspect.getdoc(component) or "", "schema"),
+            "inputProperties": inputs,
+            "requiredInputs": required_inputs,
+            "properties": outs,
+            "required": required_outputs,
+        }
+    for cls in {t for _, (_, a, _) in components().items() for t in walk_types(a)}:
+        if cls not in {a for _, (_, a, _) in components().items()}:
+            types.object(cls)
+    return {
+        "name": PACKAGE,
+        "displayName": "KAITO on AKS",
+        "version": __version__,
+        "description": "Pulumi components that serve open LLMs on Kubernetes with KAITO: AKS cluster and GPU "
+        "pools, NVIDIA GPU Operator, KAITO operator, models",
+        "keywords": ["kaito", "aks", "llm", "kubernetes", "category/infrastructure", "kind/component"],
+        "repository": "https://github.com/kaito-aks/kaito-aks",
+        "resources": dict(sorted(resources.items())),
+        "types": dict(sorted(types.types.items())),
+        "language": {"python": {"requires": {"kaito-aks": f">={__version__}"}}},
+    }
+
+
+# ---------------------------------------------------------------- construct
+
+
+def from_wire(tp: Any, value: Any) -> Any:
+    """Numbers cross the wire as floats: whole ones become ints where the schema says integer."""
+    tp = _strip(tp)
+    inner = _input_of(tp) or _optional_of(tp)
+    if inner is not None:
+        return from_wire(inner, value)
+    origin = get_origin(tp)
+    if tp is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if origin in (list, typing.Sequence) and isinstance(value, list):
+        return [from_wire(get_args(tp)[0], v) for v in value]
+    if origin in (dict, Mapping) and isinstance(value, dict):
+        return {k: from_wire(get_args(tp)[1], v) for k, v in value.items()}
+    if is_args_class(tp) and isinstance(value, dict):
+        by_name = {f.schema_name: f for f in fields(tp).values()}
+        return {k: (from_wire(by_name[k].type, v) if k in by_name else v) for k, v in value.items()}
+    return value
+
+
+def _input_errors(component: str, name: str, problems: list[Problem]) -> InputPropertiesError:
+    """The problems as the engine shows bad inputs: each at its property, in the schema's names."""
+    details: list[InputPropertyErrorDetails] = [
+        {"property_path": format_path(p.path, "schema"), "reason": rename(p.message, "schema")} for p in problems
+    ]
+    listing = "\n".join(f"  - {p.text('schema')}" for p in problems)
+    return InputPropertiesError(f"{component} {name}: {len(problems)} problem(s) with its inputs:\n{listing}", details)
+
+
+class KaitoAksProvider(Provider):
+    def __init__(self) -> None:
+        super().__init__(__version__, json.dumps(schema()))
+        self._components = components()
+
+    def construct(
+        self, name: str, resource_type: str, inputs: Mapping[str, Any], options: pulumi.ResourceOptions | None = None
+    ) -> ConstructResult:
+        if resource_type not in self._components:
+            raise ValueError(f"{PACKAGE} has no component {resource_type}; it has: {', '.join(self._components)}")
+        component, args_cls, retired = self._components[resource_type]
+        args, problems = build(Schema(args_cls, retired=retired), from_wire(args_cls, dict(inputs)), naming="schema")
+        if problems:
+            raise _input_errors(component.__name__, name, problems)
+        try:
+            instance = component(name, args, options)  # type: ignore[call-arg]
+        except InvalidArgsError as err:
+            raise _input_errors(component.__name__, name, err.problems) from None
+        state = {camel(n): getattr(instance, n) for n in outputs(component)}
+        return ConstructResult(urn=instance.urn, state=state)
+
+
 def main() -> None:
-    component_provider_host(components=[KaitoModel, KaitoOperator], name=PACKAGE, version=__version__)
+    serve(KaitoAksProvider(), sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -4,40 +4,125 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import Annotated
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice, resources
 
-from kaito_aks.options import child_options
-from kaito_aks.waits.base import ClusterAccess
+from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Problem
+from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented
+
+TYPE = "kaito-aks:index:AksCluster"
+FORMER_TYPES = ("kaito-aks:azure:AksCluster",)
+
+# Azure's naming rules (Microsoft.Resources and Microsoft.ContainerService).
+RESOURCE_GROUP_NAME = Matches(
+    r"[-\w.()]{0,89}[-\w()]",
+    "a resource group name: 1-90 letters, digits, '_', '-', '.', '(' or ')', not ending in '.'",
+)
+CLUSTER_NAME = Matches(
+    r"[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?",
+    "an AKS cluster name: 1-63 letters, digits, '_' or '-', starting and ending with a letter or digit",
+)
+# A created cluster's name is also its DNS prefix: no '_', at most 54 characters.
+DNS_PREFIX = Matches(
+    r"[A-Za-z0-9]([A-Za-z0-9-]{0,52}[A-Za-z0-9])?",
+    "usable as the cluster's DNS prefix: 1-54 letters, digits or '-', starting and ending with a letter or digit",
+)
+KUBERNETES_VERSION = Matches(
+    r"1\.\d{2}(\.\d+)?", 'a Kubernetes version: MAJOR.MINOR or MAJOR.MINOR.PATCH, quoted, e.g. "1.33"'
+)
 
 
-@dataclass(frozen=True)
+@documented
+@dataclass(frozen=True, kw_only=True)
+class SystemPoolArgs:
+    """The AKS system node pool (runs the operators, not models)."""
+
+    vm_size: str = "Standard_D4s_v5"
+    """VM size of the system nodes."""
+    count: Annotated[int, Range(1, 1000, "AKS: 1-1000 nodes per pool")] = 2
+    """Number of system nodes."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
 class AksClusterArgs:
-    resource_group: str
-    name: str
-    create: bool = True  # False: adopt an existing cluster read-only
-    location: str | None = None
-    kubernetes_version: str | None = None  # None: AKS's default
-    system_pool_vm_size: str = "Standard_D4s_v5"
-    system_pool_count: int = 2
-    tags: dict[str, str] = field(default_factory=dict)
-    protect: bool = False  # refuse `pulumi destroy` / replacement of the cluster
+    """An AKS cluster: created with its resource group (OIDC issuer and workload identity on),
+    or, with `existing`, an AKS cluster that already exists, adopted read-only."""
+
+    resource_group: Annotated[str, RESOURCE_GROUP_NAME]
+    """The resource group: created with the cluster, or the existing cluster's."""
+    name: Annotated[str, CLUSTER_NAME]
+    """The cluster's name (a created cluster's DNS prefix too)."""
+    existing: bool = False
+    """Adopt an AKS cluster that already exists instead of creating one."""
+    location: pulumi.Input[str] | None = None
+    """Azure region of a created cluster; default: the azure-native provider's location."""
+    kubernetes_version: Annotated[str, KUBERNETES_VERSION] | None = None
+    """Kubernetes version of a created cluster, e.g. "1.33"; default: AKS's default."""
+    system_pool: SystemPoolArgs = field(default_factory=SystemPoolArgs)
+    """The system pool of a created cluster."""
+    tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict)
+    """Azure tags on a created resource group and cluster."""
+
+
+def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    if args.existing:
+        defaults = AksClusterArgs(resource_group=args.resource_group, name=args.name, existing=True)
+        for name in ("location", "kubernetes_version", "system_pool", "tags"):
+            if getattr(args, name) != getattr(defaults, name):
+                problems.append(
+                    Problem.at(
+                        name,
+                        "configures a cluster this component creates; an existing cluster is only read",
+                        "existing-cluster",
+                    )
+                )
+        return problems
+    why = DNS_PREFIX.check(args.name)
+    if why:
+        problems.append(Problem.at("name", why, "cluster-name"))
+    for key, value in args.tags.items():
+        if len(key) > 512 or len(value) > 256 or any(c in key for c in "<>%&\\?/"):
+            problems.append(
+                Problem.at(
+                    ("tags",),
+                    f"tag {key!r}: names are at most 512 characters without <>%&\\?/, values at most 256",
+                    "tag",
+                )
+            )
+    return problems
 
 
 class AksCluster(pulumi.ComponentResource):
-    """Outputs: `cluster_name`, `resource_group_name`, `kubeconfig` (secret), `oidc_issuer_url`
-    (for workload identity federation), and `provider`, the explicit Kubernetes provider every
-    in-cluster resource must use (`access`: the same credentials for what reads the cluster
-    outside the provider, e.g. the GPU-node wait). Satisfies `kaito_aks.cluster.Cluster`."""
+    """A resource group and AKS cluster (system-assigned identity, Azure CNI overlay, OIDC issuer
+    and workload identity on, a system pool; GPU pools are GpuNodePools of their own), or an
+    existing cluster read-only. `provider` is the explicit Kubernetes provider every in-cluster
+    resource uses; it carries the cluster's credentials to the waits too."""
 
-    provider: k8s.Provider
+    cluster_name: pulumi.Output[str]
+    """The cluster's name."""
+    resource_group_name: pulumi.Output[str]
+    """The cluster's resource group."""
+    node_resource_group: pulumi.Output[str]
+    """The resource group AKS keeps the cluster's nodes in (MC_...)."""
+    kubeconfig: pulumi.Output[str]
+    """A user kubeconfig for the cluster (secret)."""
+    oidc_issuer_url: pulumi.Output[str]
+    """The cluster's OIDC issuer, for workload identity federation."""
+
+    provider: ClusterProvider
 
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("kaito-aks:azure:AksCluster", name, None, opts)
-        child = child_options(self, opts, protect=args.protect)
-        if args.create:
+        checked = checked_args("AksCluster", name, AksClusterArgs, args, aks_cluster_problems)
+        args = checked
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        child = child_options(self, opts)
+        if not args.existing:
             group = resources.ResourceGroup(
                 f"{name}-rg",
                 resource_group_name=args.resource_group,
@@ -70,8 +155,8 @@ class AksCluster(pulumi.ComponentResource):
                     containerservice.ManagedClusterAgentPoolProfileArgs(
                         name="system",
                         mode=containerservice.AgentPoolMode.SYSTEM,
-                        vm_size=args.system_pool_vm_size,
-                        count=args.system_pool_count,
+                        vm_size=args.system_pool.vm_size,
+                        count=args.system_pool.count,
                         os_type=containerservice.OSType.LINUX,
                         os_sku=containerservice.OSSKU.UBUNTU,
                         type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
@@ -83,8 +168,9 @@ class AksCluster(pulumi.ComponentResource):
                 # the system pool is therefore made on the pool in Azure, not here.)
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["agentPoolProfiles"])),
             )
-            self.cluster_name: pulumi.Output[str] = cluster.name
-            self.resource_group_name: pulumi.Output[str] = group.name
+            self.cluster_name = cluster.name
+            self.resource_group_name = group.name
+            self.node_resource_group = cluster.node_resource_group.apply(lambda g: g or "")
             issuer = cluster.oidc_issuer_profile
         else:
             found = containerservice.get_managed_cluster_output(
@@ -92,23 +178,24 @@ class AksCluster(pulumi.ComponentResource):
             )
             self.cluster_name = found.name
             self.resource_group_name = pulumi.Output.from_input(args.resource_group)
+            self.node_resource_group = found.node_resource_group.apply(lambda g: g or "")
             issuer = found.oidc_issuer_profile
-        self.oidc_issuer_url: pulumi.Output[str | None] = issuer.apply(lambda p: p.issuer_url if p else None)
+        self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group_name,
             resource_name=self.cluster_name,
             opts=pulumi.InvokeOptions(parent=self),
         )
-        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
-            credentials.kubeconfigs[0].value.apply(lambda v: base64.b64decode(v).decode())
+        self.kubeconfig = pulumi.Output.secret(
+            credentials.kubeconfigs.apply(lambda ks: base64.b64decode(ks[0].value).decode())
         )
-        self.provider = k8s.Provider(name, kubeconfig=self.kubeconfig, opts=child_options(self, opts))
-        self.access = ClusterAccess(kubeconfig=self.kubeconfig)
+        self.provider = ClusterProvider(name, ClusterAccess(kubeconfig=self.kubeconfig), opts=child_options(self, opts))
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,
                 "resourceGroupName": self.resource_group_name,
+                "nodeResourceGroup": self.node_resource_group,
                 "kubeconfig": self.kubeconfig,
                 "oidcIssuerUrl": self.oidc_issuer_url,
             }

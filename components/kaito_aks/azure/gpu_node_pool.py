@@ -2,153 +2,213 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Annotated
 
 import pulumi
 from pulumi_azure_native import containerservice
 
-from kaito_aks.options import child_options
-from kaito_aks.scheduling import DEFAULT_GPU_TAINTS, GPU_PRESENT_LABEL, SPOT_TAINT
+from kaito_aks import catalog
+from kaito_aks.nodes import (
+    DEFAULT_GPU_TAINTS,
+    GPU_PRESENT_LABEL,
+    MAX_POOL_NODES,
+    SPOT_TAINT,
+    GpuDriver,
+    Labels,
+    NodeGroup,
+    Taint,
+)
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Key, Problem, did_you_mean
+from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented
 
-if TYPE_CHECKING:
-    from kaito_aks.azure.aks_cluster import AksCluster
-
+TYPE = "kaito-aks:index:GpuNodePool"
+FORMER_TYPES = ("kaito-aks:azure:GpuNodePool",)
 # Set only when a pool is created (AKS ignores changes to them), so a change must be a replace
 # that shows in the preview rather than a silent no-op.
 CREATE_ONLY_PROPERTIES = ["gpuProfile", "nodeTaints", "vmSize", "scaleSetPriority", "osSKU", "osDiskSizeGB"]
-POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")  # AKS: 1-12 lowercase letters and digits
-TAINT = re.compile(
-    r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$"
+POOL_NAME = Matches(
+    r"[a-z][a-z0-9]{0,11}", "an AKS node pool name: 1-12 lowercase letters and digits, starting with a letter"
 )
+NODES = Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")
 
 
-@dataclass(frozen=True)
-class GpuPoolSettings:
-    """What the pool is, independent of which cluster it joins."""
+@documented
+@dataclass(frozen=True, kw_only=True)
+class AutoscaleArgs:
+    """Cluster-autoscaler bounds of a node pool."""
 
+    min: Annotated[int, NODES]
+    """Fewest nodes (a bring-your-own preset needs at least one to be admitted by KAITO)."""
+    max: Annotated[int, Range(1, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")]
+    """Most nodes."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class GpuNodePoolArgs:
+    """A User-mode AKS node pool of one GPU VM size."""
+
+    cluster_name: pulumi.Input[str]
+    """The AKS cluster the pool joins (e.g. `AksCluster.cluster_name`)."""
+    resource_group_name: pulumi.Input[str]
+    """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
     vm_size: str
-    # operator: AKS skips the driver (gpuProfile.driver None) and the GPU Operator installs it;
-    # aks: AKS installs the driver and container toolkit.
-    gpu_driver: Literal["operator", "aks"] = "operator"
-    count: int | None = None  # fixed node count (default 1), or autoscale_min/max
-    autoscale_min: int | None = None
-    autoscale_max: int | None = None
-    spot: bool = False  # Azure Spot VMs: the pool carries AKS's spot taint
-    labels: dict[str, str] = field(default_factory=dict)  # besides the GPU-present label, which is always set
-    taints: list[str] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
-    os_disk_size_gb: int | None = None
-    protect: bool = False
-
-    @property
-    def initial_nodes(self) -> int:
-        """Nodes the pool starts with: autoscale_min, else count (default 1)."""
-        if self.autoscale_max is not None:
-            return self.autoscale_min or 0
-        return 1 if self.count is None else self.count
-
-    @property
-    def node_taints(self) -> list[str]:
-        """The taints the nodes carry (AKS adds the spot taint to spot pools)."""
-        return [*self.taints, SPOT_TAINT] if self.spot and SPOT_TAINT not in self.taints else list(self.taints)
-
-    @property
-    def pool_labels(self) -> dict[str, str]:
-        """The labels the pool sets: GPU-present (what a default model selector matches) and the
-        configured ones."""
-        return {**GPU_PRESENT_LABEL, **self.labels}
-
-    def node_labels(self, pool_name: str) -> dict[str, str]:
-        """The labels its nodes will carry: the pool's, and the ones AKS adds."""
-        labels = {**self.pool_labels, "agentpool": pool_name, "kubernetes.azure.com/agentpool": pool_name}
-        if self.spot:
-            labels["kubernetes.azure.com/scalesetpriority"] = "spot"
-        return labels
+    """A GPU VM size KAITO knows, e.g. Standard_NC24ads_A100_v4 (see `python -m stacks models estimate`)."""
+    name: Annotated[str, POOL_NAME] | None = None
+    """The AKS pool name; default: the resource name."""
+    count: Annotated[int, NODES] | None = None
+    """Fixed node count (default 1); or give `autoscale`."""
+    autoscale: AutoscaleArgs | None = None
+    """Let the cluster autoscaler size the pool between min and max, instead of `count`."""
+    gpu_driver: GpuDriver = "operator"
+    """operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
+    it; aks: AKS installs the driver and container toolkit."""
+    spot: bool = False
+    """Azure Spot VMs (the nodes carry AKS's spot taint; KAITO tolerates it from 0.12)."""
+    labels: Labels = field(default_factory=dict)
+    """Node labels, besides nvidia.com/gpu.present=true and the ones AKS adds (select the pool by them)."""
+    taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
+    """Node taints, key=value:Effect; KAITO's presets tolerate sku=gpu and nvidia.com/gpu."""
+    os_disk_size_gb: Annotated[int, Range(30, 2048, "AKS: OS disks of 30 GB to 2 TiB")] | None = None
+    """OS disk size in GB (model weights are cached on it); default: AKS's for the VM size."""
 
 
-def gpu_pool_problems(pool_name: str, pool: GpuPoolSettings) -> list[tuple[str, str]]:
-    """(path, message) for each rule the pool breaks; paths as in a config entry (taints[0])."""
-    problems: list[tuple[str, str]] = []
-    if not POOL_NAME.match(pool_name):
+def initial_nodes(args: GpuNodePoolArgs) -> int:
+    """Nodes the pool starts with: autoscale.min, else count (default 1)."""
+    if args.autoscale is not None:
+        return args.autoscale.min
+    return 1 if args.count is None else args.count
+
+
+def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
+    """The pool as its nodes will be: the labels AKS and the pool set, the taints, the counts."""
+    labels = {
+        **GPU_PRESENT_LABEL,
+        **args.labels,
+        "agentpool": pool_name,
+        "kubernetes.azure.com/agentpool": pool_name,
+    }
+    if args.spot:
+        labels["kubernetes.azure.com/scalesetpriority"] = "spot"
+    most = args.autoscale.max if args.autoscale else initial_nodes(args)
+    return NodeGroup(
+        name=pool_name,
+        vm_size=args.vm_size,
+        labels=labels,
+        taints=list(args.taints),
+        min_nodes=initial_nodes(args),
+        max_nodes=most,
+        gpu_driver=args.gpu_driver,
+        spot=args.spot,
+    )
+
+
+def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
+    """Every rule the pool's args break beyond their types (which `check` covers)."""
+    problems: list[Problem] = []
+    if args.count is not None and args.autoscale is not None:
+        problems.append(Problem.at("autoscale", "give `count` or `autoscale`, not both", "pool-count"))
+    if args.autoscale is not None and args.autoscale.min > args.autoscale.max:
         problems.append(
-            (
-                "name",
-                f"AKS node pool name {pool_name!r} must be 1-12 lowercase letters and digits, starting with a letter",
+            Problem.at(
+                "autoscale", f"min ({args.autoscale.min}) is greater than max ({args.autoscale.max})", "pool-autoscale"
             )
         )
-    if pool.count is not None and pool.autoscale_max is not None:
-        problems.append(("", "set count or autoscale, not both"))
-    if (pool.autoscale_min is None) != (pool.autoscale_max is None):
-        problems.append(("autoscale", "set both min and max"))
-    elif pool.autoscale_min is not None and pool.autoscale_max is not None and pool.autoscale_min > pool.autoscale_max:
-        problems.append(("autoscale", f"min ({pool.autoscale_min}) is greater than max ({pool.autoscale_max})"))
-    for j, taint in enumerate(pool.taints):
-        if not TAINT.match(taint):
-            problems.append((f"taints[{j}]", f"{taint!r} is not a taint: write key=value:Effect or key:Effect"))
-        elif taint == SPOT_TAINT and not pool.spot:
+    sku = catalog.all_gpu_skus().get(args.vm_size)
+    if sku is None:
+        close = catalog.closest_skus(args.vm_size)
+        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(catalog.all_gpu_skus())
+        problems.append(Problem.at("vm_size", f"{args.vm_size} is not a GPU VM size KAITO knows; {hint}", "pool-sku"))
+    elif sku.unusable:
+        problems.append(Problem.at("vm_size", f"{args.vm_size}: {sku.unusable}", "pool-sku"))
+    elif sku.vendor != "nvidia":
+        problems.append(
+            Problem.at(
+                "vm_size",
+                f"{args.vm_size} has {sku.gpu_model} GPUs; the GPU Operator and KAITO presets need NVIDIA GPUs",
+                "pool-sku",
+            )
+        )
+    for j, taint in enumerate(args.taints):
+        if taint == SPOT_TAINT and not args.spot:
             problems.append(
-                (f"taints[{j}]", "AKS sets the spot taint on spot pools; set spot: true instead of the taint")
+                Problem.at(
+                    ("taints", j),
+                    "AKS sets the spot taint on spot pools; set `spot` instead of the taint",
+                    "pool-spot-taint",
+                )
+            )
+    for key in args.labels:
+        if key in ("agentpool", "kubernetes.azure.com/agentpool") or key.startswith("kubernetes.azure.com/"):
+            close = did_you_mean(key, ["agentpool"])
+            problems.append(
+                Problem(
+                    ("labels", Key(key)),
+                    "AKS sets this label itself; choose a label of your own" + (f" (not {close[0]})" if close else ""),
+                    "pool-label",
+                )
             )
     return problems
 
 
-@dataclass(frozen=True)
-class GpuNodePoolArgs:
-    cluster: AksCluster  # the cluster the pool joins
-    settings: GpuPoolSettings
-    pool_name: str | None = None  # the AKS pool name; default: the resource name
-
-
 class GpuNodePool(pulumi.ComponentResource):
-    """A GPU pool of an AksCluster. Outputs: `name` (the AKS pool name); `settings` and
-    `pool_name` describe it to whatever must tolerate or select its nodes (GpuOperator)."""
+    """A GPU pool of an AKS cluster: a User-mode AgentPool of one GPU VM size with the
+    GPU-present label and (spot) the AKS spot taint; create-only settings change by replacement.
+    `node_group` describes its nodes to what must select or tolerate them (KaitoModel,
+    GpuOperator, KaitoOperator)."""
+
+    name: pulumi.Output[str]
+    """The AKS pool name."""
+    vm_size: pulumi.Output[str]
+    """The pool's VM size."""
+
+    node_group: NodeGroup
+    """Its nodes as the other components see them (labels, taints, node counts)."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        pool_name = args.pool_name or name
-        problems = gpu_pool_problems(pool_name, args.settings)
-        if problems:
-            raise ValueError(f"GpuNodePool {name}: " + "; ".join(f"{p or 'args'}: {m}" for p, m in problems))
-        super().__init__("kaito-aks:azure:GpuNodePool", name, None, opts)
-        self.settings = pool = args.settings
-        self.pool_name = pool_name
-        autoscale = pool.autoscale_max is not None
+        checked = checked_args("GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        args = checked
+        pool_name = args.name or name
+        self.node_group = group = node_group(args, pool_name)
+        autoscale = args.autoscale is not None
         spot = (
             {
                 "scale_set_priority": containerservice.ScaleSetPriority.SPOT,
                 "scale_set_eviction_policy": containerservice.ScaleSetEvictionPolicy.DELETE,
                 "spot_max_price": -1,  # pay up to the on-demand price, never evicted for price
             }
-            if pool.spot
+            if args.spot
             else {}
         )
         self.agent_pool = containerservice.AgentPool(
             name,
             agent_pool_name=pool_name,
-            resource_group_name=args.cluster.resource_group_name,
-            resource_name_=args.cluster.cluster_name,
+            resource_group_name=args.resource_group_name,
+            resource_name_=args.cluster_name,
             mode=containerservice.AgentPoolMode.USER,
-            vm_size=pool.vm_size,
+            vm_size=args.vm_size,
             os_type=containerservice.OSType.LINUX,
             os_sku=containerservice.OSSKU.UBUNTU,  # the GPU Operator and KAITO support Ubuntu nodes
             type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
-            count=pool.initial_nodes,
+            count=initial_nodes(args),
             enable_auto_scaling=autoscale,
-            min_count=pool.autoscale_min,
-            max_count=pool.autoscale_max,
-            node_labels=pool.pool_labels,
-            node_taints=pool.node_taints,
+            min_count=args.autoscale.min if args.autoscale else None,
+            max_count=args.autoscale.max if args.autoscale else None,
+            node_labels={**GPU_PRESENT_LABEL, **args.labels},
+            node_taints=[*args.taints, *([SPOT_TAINT] if args.spot and SPOT_TAINT not in args.taints else [])],
             gpu_profile=containerservice.GPUProfileArgs(
                 driver=containerservice.GPUDriver.NONE
-                if pool.gpu_driver == "operator"
+                if args.gpu_driver == "operator"
                 else containerservice.GPUDriver.INSTALL
             ),
-            os_disk_size_gb=pool.os_disk_size_gb,
+            os_disk_size_gb=args.os_disk_size_gb,
             **spot,
             opts=child_options(
                 self,
                 opts,
-                protect=pool.protect,
                 replace_on_changes=CREATE_ONLY_PROPERTIES,
                 delete_before_replace=True,  # the pool name is fixed
                 # The autoscaler owns the node count once the pool exists.
@@ -156,4 +216,5 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
         )
         self.name = self.agent_pool.name
-        self.register_outputs({"name": self.name, "vmSize": pool.vm_size})
+        self.vm_size = pulumi.Output.from_input(group.vm_size)
+        self.register_outputs({"name": self.name, "vmSize": self.vm_size})

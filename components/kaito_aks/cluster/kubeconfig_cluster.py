@@ -3,36 +3,88 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
 
 import pulumi
-import pulumi_kubernetes as k8s
+import yaml
 
-from kaito_aks.options import child_options
-from kaito_aks.waits.base import ClusterAccess
+from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Problem
+from kaito_aks.schema import Matches, Secret, checked_args, documented
+
+TYPE = "kaito-aks:index:KubeconfigCluster"
+FORMER_TYPES = ("kaito-aks:kubernetes:KubeconfigCluster",)
+NOT_EMPTY = Matches(r".*\S.*", "a path (it is empty)")
 
 
-@dataclass(frozen=True)
+@documented
+@dataclass(frozen=True, kw_only=True)
 class KubeconfigClusterArgs:
-    path: str | None = None  # kubeconfig file; None: the provider's default ($KUBECONFIG, ~/.kube/config)
-    context: str | None = None  # None: the kubeconfig's current context
-    contents: pulumi.Output[str] | None = None  # secret kubeconfig contents, instead of a path
+    """Any existing cluster, reached through a kubeconfig: its contents, a file, or (neither
+    given) $KUBECONFIG, then ~/.kube/config, as kubectl reads them."""
+
+    kubeconfig: Secret[pulumi.Input[str]] | None = None
+    """Kubeconfig contents (kept secret), instead of `path`."""
+    path: Annotated[str, NOT_EMPTY] | None = None
+    """A kubeconfig file; default: $KUBECONFIG, then ~/.kube/config."""
+    context: str | None = None
+    """The kubeconfig context; default: the file's current context."""
+
+
+def kubeconfig_file_problem(path: str, context: str | None = None) -> str | None:
+    """Why `path` cannot be the cluster's kubeconfig (missing, a directory, empty, not a
+    kubeconfig, no such context), or None."""
+    file = Path(path).expanduser()
+    if not file.exists():
+        return f"{path} does not exist"
+    if not file.is_file():
+        return f"{path} is not a file"
+    try:
+        text = file.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        return f"cannot read {path}: {err}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return f"{path} is not a kubeconfig (not YAML)"
+    if not isinstance(data, dict) or not data.get("clusters"):
+        return f"{path} is not a kubeconfig (it lists no clusters)"
+    contexts = [c.get("name") for c in data.get("contexts") or [] if isinstance(c, dict)]
+    if context is not None and context not in contexts:
+        return f"{path} has no context {context!r}; it has: {', '.join(map(str, contexts)) or 'none'}"
+    return None
+
+
+def kubeconfig_cluster_problems(args: KubeconfigClusterArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    if args.kubeconfig is not None and args.path is not None:
+        problems.append(
+            Problem.at(
+                "path", "give the kubeconfig's contents (`kubeconfig`) or a file (`path`), not both", "kubeconfig-twice"
+            )
+        )
+    elif args.path is not None and args.path.strip():
+        why = kubeconfig_file_problem(args.path, args.context)
+        if why:
+            problems.append(Problem.at("path", why, "kubeconfig-file"))
+    return problems
 
 
 class KubeconfigCluster(pulumi.ComponentResource):
-    """Any existing cluster: the explicit Kubernetes provider every Kubernetes resource of the
-    stack uses, and `access` for the waits. Satisfies `kaito_aks.cluster.Cluster`."""
+    """Any existing cluster: `provider`, the explicit Kubernetes provider every in-cluster
+    resource uses, which also carries the credentials to the waits."""
 
-    provider: k8s.Provider
+    cluster_name: pulumi.Output[str]
+    """The kubeconfig context (or "kubeconfig"): the name KAITO's chart is given."""
+
+    provider: ClusterProvider
 
     def __init__(self, name: str, args: KubeconfigClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("kaito-aks:kubernetes:KubeconfigCluster", name, None, opts)
-        kubeconfig = pulumi.Output.secret(args.contents) if args.contents is not None else args.path
-        self.provider = k8s.Provider(
-            name,
-            kubeconfig=kubeconfig,
-            context=args.context,
-            opts=child_options(self, opts),
-        )
-        self.access = ClusterAccess(kubeconfig=args.contents, path=args.path, context=args.context)
-        self.cluster_name = args.context or "kubeconfig"
-        self.register_outputs({"context": args.context})
+        checked = checked_args("KubeconfigCluster", name, KubeconfigClusterArgs, args, kubeconfig_cluster_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        access = ClusterAccess(kubeconfig=checked.kubeconfig, path=checked.path, context=checked.context)
+        self.provider = ClusterProvider(name, access, opts=child_options(self, opts))
+        self.cluster_name = pulumi.Output.from_input(checked.context or "kubeconfig")
+        self.register_outputs({"context": checked.context, "clusterName": self.cluster_name})

@@ -1,9 +1,8 @@
-"""Typed KAITO API objects (kaito.sh Workspace v1beta1, InferenceSet), mirroring KAITO's Go
-types field by field, with the fields KAITO refuses to change beside each kind. They hold
-shapes only: the webhook's rules about a model's values live once, in
-kaito_model.model_problems, which runs before any of these is built.
+"""KAITO's Workspace (kaito.sh/v1beta1, api/v1beta1/workspace_types.go), field by field, with the
+fields KAITO refuses to change beside it. Shapes only: the webhook's rules about a model's
+values live in kaito_aks.model.rules, which runs before any of these is built.
 
-`manifest()` gives the object exactly as the API server receives it. Note the Workspace has no
+`manifest()` gives the object exactly as the API server receives it. The Workspace has no
 `spec`: `resource`, `inference` and `tuning` sit at the top level.
 """
 
@@ -11,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
-from kaito_aks.camel import CamelModel
+from kaito_aks.kaito.meta import ApiModel, DataDestination, DataSource, LabelSelector, ObjectMeta
 
 WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
 
@@ -25,37 +24,6 @@ HF_TOKEN_KEY = "HF_TOKEN"
 INFERENCE_CONFIG_KEY = "inference_config.yaml"
 # The ConfigMap key KAITO reads tuning parameters from (tuning.config).
 TUNING_CONFIG_KEY = "training_config.yaml"
-
-
-class ApiModel(CamelModel):
-    def to_api(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-class ObjectMeta(ApiModel):
-    name: str
-    namespace: str
-    labels: dict[str, str] | None = None
-    annotations: dict[str, str] | None = None
-
-
-class LabelSelectorRequirement(ApiModel):
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[str] | None = None
-
-
-class LabelSelector(ApiModel):
-    """metav1.LabelSelector. KAITO finds BYO nodes by matchLabels."""
-
-    match_labels: dict[str, str] | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> LabelSelector:
-        if not self.match_labels and not self.match_expressions:
-            raise ValueError("needs matchLabels or matchExpressions (an empty selector matches every node)")
-        return self
 
 
 class ResourceSpec(ApiModel):
@@ -77,36 +45,6 @@ class PresetSpec(ApiModel):
     # A registered preset name (KAITO >= 0.9 also accepts a Hugging Face ID). Immutable.
     name: str
     preset_options: PresetOptions | None = None
-
-
-class DataSource(ApiModel):
-    """Where tuning data or an adapter comes from: exactly one of urls, volumeSource, image."""
-
-    name: str | None = None
-    urls: list[str] | None = None
-    volume_source: dict[str, Any] | None = None
-    image: str | None = None
-    image_pull_secrets: list[str] | None = None
-
-    def sources(self) -> list[str]:
-        return [k for k in ("urls", "volume_source", "image") if getattr(self, k)]
-
-
-class DataDestination(ApiModel):
-    """Where tuning output goes: exactly one of volumeSource, image (image needs imagePushSecret)."""
-
-    volume_source: dict[str, Any] | None = None
-    image: str | None = None
-    image_push_secret: str | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> DataDestination:
-        chosen = [k for k in ("volume_source", "image") if getattr(self, k)]
-        if len(chosen) != 1:
-            raise ValueError("needs exactly one of volumeSource or image")
-        if self.image and not self.image_push_secret:
-            raise ValueError("image output needs imagePushSecret (a Secret to push with)")
-        return self
 
 
 class AdapterSpec(ApiModel):
@@ -177,46 +115,4 @@ WORKSPACE_IMMUTABLE_PATHS = (
     "resource.labelSelector",
     "inference.preset.name",
     "tuning",
-)
-
-
-class InferenceSetResource(ApiModel):
-    # Optional in BYO mode (KAITO >= 0.12).
-    instance_type: str | None = None
-
-
-class InferenceSetTemplate(ApiModel):
-    metadata: dict[str, Any] | None = None
-    resource: InferenceSetResource | None = None
-    inference: InferenceSpec
-
-
-class InferenceSetSpec(ApiModel):
-    # Workspaces the set keeps running (scale subresource).
-    replicas: int = Field(ge=0)
-    # Copied into every created Workspace's resource.labelSelector.
-    label_selector: LabelSelector
-    template: InferenceSetTemplate
-
-
-class InferenceSet(ApiModel):
-    """kaito.sh InferenceSet: N identical inference Workspaces (uses `spec`, unlike Workspace)."""
-
-    api_version: str
-    kind: Literal["InferenceSet"] = "InferenceSet"
-    metadata: ObjectMeta
-    spec: InferenceSetSpec
-
-    def manifest(self) -> dict[str, Any]:
-        return self.to_api()
-
-
-INFERENCE_SET_IMMUTABLE_PATHS = (
-    "spec.labelSelector",
-    "spec.template.resource.instanceType",
-    "spec.template.inference.preset.name",
-    # Mutable, but KAITO 0.12's InferenceSet controller does not roll template edits out to the
-    # Workspaces it made: replacing the InferenceSet is what makes them reach the pods.
-    "spec.template.inference.config",
-    "spec.template.inference.adapters",
 )

@@ -3,7 +3,6 @@ it serves."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,84 +10,93 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuPoolSettings
+from kaito_aks.nodes import NodeGroup, merge_tolerations, node_taints
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
-from kaito_aks.options import child_options
-from kaito_aks.scheduling import merge_tolerations
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Key, Problem
+from kaito_aks.schema import checked_args, documented
 
+TYPE = "kaito-aks:index:GpuOperator"
+FORMER_TYPES = ("kaito-aks:kubernetes:GpuOperator",)
 INSTALL_TIMEOUT_SECONDS = 1200  # the driver container compiles and loads on first GPU node start
 DEFAULT_VERSION = "v25.3.4"
 
 
-@dataclass(frozen=True)
+@documented
+@dataclass(frozen=True, kw_only=True)
 class GpuOperatorArgs:
-    version: str = DEFAULT_VERSION  # chart version; one of catalog.gpu_operator_charts()
-    # The GPU pools it serves: its daemonsets and NFD tolerate their taints (and wait for them);
-    # when AKS installs the driver on every pool, the operator uses AKS's driver and toolkit.
-    pools: Sequence[GpuNodePool | GpuPoolSettings] = ()
-    values: dict[str, Any] = field(default_factory=dict)  # extra chart values, deep-merged last
+    """The pinned NVIDIA GPU Operator chart, set up for the GPU pools it serves."""
+
+    version: str = DEFAULT_VERSION
+    """Chart version: v25.3.4 or v26.7.0."""
+    node_groups: list[NodeGroup] = field(default_factory=list)
+    """The GPU pools it serves (e.g. `GpuNodePool.node_group`): its daemonsets and NFD tolerate
+    their taints; when AKS installs the driver on every pool, it uses AKS's driver and toolkit.
+    Depend the operator on the pools themselves in `opts`."""
+    values: dict[str, Any] = field(default_factory=dict)
+    """Extra chart values, deep-merged last."""
 
 
-def gpu_operator_problems(
-    version: str, values: dict[str, Any], pools: Sequence[GpuPoolSettings] = ()
-) -> list[tuple[str, str]]:
-    """(path, message) for each problem with the chart version, values or pools."""
-    problems = []
-    if len({p.gpu_driver for p in pools}) > 1:
+def gpu_operator_problems(args: GpuOperatorArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    if len({g.gpu_driver for g in args.node_groups}) > 1:
         problems.append(
-            (
-                "pools",
-                "with the GPU Operator every GPU pool needs the same gpuDriver (the operator's driver settings "
-                "are cluster-wide)",
+            Problem.at(
+                "node_groups",
+                "every GPU pool needs the same `gpu_driver` under the GPU Operator (its driver settings are cluster-wide)",
+                "mixed-drivers",
             )
         )
-    chart = catalog.gpu_operator_charts().get(version)
+    chart = catalog.gpu_operator_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.gpu_operator_charts())
-        return [*problems, ("version", f"GPU Operator {version} is not supported; use one of: {supported}")]
-    return problems + [
-        (f"values.{k}", f"not a value of the gpu-operator {version} chart") for k in values if k not in chart.value_keys
-    ]
+        return [
+            *problems,
+            Problem.at("version", f"GPU Operator {args.version} is not supported; use one of: {supported}", "version"),
+        ]
+    for k in args.values:
+        if k not in chart.value_keys:
+            problems.append(
+                Problem(("values", Key(k)), f"not a value of the gpu-operator {args.version} chart", "chart-value")
+            )
+    return problems
 
 
-def gpu_operator_values(version: str, pools: Sequence[GpuPoolSettings], values: dict[str, Any]) -> dict[str, Any]:
+def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
     """Operands and NFD must tolerate the GPU pools' taints, or NFD/GFD never label the nodes
     and nothing schedules. When AKS installed the driver and toolkit, the operator uses them."""
-    chart = catalog.gpu_operator_charts()[version]
-    taints = [t for pool in pools for t in pool.node_taints]
+    chart = catalog.gpu_operator_charts()[args.version]
+    taints = node_taints(args.node_groups)
     out: dict[str, Any] = {
         "daemonsets": {"tolerations": merge_tolerations(chart.daemonset_tolerations, taints)},
         "node-feature-discovery": {"worker": {"tolerations": merge_tolerations(chart.nfd_worker_tolerations, taints)}},
     }
-    if pools and all(p.gpu_driver == "aks" for p in pools):
+    if args.node_groups and all(g.gpu_driver == "aks" for g in args.node_groups):
         # AKS's driver and container toolkit stay; the operator adds the rest around them.
         out["driver"] = {"enabled": False}
         out["toolkit"] = {"enabled": False}
         out["operator"] = {"runtimeClass": "nvidia-container-runtime"}
-    return deep_merge(out, values)
+    return deep_merge(out, args.values)
 
 
-def gpu_operator_release(version: str, pools: Sequence[GpuPoolSettings], values: dict[str, Any]) -> ChartRelease:
-    return ChartRelease.of(catalog.gpu_operator_chart_source(), version, gpu_operator_values(version, pools, values))
+def gpu_operator_release(args: GpuOperatorArgs) -> ChartRelease:
+    return ChartRelease.of(catalog.gpu_operator_chart_source(), args.version, gpu_operator_values(args))
 
 
 class GpuOperator(pulumi.ComponentResource):
     """A pinned `nvidia/gpu-operator` release: driver (unless AKS installs it), container
     toolkit, device plugin, NFD and GPU Feature Discovery on the given GPU pools' nodes."""
 
+    chart_version: pulumi.Output[str]
+    """The installed chart version."""
+
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        settings = [p.settings if isinstance(p, GpuNodePool) else p for p in args.pools]
-        problems = gpu_operator_problems(args.version, args.values, settings)
-        if problems:
-            raise ValueError(f"GpuOperator {name}: " + "; ".join(f"args.{p}: {m}" for p, m in problems))
-        super().__init__("kaito-aks:kubernetes:GpuOperator", name, None, opts)
-        release = gpu_operator_release(args.version, settings, args.values)
-        # Its operands run on the pools' nodes: install once they exist.
-        pools = [p for p in args.pools if isinstance(p, GpuNodePool)]
+        checked = checked_args("GpuOperator", name, GpuOperatorArgs, args, gpu_operator_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.release = pinned_release(
-            name, release, INSTALL_TIMEOUT_SECONDS, child_options(self, opts, depends_on=pools)
+            name, gpu_operator_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)
         )
         self.chart_version = self.release.status.version
         self.register_outputs({"chartVersion": self.chart_version})

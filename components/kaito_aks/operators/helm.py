@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,17 +49,27 @@ def pinned_release(
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Helm's rule: maps merge key by key, anything else (lists too) is replaced."""
-    out = copy.deepcopy(base)
+    """Helm's rule: maps merge key by key, anything else (lists too) is replaced. Maps and lists
+    are copied; other values (an Output among them) are shared, never deep-copied."""
+    out = _copy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = deep_merge(out[key], value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = _copy(value)
     return out
 
 
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set `a.b.c` in nested values, making the maps on the way."""
     *parents, leaf = dotted.split(".")
     for p in parents:
         values = values.setdefault(p, {})

@@ -4,7 +4,7 @@ update after a timeout with what was missing.
 
 Each wait is a Pulumi dynamic resource. Its provider runs in Pulumi's dynamic-provider process,
 found there by its module path, and reaches the cluster with the stack's own credentials
-(`ClusterAccess`): the kubeconfig contents travel as a secret input (encrypted in state, redacted
+(`kaito_aks.cluster.access.ClusterAccess`): the kubeconfig contents travel as a secret input (encrypted in state, redacted
 in render) and never reach the outputs.
 """
 
@@ -19,24 +19,6 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
-
-
-@dataclass(frozen=True)
-class ClusterAccess:
-    """How to reach a cluster, as the stack's Kubernetes provider does: kubeconfig contents
-    (a secret Output), else a kubeconfig path, else $KUBECONFIG / ~/.kube/config."""
-
-    kubeconfig: pulumi.Input[str] | None = None
-    path: str | None = None
-    context: str | None = None
-
-    def props(self) -> dict[str, Any]:
-        return {
-            "kubeconfig": pulumi.Output.secret(self.kubeconfig) if self.kubeconfig is not None else None,
-            "kubeconfigPath": self.path,
-            "context": self.context,
-        }
-
 
 # The credentials stay secret in the outputs too, should a provider ever echo them.
 SECRET_OUTPUTS = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])

@@ -18,7 +18,8 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterAccess, ClusterWaitProvider, poll
+from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 
 KAITO_API = "/apis/kaito.sh"

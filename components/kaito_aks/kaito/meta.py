@@ -1,0 +1,72 @@
+"""What KAITO's kinds share: the pydantic base that writes KAITO's JSON, object metadata, label
+selectors, and the data sources and destinations of adapters and tuning (api/v1beta1/
+workspace_types.go and params, in KAITO's own field names)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import model_validator
+
+from kaito_aks.camel import CamelModel
+
+
+class ApiModel(CamelModel):
+    def to_api(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class ObjectMeta(ApiModel):
+    name: str
+    namespace: str
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class LabelSelectorRequirement(ApiModel):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] | None = None
+
+
+class LabelSelector(ApiModel):
+    """metav1.LabelSelector. KAITO finds BYO nodes by matchLabels."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> LabelSelector:
+        if not self.match_labels and not self.match_expressions:
+            raise ValueError("needs matchLabels or matchExpressions (an empty selector matches every node)")
+        return self
+
+
+class DataSource(ApiModel):
+    """Where tuning data or an adapter comes from: exactly one of urls, volumeSource, image."""
+
+    name: str | None = None
+    urls: list[str] | None = None
+    volume_source: dict[str, Any] | None = None
+    image: str | None = None
+    image_pull_secrets: list[str] | None = None
+
+    def sources(self) -> list[str]:
+        return [k for k in ("urls", "volume_source", "image") if getattr(self, k)]
+
+
+class DataDestination(ApiModel):
+    """Where tuning output goes: exactly one of volumeSource, image (image needs imagePushSecret)."""
+
+    volume_source: dict[str, Any] | None = None
+    image: str | None = None
+    image_push_secret: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DataDestination:
+        chosen = [k for k in ("volume_source", "image") if getattr(self, k)]
+        if len(chosen) != 1:
+            raise ValueError("needs exactly one of volumeSource or image")
+        if self.image and not self.image_push_secret:
+            raise ValueError("image output needs imagePushSecret (a Secret to push with)")
+        return self

@@ -1,0 +1,295 @@
+"""One model as the Kubernetes objects that serve or tune it: pure data, so a program, a render or
+a test can look at it without Pulumi."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from kaito_aks import catalog
+from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, InferenceSetSpec, InferenceSetTemplate
+from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
+from kaito_aks.kaito.workspace import (
+    INFERENCE_CONFIG_KEY,
+    RUNTIME_ANNOTATION,
+    TUNING_CONFIG_KEY,
+    AdapterSpec,
+    InferenceSpec,
+    PresetOptions,
+    PresetSpec,
+    ResourceSpec,
+    TuningSpec,
+    Workspace,
+)
+from kaito_aks.model.names import hf_token_secret_name, workspace_names
+from kaito_aks.model.rules import match_labels
+from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs
+from kaito_aks.waits.gpu_nodes import GpuDemand
+
+PRESET_PORT = 5000  # KAITO's preset servers listen here
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
+# Resources of a custom (CPU) serving container when none are given.
+DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
+# The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
+# InferenceSet controller sets it to the set's name; on 0.8 we set it on each replica Workspace
+# ourselves, so one Service can select the serving pods of every replica.
+GROUP_LABEL = "inferenceset.kaito.sh/created-by"
+# Only pod 0 of a (possibly multi-node) instance serves the API.
+LEADER_POD_LABEL = "apps.kubernetes.io/pod-index"
+
+
+@dataclass(frozen=True)
+class ConfigMapPlan:
+    name: str  # content-addressed: a new name is what rolls the serving pods
+    data: dict[str, str]
+    key: str = ""  # stable Pulumi name, so an edit previews as a replacement of the same ConfigMap
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """One Service over every replica's serving pod: the model's stable endpoint."""
+
+    name: str
+    selector: dict[str, str]
+    target_port: int
+    load_balancer: bool
+
+
+@dataclass(frozen=True)
+class GpuNodesPlan:
+    """The GPU nodes KAITO's webhook must find before it admits the preset (BYO mode)."""
+
+    selector: dict[str, str]  # the Workspaces' matchLabels
+    demand: GpuDemand
+    timeout_minutes: int
+
+
+@dataclass(frozen=True)
+class ReadinessPlan:
+    """What says the model serves (a KAITO status condition) and how long to wait for it."""
+
+    condition: str  # InferenceReady, InferenceSetReady, JobStarted
+    timeout_minutes: int
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One model as the Kubernetes objects that serve or tune it."""
+
+    name: str
+    namespace: str
+    model: str  # preset name, Hugging Face ID, or custom image
+    replicas: int
+    workspaces: tuple[Workspace, ...]
+    inference_set: InferenceSet | None
+    config_maps: tuple[ConfigMapPlan, ...]
+    hf_token_secret: str | None  # Secret to create from the Hugging Face token
+    service: ServicePlan | None
+    # The model id clients send (OpenAI `model`): KAITO 0.8 serves a preset under its preset
+    # name; 0.12 serves an InferenceSet's Workspaces under the InferenceSet's name. None for a
+    # custom image (ask it: GET /v1/models) and for tuning.
+    served_model: str | None = None
+    gpu_nodes: GpuNodesPlan | None = None  # what KAITO's webhook will look for before admitting it
+    readiness: ReadinessPlan | None = None  # what says it serves
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def manifests(self) -> list[dict[str, Any]]:
+        """The KAITO objects as the API server receives them."""
+        return [ws.manifest() for ws in self.workspaces] + (
+            [self.inference_set.manifest()] if self.inference_set else []
+        )
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:8]
+
+
+def label_selector(args: KaitoModelArgs) -> LabelSelector:
+    """The Workspaces' node selector: the one given, else GPU-present (gpu) or Linux (cpu)."""
+    given: LabelSelectorArgs | None = args.label_selector
+    if given is None:
+        return LabelSelector(match_labels=match_labels(args))
+    return LabelSelector(
+        match_labels=dict(given.match_labels) if given.match_labels else None,
+        match_expressions=[
+            LabelSelectorRequirement(key=e.key, operator=e.operator, values=e.values) for e in given.match_expressions
+        ]
+        if given.match_expressions
+        else None,
+    )
+
+
+def plan_model(args: KaitoModelArgs) -> ModelPlan:
+    """The objects that serve (or tune) a model whose args passed `model_problems`."""
+    chart = catalog.kaito_charts()[args.kaito_version]
+    name = args.name or ""
+    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    auto = args.node_provisioning == "auto"
+    resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
+    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
+    config_maps: list[ConfigMapPlan] = []
+
+    if args.tuning is not None:
+        tuning_config = None
+        if args.tuning.config is not None:
+            text = _yaml(args.tuning.config)
+            tuning_config = f"{name}-tuning-config-{content_hash(text)}"
+            config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: text}, key=f"{name}-tuning-config"))
+        source, out = args.tuning.input, args.tuning.output
+        workspace = Workspace(
+            metadata=_meta(name, args.namespace, {}, annotations),
+            resource=resource,
+            tuning=TuningSpec(
+                preset=PresetSpec(name=args.model or ""),
+                method=args.tuning.method,
+                config=tuning_config,
+                input=DataSource(
+                    urls=source.urls,
+                    image=source.image,
+                    volume_source=source.volume_source,
+                    image_pull_secrets=source.image_pull_secrets,
+                ),
+                output=DataDestination(
+                    image=out.image, image_push_secret=out.image_push_secret, volume_source=out.volume_source
+                ),
+            ),
+        )
+        return ModelPlan(
+            name=name,
+            namespace=args.namespace,
+            model=args.model or "",
+            replicas=1,
+            workspaces=(workspace,),
+            inference_set=None,
+            config_maps=tuple(config_maps),
+            hf_token_secret=None,
+            service=None,
+            readiness=ReadinessPlan("JobStarted", args.ready_timeout_minutes),
+        )
+
+    # Attach the Hugging Face token to presets that download weights at start-up: required for
+    # gated ones, and avoids anonymous rate limits for the rest. Presets baked into images
+    # must not carry one (the webhook rejects it).
+    downloads = preset.download_at_runtime if preset else bool(args.model)
+    hf_secret = (
+        hf_token_secret_name(name)
+        if (downloads and args.hf_token is not None and not args.model_access_secret)
+        else None
+    )
+    access_secret = args.model_access_secret or hf_secret
+
+    inference_config = None
+    if args.config is not None:
+        # Named after its content: KAITO does not watch ConfigMaps, but a new name changes the
+        # Workspace's inference.config, which KAITO rolls out to the serving pods.
+        text = _yaml(args.config)
+        inference_config = f"{name}-inference-config-{content_hash(text)}"
+        config_maps.append(
+            ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: text}, key=f"{name}-inference-config")
+        )
+
+    inference = InferenceSpec(
+        preset=PresetSpec(
+            name=args.model,
+            preset_options=PresetOptions(model_access_secret=access_secret) if access_secret else None,
+        )
+        if args.model
+        else None,
+        template=None if args.model else _pod_template(args),
+        config=inference_config,
+        adapters=[_adapter(a) for a in args.adapters] or None,
+    )
+
+    workspaces: tuple[Workspace, ...] = ()
+    inference_set = None
+    if chart.replicas == "inferenceSet":
+        inference_set = InferenceSet(
+            api_version=chart.inference_set_api_version or "",
+            metadata=_meta(name, args.namespace, {}, None),
+            spec=InferenceSetSpec(
+                replicas=args.replicas,
+                label_selector=resource.label_selector,
+                template=InferenceSetTemplate(
+                    metadata={"annotations": annotations} if annotations else None,
+                    resource=InferenceSetResource(instance_type=resource.instance_type) if auto else None,
+                    inference=inference,
+                ),
+            ),
+        )
+    else:
+        group = {GROUP_LABEL: name}
+        workspaces = tuple(
+            Workspace(
+                metadata=_meta(replica, args.namespace, group, annotations), resource=resource, inference=inference
+            )
+            for replica in workspace_names(args, chart)
+        )
+
+    gpu_nodes = None
+    selector = resource.label_selector.match_labels
+    if preset is not None and not auto and selector:
+        # KAITO's webhook checks the matched nodes for presets with bring-your-own nodes only
+        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes).
+        demand = GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        gpu_nodes = GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
+
+    return ModelPlan(
+        name=name,
+        namespace=args.namespace,
+        model=args.model or args.image or "",
+        replicas=args.replicas,
+        workspaces=workspaces,
+        inference_set=inference_set,
+        config_maps=tuple(config_maps),
+        hf_token_secret=hf_secret,
+        service=ServicePlan(
+            name=name,
+            selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
+            target_port=PRESET_PORT if args.model else args.port,
+            load_balancer=args.load_balancer,
+        ),
+        served_model=served_model_id(args, chart),
+        gpu_nodes=gpu_nodes,
+        readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", args.ready_timeout_minutes),
+    )
+
+
+def served_model_id(args: KaitoModelArgs, chart: catalog.KaitoChart) -> str | None:
+    """What a client puts in `model` (KAITO 0.8: the preset; 0.12: the InferenceSet's name)."""
+    if not args.model or args.tuning is not None:
+        return None
+    return args.name if chart.served_model_id == "inferenceSet" else args.model
+
+
+def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:
+    return ObjectMeta(name=name, namespace=namespace, labels={**MANAGED_BY, **labels}, annotations=annotations)
+
+
+def _pod_template(args: KaitoModelArgs) -> dict[str, Any]:
+    """A pod for a custom serving image; KAITO adds node affinity from the labelSelector and
+    fronts it with its Service on port 80 -> 5000."""
+    container = {
+        "name": args.name,
+        "image": args.image,
+        "args": args.args if args.args is not None else ["run", f"--address=:{args.port}"],
+        "ports": [{"name": "http", "containerPort": args.port, "protocol": "TCP"}],
+        "resources": args.resources or DEFAULT_TEMPLATE_RESOURCES,
+    }
+    return {"spec": {"containers": [container]}}
+
+
+def _adapter(a: AdapterArgs) -> AdapterSpec:
+    return AdapterSpec(
+        source=DataSource(name=a.name, image=a.image, image_pull_secrets=a.image_pull_secrets),
+        strength=None if a.strength is None else str(a.strength),
+    )
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)

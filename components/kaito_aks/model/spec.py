@@ -1,0 +1,206 @@
+"""What one model is: `KaitoModelArgs`, the only declaration of a model's settings. The
+component, the provider schema for other languages and the stack config all read these fields
+(and their docs, defaults and bounds) from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import pulumi
+
+from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
+from kaito_aks.operators.kaito_operator import NodeProvisioning
+from kaito_aks.schema import Matches, MaxItems, Range, Secret, documented
+
+MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
+DNS_LABEL = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+    "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+)
+DNS_SUBDOMAIN = Matches(
+    r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
+    "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+)
+# An image reference as the container runtime parses it: [registry[:port]/]path[:tag][@digest].
+IMAGE = Matches(
+    r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?",
+    "an image reference (e.g. myacr.azurecr.io/adapters/sql:1)",
+)
+MINUTES = Range(1, 1440, "at most a day")
+
+Compute = Literal["gpu", "cpu"]
+"""gpu: a preset or GPU image on GPU nodes; cpu: a custom image on any Linux node."""
+Runtime = Literal["vllm", "transformers"]
+"""How KAITO serves a preset."""
+TuningMethod = Literal["lora", "qlora"]
+"""How KAITO fine-tunes a preset."""
+SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class LabelSelectorRequirementArgs:
+    """One matchExpressions entry of a Kubernetes label selector."""
+
+    key: str
+    """The label key."""
+    operator: SelectorOperator
+    """In, NotIn, Exists or DoesNotExist."""
+    values: list[str] | None = None
+    """The values (In, NotIn)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class LabelSelectorArgs:
+    """Kubernetes' LabelSelector; KAITO finds bring-your-own GPU nodes by `match_labels`."""
+
+    match_labels: Labels | None = None
+    """Labels a node must carry."""
+    match_expressions: list[LabelSelectorRequirementArgs] | None = None
+    """Further conditions (KAITO's node lookup ignores them)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class AdapterArgs:
+    """A LoRA adapter served on top of a preset, from a container image."""
+
+    name: Annotated[str, DNS_SUBDOMAIN]
+    """Adapter name (it names a container)."""
+    image: Annotated[str, IMAGE]
+    """Image holding the adapter under /data."""
+    strength: Annotated[float, Range(0, 1)] | None = None
+    """Weight of the adapter, 0-1 (transformers runtime only; KAITO's default 1.0)."""
+    image_pull_secrets: list[str] | None = None
+    """Secrets to pull the image with."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class TuningInputArgs:
+    """Tuning data: exactly one of `urls`, `image` or `volume_source` (KAITO's DataSource)."""
+
+    urls: list[str] | None = None
+    """URLs of the data files."""
+    image: Annotated[str, IMAGE] | None = None
+    """An image holding the data."""
+    volume_source: dict[str, Any] | None = None
+    """A Kubernetes volume source holding the data."""
+    image_pull_secrets: list[str] | None = None
+    """Secrets to pull the image with."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class TuningOutputArgs:
+    """Where the tuned adapter goes: an `image` (with `image_push_secret`) or a `volume_source`."""
+
+    image: Annotated[str, IMAGE] | None = None
+    """The image to push the adapter to."""
+    image_push_secret: str | None = None
+    """A Secret to push the image with (required with `image`)."""
+    volume_source: dict[str, Any] | None = None
+    """A Kubernetes volume source to write the adapter to."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class TuningArgs:
+    """A fine-tuning job instead of serving (presets that support tuning only)."""
+
+    method: TuningMethod
+    """lora or qlora."""
+    input: TuningInputArgs
+    """The tuning data."""
+    output: TuningOutputArgs
+    """Where the result goes."""
+    config: dict[str, Any] | None = None
+    """Tuning parameters, as a ConfigMap's training_config.yaml; default: KAITO's template."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class KaitoModelArgs:
+    """One model KAITO serves or fine-tunes: a preset (GPU) or a custom serving image (e.g.
+    llama.cpp on CPU). Only `kaito_version` and one of `model` / `image` are required."""
+
+    kaito_version: str
+    """The KAITO release the cluster runs (0.8.0, 0.8.1, 0.12.0): decides Workspace-per-replica
+    or InferenceSet, the preset catalog, KAITO's rules and arithmetic, the served model id."""
+    name: Annotated[str, DNS_LABEL] | None = None
+    """Kubernetes name of the Service (the endpoint) and Workspaces; default: the resource name."""
+    namespace: Annotated[str, DNS_LABEL] = "default"
+    """Namespace of every object; it must exist."""
+    model: str | None = None
+    """A KAITO preset (`python -m stacks models list`), or on 0.12 a Hugging Face id."""
+    image: Annotated[str, IMAGE] | None = None
+    """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset."""
+    compute: Compute = "gpu"
+    """gpu or cpu: picks the default `label_selector`; presets need gpu."""
+    replicas: Annotated[
+        int, Range(1, MAX_POOL_NODES, "a replica needs a node of its own; an AKS pool has at most 1000")
+    ] = 1
+    """Serving instances behind the one endpoint."""
+    label_selector: LabelSelectorArgs | None = None
+    """Nodes to run on; default: nvidia.com/gpu.present=true (gpu) or kubernetes.io/os=linux (cpu)."""
+    runtime: Runtime | None = None
+    """vllm or transformers; default: KAITO's (vLLM)."""
+    node_provisioning: NodeProvisioning = "byo"
+    """byo: your nodes, found by `label_selector`; auto: KAITO creates nodes of `instance_type`."""
+    instance_type: str | None = None
+    """GPU VM size KAITO provisions (`node_provisioning` auto only)."""
+    adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
+        default_factory=list
+    )
+    """LoRA adapters on a preset."""
+    config: dict[str, Any] | None = None
+    """Runtime parameters, as a ConfigMap's inference_config.yaml (e.g. {"vllm": {"max-model-len": 8192}})."""
+    tuning: TuningArgs | None = None
+    """Fine-tune the preset instead of serving it."""
+    hf_token: Secret[pulumi.Input[str]] | None = None
+    """Hugging Face token (kept secret), put in a Secret for presets that download their weights."""
+    model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
+    """An existing Secret with key HF_TOKEN, instead of `hf_token`."""
+    load_balancer: bool = False
+    """Expose the endpoint through a LoadBalancer Service instead of ClusterIP."""
+    port: Annotated[int, Range(1, 65535)] = 5000
+    """Container port of a custom image."""
+    args: list[str] | None = None
+    """Custom image arguments; default: AIKit's `run --address=:<port>`."""
+    resources: dict[str, Any] | None = None
+    """Container resources of a custom image; default: 2 CPU, 4-8 GiB."""
+    node_groups: list[NodeGroup] | None = None
+    """The cluster's GPU pools (e.g. [`GpuNodePool.node_group`, ...]): the model then checks at
+    preview that its selector picks one kind of node and that KAITO admits and places it there.
+    Default: not known (the GPU-node wait checks at `pulumi up`)."""
+    kubeconfig: Secret[pulumi.Input[str]] | None = None
+    """Credentials the waits read the cluster with (kept secret); default: those of the
+    ClusterProvider in `opts` (AksCluster.provider, KubeconfigCluster.provider)."""
+    context: str | None = None
+    """Kubeconfig context for the waits; default: the provider's, or the current one."""
+    wait_for_gpu_nodes: bool = True
+    """Before creating a preset, wait until its nodes are Ready and labelled by GPU Feature
+    Discovery, as KAITO's webhook requires (bring-your-own nodes only)."""
+    gpu_nodes_timeout_minutes: Annotated[int, MINUTES] = 20
+    """How long to wait for those nodes."""
+    wait_for_ready: bool = True
+    """`pulumi up` waits until KAITO reports the model serving (tuning: the job started)."""
+    ready_timeout_minutes: Annotated[int, MINUTES] = 30
+    """How long to wait for that (large downloads take 20+ minutes)."""
+
+
+# Keys earlier KAITO (or kaito-aks) shapes had, with the fix to give.
+RETIRED = {
+    "preferred_nodes": "removed in KAITO 0.8; use `label_selector`",
+    "count": "use `replicas` (resource.count is deprecated in KAITO and does not scale vLLM serving)",
+    "preset": "use `model`",
+    "instance": "use `instance_type`",
+}
+
+
+def is_gpu(args: KaitoModelArgs) -> bool:
+    """GPU workloads: compute gpu, or the vLLM runtime."""
+    return args.compute == "gpu" or args.runtime == "vllm"

@@ -1,0 +1,153 @@
+"""GPU nodes as the components see them: a `NodeGroup` describes a pool of alike nodes (its size,
+labels, taints, node counts), and the facts here say how GPU workloads find and tolerate such
+nodes. One place, so the pools, both operators, the models and their checks agree."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from kaito_aks.catalog import Toleration
+from kaito_aks.schema import Check, MaxItems, Range, documented
+
+# The label NVIDIA's GPU Operator puts on GPU nodes; GpuNodePool also sets it on the AKS GPU pools
+# it creates, so it is there from a node's first minute. (Standalone GPU Feature Discovery
+# publishes nvidia.com/gpu.product/count/memory, which KAITO reads, but not this one.)
+GPU_PRESENT_LABEL = {"nvidia.com/gpu.present": "true"}
+LINUX_LABEL = {"kubernetes.io/os": "linux"}
+# The taint AKS GPU pools conventionally carry (and KAITO's presets and device plugin tolerate);
+# assumed for GPU nodes of clusters the program does not create.
+DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
+# AKS puts this taint on every spot node; declaring it keeps the pool's taints as Azure reports
+# them, and KAITO (0.12+) and the GPU Operator tolerate it.
+SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+MAX_POOL_NODES = 1000  # AKS: nodes per node pool
+
+GpuDriver = Literal["operator", "aks"]
+"""operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
+it; aks: AKS installs the driver and container toolkit."""
+
+# ---------------------------------------------------------------- Kubernetes' rules for labels and taints
+
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+TAINT = re.compile(
+    r"^(?P<key>[A-Za-z0-9./_-]+)(=(?P<value>[A-Za-z0-9._-]*))?:(?P<effect>NoSchedule|PreferNoSchedule|NoExecute)$"
+)
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why Kubernetes refuses `key` as a label key (`[prefix/]name`), or None."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not re.fullmatch(_PREFIX, prefix)):
+        return f"label key {key!r}: the prefix before '/' must be a DNS subdomain (lowercase, at most 253 characters)"
+    if not re.fullmatch(_NAME, name):
+        return (
+            f"label key {key!r}: the name must be 1-63 letters, digits, '-', '_' or '.', starting and ending "
+            "with a letter or digit"
+        )
+    return None
+
+
+def label_value_problem(value: str) -> str | None:
+    if value == "" or re.fullmatch(_NAME, value):
+        return None
+    return (
+        f"label value {value!r} must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a "
+        "letter or digit (or empty)"
+    )
+
+
+def labels_problem(labels: object) -> str | None:
+    """Why Kubernetes refuses a map of labels (the first reason), or None."""
+    if not isinstance(labels, dict):
+        return None
+    for k, v in labels.items():
+        why = label_key_problem(str(k)) or (label_value_problem(v) if isinstance(v, str) else None)
+        if why:
+            return why
+    return None
+
+
+def taint_problem(taint: object) -> str | None:
+    if not isinstance(taint, str):
+        return None
+    m = TAINT.match(taint)
+    if m is None:
+        return (
+            f"{taint!r} is not a taint: write key=value:Effect or key:Effect (NoSchedule, PreferNoSchedule, NoExecute)"
+        )
+    return label_key_problem(m["key"]) or (label_value_problem(m["value"]) if m["value"] else None)
+
+
+Labels = Annotated[dict[str, str], Check(labels_problem)]
+Taint = Annotated[str, Check(taint_problem)]
+
+
+# ---------------------------------------------------------------- a group of GPU nodes
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class NodeGroup:
+    """A pool of alike GPU nodes, as KAITO's webhook and estimator see it and as the operators
+    must tolerate it. `GpuNodePool.node_group` describes a pool it creates; describe a pool made
+    elsewhere the same way."""
+
+    name: str
+    """The pool's name (its nodes carry it as the `agentpool` label)."""
+    vm_size: str
+    """Azure VM size of the nodes: KAITO sizes models against its GPUs (see `models estimate`)."""
+    labels: Labels = field(default_factory=dict)
+    """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""
+    taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
+    """Taints every node carries (key=value:Effect)."""
+    min_nodes: Annotated[int, Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")] = 1
+    """Nodes that exist when a Workspace is created (a fixed count, or the autoscaler's minimum):
+    KAITO's webhook admits a preset against these."""
+    max_nodes: Annotated[int, Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")] = 1
+    """The most nodes the pool may have: every replica of every model on it must fit."""
+    gpu_driver: GpuDriver = "operator"
+    """Who installs the GPU driver on the nodes: operator (the NVIDIA GPU Operator) or aks."""
+    spot: bool = False
+    """Azure Spot VMs: the nodes carry AKS's spot taint."""
+
+
+def selects(match_labels: dict[str, str], group: NodeGroup) -> bool:
+    """Whether a selector's matchLabels pick the group's nodes (KAITO lists BYO nodes by
+    matchLabels only; matchExpressions play no part there)."""
+    return all(group.labels.get(k) == v for k, v in match_labels.items())
+
+
+# ---------------------------------------------------------------- tolerations
+
+
+def taint_toleration(taint: str) -> dict[str, str]:
+    """`key=value:Effect` -> Equal toleration; `key:Effect` -> Exists toleration."""
+    spec, effect = taint.rsplit(":", 1)
+    if "=" in spec:
+        key, value = spec.split("=", 1)
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": spec, "operator": "Exists", "effect": effect}
+
+
+def node_taints(groups: Iterable[NodeGroup]) -> list[str]:
+    """Every taint the groups' nodes carry, once each, the spot taint included."""
+    out: list[str] = []
+    for g in groups:
+        for t in [*g.taints, *([SPOT_TAINT] if g.spot else [])]:
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def merge_tolerations(defaults: Iterable[Toleration], taints: Iterable[str]) -> list[dict[str, Any]]:
+    """A chart's default tolerations plus one per taint, once each (Helm replaces lists, so the
+    defaults are repeated)."""
+    out: list[dict[str, Any]] = []
+    for t in [*(d.model_dump(exclude_none=True) for d in defaults), *(taint_toleration(t) for t in taints)]:
+        if t not in out:
+            out.append(t)
+    return out

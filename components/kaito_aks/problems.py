@@ -1,0 +1,133 @@
+"""What is wrong with a component's args: one `Problem` type, shared by the components and by
+any program that maps its own config onto them.
+
+A problem's path is structural: arg names (rendered in Python's snake_case or the schema's
+camelCase), list indexes, and data keys (`Key`, e.g. a label or a chart value, never renamed).
+`problem.under("workspaces", 2)` re-roots it, so a program reports it at its own config path
+without touching the message. Arg names quoted in backticks inside a message are renamed the
+same way (`hf_token` in Python reads `hfToken` in YAML).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+Naming = Literal["python", "schema"]
+"""How arg names are written: Python's snake_case, or the camelCase of the provider schema and
+of stack config files."""
+
+
+class Key(str):
+    """A data key inside an arg (a label, a chart value, a runtime parameter): never renamed."""
+
+    __slots__ = ()
+
+
+PathPart = str | Key | int
+
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_QUOTED = re.compile(r"`([^`\s]+)`")
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_:-]*")
+
+
+def camel(name: str) -> str:
+    """snake_case -> camelCase (os_disk_size_gb -> osDiskSizeGb); other text is unchanged."""
+    if not _SNAKE.fullmatch(name):
+        return name
+    first, *rest = name.split("_")
+    return first + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def rename(text: str, naming: Naming) -> str:
+    """`text` with its backticked arg names and dotted arg paths written the `naming` way (and
+    the backticks, which only mark them, dropped)."""
+
+    def one(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        if "=" in inner or "/" in inner or ":" in inner or "(" in inner:
+            return match.group(0)  # a label, a command or code: left as written
+        if naming == "python":
+            return inner
+        return ".".join(camel(p) for p in inner.split("."))
+
+    return _QUOTED.sub(one, text)
+
+
+def parse_path(text: str) -> tuple[PathPart, ...]:
+    """ "workspaces[2].label_selector" -> ("workspaces", 2, "label_selector")."""
+    return tuple(int(i) if i else n for n, i in _PART.findall(text))
+
+
+def format_path(path: Sequence[PathPart], naming: Naming = "python") -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            continue
+        if isinstance(part, Key):
+            text = str(part) if _PLAIN_KEY.fullmatch(part) else f'"{part}"'
+        else:
+            text = camel(part) if naming == "schema" else part
+        out += f".{text}" if out else text
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong, where it is, and (in the message) how to fix it."""
+
+    path: tuple[PathPart, ...]
+    """Where: arg names, indexes and data keys, relative to what was checked (() = the whole)."""
+    message: str
+    """What is wrong and the fix, in the library's own terms."""
+    code: str = ""
+    """A stable name for the rule, so a program can add its own wording (e.g. a config command)."""
+
+    @classmethod
+    def at(cls, path: str | Sequence[PathPart], message: str, code: str = "") -> Problem:
+        return cls(parse_path(path) if isinstance(path, str) else tuple(path), message, code)
+
+    def under(self, *prefix: str | PathPart) -> Problem:
+        """The same problem seen from further out: `under("workspaces[2]")`, `under("args")`."""
+        parts: list[PathPart] = []
+        for p in prefix:
+            parts.extend(parse_path(p) if isinstance(p, str) and not isinstance(p, Key) else (p,))
+        return replace(self, path=(*parts, *self.path))
+
+    def text(self, naming: Naming = "python") -> str:
+        """ "path: message", arg names written the `naming` way."""
+        where = format_path(self.path, naming)
+        message = rename(self.message, naming)
+        return f"{where}: {message}" if where else message
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+class InvalidArgsError(ValueError):
+    """A component's args break its rules. Raised before the component registers anything, with
+    every problem at once; `problems` holds them for programs that report them their own way."""
+
+    def __init__(self, component: str, name: str, problems: Sequence[Problem], naming: Naming = "python"):
+        self.component, self.name, self.problems = component, name, list(problems)
+        listing = "\n".join(f"  - {p.under('args').text(naming)}" for p in self.problems)
+        super().__init__(f"{component} {name!r}: {len(self.problems)} problem(s) with its args:\n{listing}")
+
+
+def raise_if(component: str, name: str, problems: Sequence[Problem]) -> None:
+    if problems:
+        raise InvalidArgsError(component, name, problems)
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The closest choices to a misspelt word, case-insensitively; never the word itself."""
+    by_lower: dict[str, str] = {}
+    for c in choices:
+        by_lower.setdefault(c.lower(), c)
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n + 1, cutoff=cutoff)
+    return [by_lower[c] for c in close if by_lower[c] != word][:n]

@@ -1,0 +1,290 @@
+"""Test your Pulumi program that uses kaito-aks without an engine, a cloud account or a cluster.
+
+`run(program)` runs `program` under Pulumi's mock engine with a recording monitor: every
+registration is kept exactly as the engine would receive it (type, name, parent, provider,
+dependencies, options, inputs, secrets still marked as secrets), and the cloud and cluster
+stand-ins answer the invokes the components make (AKS credentials and lookups, the Azure
+client config) with plausible values.
+
+    from kaito_aks.testing import run
+
+    def test_phi_serves_two_replicas():
+        result = run(my_program)
+        workspaces = result.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+        assert len(workspaces) == 2
+
+`ProgramMocks` is a `pulumi.runtime.Mocks`, usable with `pulumi.runtime.set_mocks` on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.stack import run_in_stack
+from pulumi.runtime.sync_await import _sync_await
+
+from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
+from kaito_aks.waits.gpu_nodes import GpuNodesReady
+
+GPU_NODES_TYPE = f"pulumi-python:{GpuNodesReady._resource_type_name}"
+AFTER_UP = "(known after pulumi up)"
+PROJECT = "test"
+
+# Wire markers of the Pulumi property protocol (sdk/go/common/resource/sig).
+SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value the program marked secret (the record keeps it; renderers must not print it)."""
+
+    value: Any
+
+    def __repr__(self) -> str:
+        return "Secret(***)"
+
+
+@dataclass
+class Registration:
+    """One resource as the engine would receive it."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    provider: str  # "<provider urn>::<id>" or "" (ambient default provider)
+    dependencies: list[str]
+    inputs: dict[str, Any]  # secrets wrapped in Secret
+    options: dict[str, Any]
+
+    @property
+    def provider_urn(self) -> str:
+        return self.provider.rsplit("::", 1)[0] if self.provider else ""
+
+
+@dataclass
+class Evaluation:
+    stack: str
+    resources: list[Registration]
+    outputs: dict[str, Any]  # stack outputs, secrets wrapped in Secret
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def of_type(self, type_: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_]
+
+    def by_urn(self, urn: str) -> Registration:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def named(self, name: str, type_: str | None = None) -> Registration:
+        matches = [r for r in self.resources if r.name == name and (type_ is None or r.type == type_)]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources named {name!r} of type {type_!r}")
+        return matches[0]
+
+
+def reveal(value: Any) -> Any:
+    """The same value with secrets unwrapped (for assertions on secret contents)."""
+    if isinstance(value, Secret):
+        return reveal(value.value)
+    if isinstance(value, dict):
+        return {k: reveal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [reveal(v) for v in value]
+    return value
+
+
+def _value(v: Any) -> Any:
+    kind = v.WhichOneof("kind")
+    if kind == "struct_value":
+        return _struct(v.struct_value)
+    if kind == "list_value":
+        return [_value(x) for x in v.list_value.values]
+    if kind == "number_value":
+        n = v.number_value
+        return int(n) if n.is_integer() else n
+    if kind == "string_value":
+        return v.string_value
+    if kind == "bool_value":
+        return v.bool_value
+    return None
+
+
+def _struct(message: Any) -> Any:
+    """A protobuf Struct from the wire as Python, keeping secrets as Secret."""
+    if message is None:
+        return {}
+    out = {k: _value(v) for k, v in message.fields.items()}
+    if out.get(SIG_KEY) == SECRET_SIG:
+        return Secret(out.get("value"))
+    return out
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, recording each registration whole. Inputs are decoded once and
+    echoed back as the resource's state (secrets stay secret), plus the computed outputs the
+    mocks add, which keeps evaluation fast for stacks with thousands of resources."""
+
+    def __init__(self, mocks: ProgramMocks):
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+        self.outputs: dict[str, dict[str, Any]] = {}
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        inputs = _struct(request.object)
+        id_, computed = self.mocks.computed(request.type, request.name, reveal(inputs))
+        state = struct_pb2.Struct()
+        state.CopyFrom(request.object)
+        if computed:
+            state.update(computed)
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, {**reveal(inputs), **computed})
+        self.registrations.append(
+            Registration(
+                urn=urn,
+                type=request.type,
+                name=request.name,
+                custom=request.custom,
+                parent=request.parent,
+                provider=request.provider,
+                dependencies=sorted(request.dependencies),
+                inputs=inputs,
+                options={
+                    "protect": request.protect,
+                    "deleteBeforeReplace": request.deleteBeforeReplace,
+                    "replaceOnChanges": sorted(request.replaceOnChanges),
+                    "ignoreChanges": sorted(request.ignoreChanges),
+                    "retainOnDelete": request.retainOnDelete,
+                    "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
+                    "aliases": [json_format.MessageToDict(a) for a in request.aliases],
+                    "version": request.version,
+                },
+            )
+        )
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state)
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802
+        self.outputs[request.urn] = _struct(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
+
+class ProgramMocks(pulumi_mocks.Mocks):
+    """Cloud and cluster stand-ins: a resource's state is its inputs plus the few computed
+    outputs the program reads (Helm release status, Azure names, AKS credentials)."""
+
+    def computed(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        if typ == "kubernetes:helm.sh/v3:Release":
+            status = {
+                "name": inputs.get("name", name),
+                "namespace": inputs.get("namespace", "default"),
+                "version": inputs.get("version", ""),
+                "status": "deployed",
+            }
+            return f"{name}-id", {"status": status}
+        if typ == "azure-native:containerservice:ManagedCluster":
+            fqdn = f"{inputs.get('dnsPrefix', name)}.hcp.example.azmk8s.io"
+            issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
+            cluster = inputs.get("resourceName", name)
+            group = f"MC_{inputs.get('resourceGroupName')}_{cluster}_{inputs.get('location') or 'eastus'}"
+            return f"{name}-id", {
+                "fqdn": fqdn,
+                "name": cluster,
+                "oidcIssuerProfile": issuer,
+                "nodeResourceGroup": group,
+            }
+        if typ == "azure-native:resources:ResourceGroup":
+            return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
+        if typ == "azure-native:containerservice:AgentPool":
+            return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
+        if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
+            return f"{name}-id", dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP)
+        return f"{name}-id", {}
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        id_, computed = self.computed(args.typ, args.name, args.inputs)
+        return id_, {**args.inputs, **computed}
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
+        if args.token in (
+            "azure-native:containerservice:listManagedClusterUserCredentials",
+            "azure-native:containerservice:listManagedClusterAdminCredentials",
+        ):
+            kubeconfig = MOCK_KUBECONFIG.format(cluster=args.args.get("resourceName", "aks"))
+            return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+        if args.token == "azure-native:containerservice:getManagedCluster":
+            name, group = args.args.get("resourceName", "aks"), args.args.get("resourceGroupName")
+            return {
+                "name": name,
+                "id": f"/subscriptions/0/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}",
+                "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
+                "nodeResourceGroup": f"MC_{group}_{name}_eastus",
+                "location": "eastus",
+            }
+        return {}
+
+
+MOCK_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- name: {cluster}
+  cluster: {{server: "https://{cluster}.hcp.example.azmk8s.io:443"}}
+contexts:
+- name: {cluster}
+  context: {{cluster: {cluster}, user: clusterUser}}
+current-context: {cluster}
+users:
+- name: clusterUser
+  user: {{token: mock-token}}
+"""
+
+
+# Environment the SDKs copy into resource inputs (the kubernetes Provider reads KUBECONFIG when
+# no kubeconfig is given); hidden during evaluation so results do not depend on the machine.
+AMBIENT_ENV = ("KUBECONFIG",)
+
+
+@contextlib.contextmanager
+def _hermetic_env() -> Iterator[None]:
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k in AMBIENT_ENV or k.startswith("PULUMI_K8S_")}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def run(
+    program: Callable[[], None],
+    *,
+    project: str = PROJECT,
+    stack: str = "test",
+    config: Mapping[str, str] | None = None,
+    secrets: Mapping[str, str] | None = None,
+    monitor: RecordingMonitor | None = None,
+) -> Evaluation:
+    """Run `program` (it declares resources, as a Pulumi program does) under the mock engine and
+    return what it registered and exported. `config`/`secrets`: config values by full key
+    ("kaito-aks:workspaces"), as text. Raises what the program raises; pass your own `monitor`
+    to look at what was registered before that."""
+    pulumi_settings.reset_options()  # a fresh runtime: no root stack, no pending work
+    monitor = monitor or RecordingMonitor(ProgramMocks())
+    pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config({**(config or {}), **(secrets or {})}, list(secrets or {}))
+    pulumi_settings.ROOT.set(None)  # set_mocks made a root stack; run_in_stack makes its own
+    with _hermetic_env():
+        _sync_await(run_in_stack(program))
+    stack_urn = f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
+    outputs = monitor.outputs.pop(stack_urn, {})
+    return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)
