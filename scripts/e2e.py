@@ -61,7 +61,7 @@ PROJECT_FILES = [
 STACK = "e2e"
 # The last commit before the components became the kaito_aks package (issue #10): a stack it
 # deployed must preview no changes with today's program (aliases where anything moved).
-OLD_LAYOUT = "4a999fe8e39450525ea015128d13b2ec4d53c495"
+OLD_LAYOUT = "21b4115"
 OLD_LAYOUT_FILES = ["Pulumi.yaml", "__main__.py", "components", "kaito_aks", "stacks", "requirements.txt"]
 YAML_MODEL = "yaml-phi"
 YAML_STACK = "yaml"
@@ -592,8 +592,9 @@ def preview_ops(result: subprocess.CompletedProcess) -> dict[str, list[str]]:
 
 
 def scenario(run: Run) -> None:
-    from stacks.load import parse_stack_file
     from stacks.plan import model_plans
+
+    from stacks.load import parse_stack_file
     from stacks.stackfile import read_stack_file
 
     with run.step("start etcd + kube-apiserver"):

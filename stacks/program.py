@@ -18,7 +18,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
-from kaito_aks.model.component import KaitoModel
+from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from stacks.config import StackConfig
@@ -71,19 +71,20 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         )
         for ns in cfg.namespaces
     }
-    models: dict[str, KaitoModel] = {}
-    for args in cfg.models:
-        key = f"{args.namespace}/{args.name}"
-        # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching
-        # GPU nodes exist and GPU Feature Discovery has labelled them: wait for the pools,
-        # both operators (when this stack installs them) and the namespace.
-        ready = [*pools, *(r for r in (kaito, gpu_operator, namespaces.get(args.namespace)) if r is not None)]
-        models[key] = KaitoModel(key, args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready))
+    # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching GPU
+    # nodes exist and GPU Feature Discovery has labelled them: the models wait for the pools,
+    # both operators (when this stack installs them) and the namespaces. Their waits are shared
+    # (one per node selector, one for readiness), so N models take about the slowest one's time.
+    ready = [*pools, *(r for r in (kaito, gpu_operator) if r is not None), *namespaces.values()]
+    group = deploy_models(
+        "models",
+        [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
+        opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
+    )
+    _export(cfg, cluster, group)
 
-    _export(cfg, cluster, models)
 
-
-def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, models: dict[str, KaitoModel]) -> None:
+def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: ModelGroup) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("oidcIssuerUrl", cluster.oidc_issuer_url)
@@ -126,8 +127,8 @@ def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, models: d
                 "source": m.source,
                 "endpoint": m.endpoint,
                 "replicas": m.replicas,
-                "gpuNodes": m.gpu_nodes,
+                "gpuNodes": group.gpu_nodes_of(key),
             }
-            for key, m in models.items()
+            for key, m in group.models.items()
         },
     )

@@ -6,10 +6,10 @@ import pytest
 
 import upstream_facts
 from kaito_aks import catalog
+from kube_schema import unknown_value_paths
 from stacks.evaluate import Secret, reveal
 from stacks.stackfile import read_stack_file
 from tests.conftest import run
-from tests.kube_schema import unknown_value_paths
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 POOL = "azure-native:containerservice:AgentPool"

@@ -305,9 +305,9 @@ def test_presets_wait_for_their_gpu_nodes_and_custom_images_do_not():
     cpu = {"name": "cpu", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
     ev = run(config([PHI, cpu], kaito={"gpuNodesTimeoutMinutes": 5}))
     (wait_,) = ev.of_type(WAIT)
-    assert wait_.name == "default/phi/gpu-nodes"
+    assert wait_.name == "models/gpu-nodes/{nvidia.com/gpu.present=true}"  # one per node selector
     assert wait_.inputs["selector"] == SELECTOR
-    assert wait_.inputs["demand"] == PHI_DEMAND.as_props()
+    assert wait_.inputs["demands"] == [PHI_DEMAND.as_props()]
     assert wait_.inputs["workspaces"] == ["phi-0"]
     assert wait_.inputs["timeoutSeconds"] == 300
     assert wait_.inputs["context"] == "test"
@@ -315,6 +315,19 @@ def test_presets_wait_for_their_gpu_nodes_and_custom_images_do_not():
     by_name = {w.inputs["metadata"]["name"]: w for w in ev.of_type(WORKSPACE)}
     assert wait_.urn in by_name["phi-0"].dependencies
     assert wait_.urn not in by_name["cpu-0"].dependencies
+
+
+def test_models_on_the_same_nodes_share_one_wait_that_checks_each_of_them():
+    llama = {"name": "llama", "model": "llama-3.1-8b-instruct", "modelAccessSecret": "hf"}
+    a100 = {"name": "a100", "model": "phi-4-mini-instruct", "labelSelector": {"matchLabels": {"agentpool": "a100"}}}
+    ev = run(config([PHI, llama, a100]))
+    waits = {w.inputs["selector"].get("agentpool", "default"): w for w in ev.of_type(WAIT)}
+    assert set(waits) == {"default", "a100"}
+    assert [d["preset"] for d in waits["default"].inputs["demands"]] == ["phi-4-mini-instruct", "llama-3.1-8b-instruct"]
+    assert waits["default"].inputs["workspaces"] == ["llama-0", "phi-0"]
+    by_name = {w.inputs["metadata"]["name"]: w for w in ev.of_type(WORKSPACE)}
+    assert waits["default"].urn in by_name["llama-0"].dependencies
+    assert waits["a100"].urn not in by_name["llama-0"].dependencies
 
 
 def test_the_wait_follows_the_selector_and_can_be_turned_off():

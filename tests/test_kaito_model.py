@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 import upstream_facts
+from kube_schema import crd_validator
 from stacks.evaluate import AFTER_UP, GPU_NODES_OUTPUTS, Secret, reveal
 from tests.conftest import config, run
-from tests.kube_schema import crd_validator
 
 MODEL_READY = "pulumi-python:dynamic/kaito-aks:ModelReady"
 
@@ -234,6 +234,7 @@ def test_pulumi_up_waits_until_each_model_serves():
     assert set(ready.dependencies) >= {w.urn for w in workspaces(ev).values()}  # after the objects it watches
     slow = run(config([{**PHI, "readyTimeoutMinutes": 45}], kaito={"readyTimeoutMinutes": 20})).of_type(MODEL_READY)
     assert slow[0].inputs["timeoutSeconds"] == 2700
+    assert slow[0].inputs["watched"][0]["timeoutSeconds"] == 2700
     assert run(config([PHI], kaito={"waitForReady": False})).of_type(MODEL_READY) == []
     (iset_ready,) = run(config([PHI], kaito={"version": "0.12.0"})).of_type(MODEL_READY)
     assert iset_ready.inputs["watched"] == [
@@ -243,8 +244,18 @@ def test_pulumi_up_waits_until_each_model_serves():
             "namespace": "default",
             "name": "phi",
             "condition": "InferenceSetReady",
+            "timeoutSeconds": 1800,
         }
     ]
+
+
+def test_one_readiness_wait_watches_every_model_each_within_its_own_timeout():
+    quick = {**PHI, "name": "quick", "readyTimeoutMinutes": 5}
+    ev = run(config([PHI, quick], kaito={"readyTimeoutMinutes": 20}))
+    (ready,) = ev.of_type(MODEL_READY)
+    assert {w["name"]: w["timeoutSeconds"] for w in ready.inputs["watched"]} == {"phi-0": 1200, "quick-0": 300}
+    assert ready.inputs["timeoutSeconds"] == 1200
+    assert set(ready.dependencies) >= {w.urn for w in workspaces(ev).values()}
 
 
 def test_an_edit_that_rolls_the_pods_is_waited_for_again():
@@ -321,6 +332,6 @@ def test_component_type_tokens_and_parents():
         "kaito-aks:kubernetes:KaitoWorkspace",
     ]
     children = [r for r in ev.resources if r.name.startswith("default/phi/")]
-    assert {r.name for r in children} >= {"default/phi/phi-0", "default/phi/phi", "default/phi/gpu-nodes"}
+    assert {r.name for r in children} >= {"default/phi/phi-0", "default/phi/phi"}
     for r in children:
         assert r.parent == comp.urn

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import upstream_facts
+from kube_schema import unknown_value_paths
 from tests.conftest import config, run
-from tests.kube_schema import unknown_value_paths
 
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
 RELEASE = "kubernetes:helm.sh/v3:Release"

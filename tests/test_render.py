@@ -11,11 +11,11 @@ import yaml
 
 import upstream_facts
 from kaito_aks import catalog
+from kube_schema import crd_validator, unknown_value_paths
 from stacks.evaluate import evaluate
 from stacks.render import MARKER, REDACTED, render_files, write_files
 from stacks.stackfile import read_stack_file, stack_names
 from tests.conftest import ROOT, config, run
-from tests.kube_schema import crd_validator, unknown_value_paths
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 STACKS = stack_names()

@@ -62,11 +62,11 @@ def poll(
             raise RuntimeError(f"{check.waiting_for}: {check.hint}")
         waited = clock() - start
         if waited >= timeout_seconds:
-            raise RuntimeError(f"{check.waiting_for} after {_duration(timeout_seconds)}: {check.hint}")
+            raise RuntimeError(f"{check.waiting_for} after {duration(timeout_seconds)}: {check.hint}")
         sleep(min(1 + waited / 30, 10, max(timeout_seconds - waited, 0.1)))
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     return f"{seconds / 60:g}m" if seconds >= 60 else f"{seconds:g}s"
 
 

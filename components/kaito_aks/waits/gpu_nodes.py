@@ -80,8 +80,11 @@ def _gpus_allocatable(node: dict[str, Any]) -> bool:
     return str(value).isdigit() and int(value) > 0
 
 
-def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDemand | None) -> Check:
-    """Judge the nodes that match `selector` (listed by its matchLabels, as KAITO lists them)."""
+def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDemand | list[GpuDemand] | None) -> Check:
+    """Judge the nodes that match `selector` (listed by its matchLabels, as KAITO lists them)
+    for every preset that will be admitted on them."""
+    if isinstance(demands, GpuDemand):
+        demands = [demands]
     from kaito_aks.kaito.sizing import NodeGpus, admission_denial
 
     sel = selector_text(selector)
@@ -130,7 +133,7 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demand: GpuDem
             "is the NVIDIA device plugin running on them (GPU Operator, or KAITO's with kaito.gpuDiscovery: kaito)?",
         )
     hw = next(iter(hardware.values()))
-    if demand is not None:
+    for demand in demands or []:
         denial = admission_denial(demand, hw, len(nodes), demand.release)
         if denial is not None:
             return Check(
@@ -157,7 +160,11 @@ FORBIDDEN = (
 
 
 def wait_for_gpu_nodes(
-    client: KubeClient, selector: dict[str, str], demand: GpuDemand | None, timeout_seconds: float, **clock: Any
+    client: KubeClient,
+    selector: dict[str, str],
+    demand: GpuDemand | list[GpuDemand] | None,
+    timeout_seconds: float,
+    **clock: Any,
 ) -> dict[str, Any]:
     """Poll the nodes (listed by matchLabels, as KAITO lists them) until `survey` passes."""
     query = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
@@ -169,14 +176,16 @@ def wait_for_gpu_nodes(
 
 
 class GpuNodesProvider(ClusterWaitProvider):
-    compared = ("selector", "demand", "workspaces")  # a new Workspace re-checks, as KAITO will
-
     def id_of(self, props: dict[str, Any]) -> str:
         return "gpu-nodes-" + hashlib.sha256(selector_text(props["selector"]).encode()).hexdigest()[:12]
 
+    compared = ("selector", "demand", "demands", "workspaces")  # a new Workspace re-checks, as KAITO will
+
     def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
-        demand = GpuDemand.from_props(props["demand"]) if props.get("demand") else None
-        return wait_for_gpu_nodes(client, props["selector"], demand, float(props["timeoutSeconds"]))
+        demands = [GpuDemand.from_props(d) for d in props.get("demands") or []]
+        if props.get("demand"):
+            demands.append(GpuDemand.from_props(props["demand"]))
+        return wait_for_gpu_nodes(client, props["selector"], demands, float(props["timeoutSeconds"]))
 
 
 _PROVIDER = GpuNodesProvider()
@@ -199,18 +208,22 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
         name: str,
         access: ClusterAccess,
         selector: dict[str, str],
-        demand: GpuDemand | None,
+        demand: GpuDemand | list[GpuDemand] | None,
         workspaces: list[str],
         timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`selector`: the Workspaces' matchLabels; `workspaces`: the objects it guards (a new one
-        re-runs the check); `timeout_minutes`: how long to wait before failing the update."""
+        """`selector`: the Workspaces' matchLabels; `demand`: what KAITO asks of the nodes for
+        the preset (or each preset, when one wait guards several models on the same nodes);
+        `workspaces`: the objects it guards (a new one re-runs the check); `timeout_minutes`:
+        how long to wait before failing the update."""
         if not selector:
             raise ValueError(f"{name}: selector is empty; KAITO lists nodes by matchLabels")
+        several = isinstance(demand, list)
         props: dict[str, Any] = {
             "selector": dict(selector),
-            "demand": demand.as_props() if demand else None,
+            "demand": None if several or demand is None else demand.as_props(),  # type: ignore[union-attr]
+            **({"demands": [d.as_props() for d in demand]} if isinstance(demand, list) else {}),
             "workspaces": list(workspaces),
             **access.props(),
             "timeoutSeconds": timeout_minutes * 60,

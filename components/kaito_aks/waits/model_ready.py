@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, duration
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 
 KAITO_API = "/apis/kaito.sh"
@@ -38,24 +40,36 @@ class Watched:
     namespace: str
     name: str
     condition: str  # InferenceReady, InferenceSetReady, JobStarted
+    timeout_seconds: float | None = None  # its own limit, when one wait watches several models
 
     @property
     def path(self) -> str:
         version = self.api_version.split("/", 1)[1]
         return f"{KAITO_API}/{version}/namespaces/{self.namespace}/{self.kind.lower()}s/{self.name}"
 
-    def props(self) -> dict[str, str]:
-        return {
+    def props(self) -> dict[str, Any]:
+        props: dict[str, Any] = {
             "kind": self.kind,
             "apiVersion": self.api_version,
             "namespace": self.namespace,
             "name": self.name,
             "condition": self.condition,
         }
+        if self.timeout_seconds is not None:
+            props["timeoutSeconds"] = self.timeout_seconds
+        return props
 
     @classmethod
     def from_props(cls, p: dict[str, Any]) -> Watched:
-        return cls(p["kind"], p["apiVersion"], p["namespace"], p["name"], p["condition"])
+        limit = p.get("timeoutSeconds")
+        return cls(
+            p["kind"],
+            p["apiVersion"],
+            p["namespace"],
+            p["name"],
+            p["condition"],
+            float(limit) if limit is not None else None,
+        )
 
 
 def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
@@ -85,23 +99,55 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     )
 
 
-def wait_for_models(client: KubeClient, watched: list[Watched], timeout_seconds: float, **clock: Any) -> None:
-    """Poll every object until each reports its condition; the first one still waiting is reported."""
-
-    def look() -> Check:
-        for w in watched:
+def wait_for_models(
+    client: KubeClient,
+    watched: list[Watched],
+    timeout_seconds: float,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Poll every object until each reports its condition or runs out of its own time; then
+    fail naming every object that did not, with KAITO's reason (all at once: one wait may
+    watch a whole stack's models, which then take as long as the slowest, not the sum)."""
+    start = clock()
+    pending = list(watched)
+    failed: list[str] = []
+    while pending:
+        waiting: list[Watched] = []
+        for w in pending:
             try:
-                obj = client.get(w.path)
+                check = judge(_read(client, w), w)
             except KubeApiError as err:
-                if err.status != 404:
-                    raise
-                obj = None
-            check = judge(obj, w)
-            if not check.done:
-                return check
-        return Check(True)
+                if err.status in (401, 403):
+                    raise RuntimeError(f"the stack's Kubernetes credentials are refused ({err}): {FORBIDDEN}") from None
+                if err.fatal:
+                    raise RuntimeError(str(err)) from None
+                check = Check(False, f"the API server did not answer ({err})", "is the cluster reachable?")
+            if check.done:
+                continue
+            limit = w.timeout_seconds if w.timeout_seconds is not None else timeout_seconds
+            if check.fatal:
+                failed.append(f"{check.waiting_for}: {check.hint}")
+            elif clock() - start >= limit:
+                failed.append(f"{check.waiting_for} after {duration(limit)}: {check.hint}")
+            else:
+                waiting.append(w)
+        pending = waiting
+        if pending:
+            waited = clock() - start
+            sleep(min(1 + waited / 30, 10))
+    if failed:
+        raise RuntimeError("\n".join(failed))
 
-    poll(look, timeout_seconds, forbidden=FORBIDDEN, **clock)
+
+def _read(client: KubeClient, w: Watched) -> dict[str, Any] | None:
+    try:
+        return client.get(w.path)
+    except KubeApiError as err:
+        if err.status == 404:
+            return None
+        raise
 
 
 class ModelReadyProvider(ClusterWaitProvider):

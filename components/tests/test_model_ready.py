@@ -88,3 +88,56 @@ def test_the_timeout_error_is_kaitos_reason():
     assert str(err.value).startswith(
         "Workspace default/phi-0 is not ready: InferenceReady=False (InferenceFailed: failed to load the model) after 1m"
     )
+
+
+class Models:
+    """A cluster where each model turns ready at its own time (seconds after the wait starts),
+    or never (None)."""
+
+    def __init__(self, ready_at: dict[str, float | None]):
+        self.ready_at = ready_at
+        self.now = 0.0
+        self.gets = 0
+
+    def get(self, path: str, **_: str) -> dict[str, Any]:
+        self.gets += 1
+        name = path.rsplit("/", 1)[1]
+        at = self.ready_at[name]
+        status = "True" if at is not None and self.now >= at else "False"
+        return {
+            "metadata": {"name": name, "generation": 1},
+            "status": {"conditions": [{"type": "InferenceReady", "status": status, "reason": "Pending"}]},
+        }
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_one_wait_for_many_models_takes_the_slowest_not_the_sum():
+    names = [f"m{i}-0" for i in range(40)]
+    cluster = Models({n: 60.0 + i for i, n in enumerate(names)})  # the slowest is ready at 99 s
+    watched = [Watched("Workspace", "kaito.sh/v1beta1", "default", n, "InferenceReady") for n in names]
+    wait_for_models(cluster, watched, 600, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert 99 <= cluster.now < 110
+
+
+def test_every_model_that_does_not_serve_is_named_each_after_its_own_timeout():
+    cluster = Models({"quick-0": None, "slow-0": None, "fine-0": 5.0})
+    watched = [
+        Watched("Workspace", "kaito.sh/v1beta1", "default", "quick-0", "InferenceReady", timeout_seconds=60),
+        Watched("Workspace", "kaito.sh/v1beta1", "default", "slow-0", "InferenceReady", timeout_seconds=300),
+        Watched("Workspace", "kaito.sh/v1beta1", "default", "fine-0", "InferenceReady"),
+    ]
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, watched, 600, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    lines = str(err.value).splitlines()
+    assert lines == [
+        "Workspace default/quick-0 is not ready: InferenceReady=False (Pending) after 1m: "
+        "kubectl describe workspace -n default quick-0",
+        "Workspace default/slow-0 is not ready: InferenceReady=False (Pending) after 5m: "
+        "kubectl describe workspace -n default slow-0",
+    ]
+    assert 300 <= cluster.now < 311  # the slow one's own limit, not the wait's 600 s

@@ -1,0 +1,136 @@
+"""Many models that share their waits, so a first `pulumi up` of N models takes about as long as
+the slowest one, not N / parallelism times it.
+
+Each wait is a step the engine runs while it blocks: the engine runs at most `--parallel`
+steps at once (4 x the CPUs by default) and Pulumi's Python dynamic-provider process serves 4
+requests at a time, so N models with a wait each queue. Here the models' nodes are waited for
+once per node selector (every model on those nodes is checked by KAITO's arithmetic), and
+their readiness once for all of them, each model within its own timeout."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.model.component import KaitoModel, check_model, waits_access, watched_objects
+from kaito_aks.model.plan import ModelPlan, plan_model
+from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.problems import Problem, raise_if
+from kaito_aks.waits.gpu_nodes import GpuNodesReady, selector_text
+from kaito_aks.waits.model_ready import ModelReady, revision_of
+
+
+@dataclass
+class ModelGroup:
+    """What `deploy_models` created: the models by name, and the waits they share."""
+
+    models: dict[str, KaitoModel]
+    gpu_nodes: dict[str, GpuNodesReady]  # by node selector ({agentpool=a100})
+    ready: ModelReady | None
+    plans: dict[str, ModelPlan]
+
+    def gpu_nodes_of(self, name: str) -> pulumi.Output[dict[str, Any] | None]:
+        """What the GPU-node wait of a model's nodes found (None: no wait for it)."""
+        plan = self.plans[name]
+        wait = self.gpu_nodes.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
+        return wait.found() if wait is not None else pulumi.Output.from_input(None)
+
+
+def deploy_models(
+    name: str,
+    models: Sequence[tuple[str, KaitoModelArgs]],
+    opts: pulumi.ResourceOptions | None = None,
+    access: ClusterAccess | None = None,
+) -> ModelGroup:
+    """KaitoModel for each (resource name, args), with one GPU-node wait per node selector and
+    one readiness wait for all (each model's wait_for_* args decide whether it is waited for,
+    and its timeouts stay its own). `opts` apply to every model (the cluster's provider, what
+    they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`."""
+    checked: list[tuple[str, KaitoModelArgs]] = []
+    problems: list[Problem] = []
+    for resource_name, args in models:
+        model, found = check_model(args, resource_name)
+        problems += [p.under(resource_name) for p in found]
+        if model is not None:
+            checked.append((resource_name, model))
+    raise_if("deploy_models", name, problems)
+    needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
+    reach = access or (waits_access(checked[0][1], opts) if checked else None)
+    if needs_access and reach is None:
+        raise_if(
+            "deploy_models",
+            name,
+            [
+                Problem.at(
+                    "access",
+                    "the waits read the cluster: give `access`, or a ClusterProvider in opts",
+                    "no-credentials",
+                )
+            ],
+        )
+    plans = {n: plan_model(a) for n, a in checked}
+
+    gpu_waits: dict[str, GpuNodesReady] = {}
+    groups: dict[str, list[tuple[str, KaitoModelArgs, ModelPlan]]] = {}
+    for n, a in checked:
+        plan = plans[n]
+        if plan.gpu_nodes is not None and a.wait_for_gpu_nodes:
+            groups.setdefault(selector_text(plan.gpu_nodes.selector), []).append((n, a, plan))
+    for text, members in sorted(groups.items()):
+        assert reach is not None
+        first = members[0][2].gpu_nodes
+        assert first is not None
+        gpu_waits[text] = GpuNodesReady(
+            f"{name}/gpu-nodes/{text}",
+            reach,
+            selector=first.selector,
+            demand=[p.gpu_nodes.demand for _, _, p in members if p.gpu_nodes],
+            workspaces=sorted(m["metadata"]["name"] for _, _, p in members for m in p.manifests()),
+            timeout_minutes=max(a.gpu_nodes_timeout_minutes for _, a, _ in members),
+            opts=opts_without_provider(opts),
+        )
+
+    created: dict[str, KaitoModel] = {}
+    for n, a in checked:
+        plan = plans[n]
+        wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
+        own = dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False)
+        model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
+        created[n] = KaitoModel(n, own, opts=model_opts)
+
+    watched = [
+        dataclasses.replace(w, timeout_seconds=a.ready_timeout_minutes * 60.0)
+        for n, a in checked
+        if a.wait_for_ready
+        for w in watched_objects(plans[n])
+    ]
+    ready = None
+    if watched:
+        assert reach is not None
+        waiting = [n for n, a in checked if a.wait_for_ready]
+        manifests = [m for n in waiting for m in plans[n].manifests()]
+        config = [cm.data for n in waiting for cm in plans[n].config_maps]
+        ready = ModelReady(
+            f"{name}/ready",
+            reach,
+            watched=watched,
+            revision=revision_of([*manifests, *config]),
+            timeout_minutes=max(a.ready_timeout_minutes for _, a in checked if a.wait_for_ready),
+            opts=pulumi.ResourceOptions.merge(
+                opts_without_provider(opts), pulumi.ResourceOptions(depends_on=[created[n] for n in waiting])
+            ),
+        )
+    return ModelGroup(created, gpu_waits, ready, plans)
+
+
+def opts_without_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
+    """The models' options for a wait: the same dependencies, no Kubernetes provider (a wait is a
+    Pulumi dynamic resource)."""
+    if opts is None:
+        return pulumi.ResourceOptions()
+    return pulumi.ResourceOptions(depends_on=opts.depends_on, parent=opts.parent, protect=opts.protect)

@@ -1,0 +1,140 @@
+"""The component provider: every component for every Pulumi language, with the schema read from
+the same Args the Python components take, and the same type tokens."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+from pulumi.errors import InputPropertiesError
+
+from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoModel, KaitoOperator, KubeconfigCluster
+from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.provider import KaitoAksProvider, schema
+from kaito_aks.schema import fields, walk_types
+from kaito_aks.testing import run
+
+COMPONENTS = {
+    "AksCluster": AksCluster,
+    "GpuNodePool": GpuNodePool,
+    "KubeconfigCluster": KubeconfigCluster,
+    "GpuOperator": GpuOperator,
+    "KaitoOperator": KaitoOperator,
+    "KaitoModel": KaitoModel,
+}
+
+
+def test_every_component_is_in_the_schema_under_the_token_python_registers():
+    resources = schema()["resources"]
+    assert set(resources) == {f"kaito-aks:index:{n}" for n in COMPONENTS}
+    for name, cls in COMPONENTS.items():
+        module = __import__(cls.__module__, fromlist=["TYPE"])
+        token = f"kaito-aks:index:{name}"
+        assert token == module.TYPE  # one URN per component, whatever the language
+        assert resources[module.TYPE]["isComponent"] is True
+
+
+def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_may_be_outputs():
+    model = schema()["resources"]["kaito-aks:index:KaitoModel"]
+    inputs = model["inputProperties"]
+    assert model["requiredInputs"] == ["kaitoVersion"]
+    assert inputs["replicas"] == {
+        "type": "integer",
+        "plain": True,
+        "description": "Serving instances behind the one endpoint. (1-1000; default: 1)",
+        "default": 1,
+    }
+    assert inputs["hfToken"]["secret"] is True
+    assert "plain" not in inputs["hfToken"]  # may come from another resource
+    assert inputs["compute"]["$ref"] == "#/types/kaito-aks:index:Compute"
+    # arg names inside descriptions are the schema's, never Python's
+    assert "nodeProvisioning" in inputs["instanceType"]["description"]
+    every = schema()
+    described = [s["description"] for r in every["resources"].values() for s in r["inputProperties"].values()]
+    described += [s["description"] for t in every["types"].values() for s in (t.get("properties") or {}).values()]
+    python_names = {f.name for cls in walk_types(KaitoModelArgs) for f in fields(cls).values() if "_" in f.name}
+    assert not [(n, d) for d in described for n in python_names if n in d]
+    pool = schema()["resources"]["kaito-aks:index:GpuNodePool"]["inputProperties"]
+    assert "plain" not in pool["clusterName"]  # e.g. AksCluster's output
+
+
+def test_modes_are_enums():
+    types = schema()["types"]
+    assert types["kaito-aks:index:NodeProvisioning"]["enum"] == [
+        {"name": "Byo", "value": "byo"},
+        {"name": "Auto", "value": "auto"},
+    ]
+    assert {e["value"] for e in types["kaito-aks:index:TuningMethod"]["enum"]} == {"lora", "qlora"}
+    assert {e["value"] for e in types["kaito-aks:index:GpuDriver"]["enum"]} == {"operator", "aks"}
+
+
+def test_outputs_are_declared():
+    resources = schema()["resources"]
+    assert set(resources["kaito-aks:index:AksCluster"]["properties"]) == {
+        "clusterName",
+        "resourceGroupName",
+        "nodeResourceGroup",
+        "kubeconfig",
+        "oidcIssuerUrl",
+    }
+    assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
+    assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
+        "endpoint",
+        "model",
+        "source",
+        "replicas",
+        "gpuNodes",
+    }
+    assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize"}
+
+
+def construct(token: str, inputs: dict[str, object]) -> None:
+    provider = KaitoAksProvider()
+    run(lambda: provider.construct("m", token, inputs, pulumi.ResourceOptions()))
+
+
+def test_construct_refuses_unknown_keys_instead_of_dropping_them():
+    with pytest.raises(InputPropertiesError) as err:
+        construct(
+            "kaito-aks:index:KaitoModel", {"kaitoVersion": "0.8.1", "model": "phi-4-mini-instruct", "replica": 2.0}
+        )
+    assert {"property_path": "replica", "reason": "unknown; did you mean replicas?"} in (err.value.errors or [])
+
+
+def test_construct_reports_the_components_rules_in_the_schemas_names():
+    with pytest.raises(InputPropertiesError) as err:
+        construct(
+            "kaito-aks:index:KaitoModel",
+            {
+                "kaitoVersion": "0.8.1",
+                "model": "phi-4-mini-instruct",
+                "instanceType": "Standard_NC24ads_A100_v4",
+                "waitForGpuNodes": False,
+                "waitForReady": False,
+            },
+        )
+    (problem,) = err.value.errors or []
+    assert problem["property_path"] == "instanceType"
+    assert "use nodeProvisioning auto" in problem["reason"]
+
+
+def test_construct_builds_the_component_from_wire_values():
+    """Numbers arrive as floats, nested types as maps in the schema's names."""
+    provider = KaitoAksProvider()
+    states = []
+
+    def program() -> None:
+        inputs = {
+            "kaitoVersion": "0.8.1",
+            "model": "phi-4-mini-instruct",
+            "replicas": 2.0,
+            "labelSelector": {"matchLabels": {"agentpool": "a100"}},
+            "waitForGpuNodes": False,
+            "waitForReady": False,
+        }
+        states.append(provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, pulumi.ResourceOptions()).state)
+
+    ev = run(program)
+    workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    assert len(workspaces) == 2
+    assert workspaces[0].inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
+    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes"}
