@@ -31,7 +31,7 @@ snapshots: $(VENV)/.installed  ## accept render changes into tests/snapshots (re
 	UPDATE_SNAPSHOTS=1 $(PY) -m pytest -q tests/test_render.py -k snapshot
 
 e2e: $(VENV)/.installed  ## real Pulumi engine + kube-apiserver, offline (toolchain built once into ~/.cache/kaito-aks)
-	BIN="$$(scripts/e2e-tools)" && $(PY) scripts/e2e.py --bin "$$BIN"
+	BIN="$$(scripts/e2e-tools | tail -1)" && KAITO_AKS_E2E_BIN="$$BIN" $(PY) -m pytest -p no:cacheprovider -q -rA --durations=0 tests/e2e
 
 benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..1000 workspaces
 	$(PY) scripts/benchmark.py

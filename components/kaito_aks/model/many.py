@@ -5,7 +5,8 @@ Each wait is a step the engine runs while it blocks: the engine runs at most `--
 steps at once (4 x the CPUs by default) and Pulumi's Python dynamic-provider process serves 4
 requests at a time, so N models with a wait each queue. Here the models' nodes are waited for
 once per node selector (every model on those nodes is checked by KAITO's arithmetic), and
-their readiness once for all of them, each model within its own timeout."""
+their readiness once per node selector too (a pool whose nodes never come holds back only its
+own models), each model within its own timeout. The waits grow with the pools, not the models."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ class ModelGroup:
 
     models: dict[str, KaitoModel]
     gpu_nodes: dict[str, GpuNodesReady]  # by node selector ({agentpool=a100})
-    ready: ModelReady | None
+    ready: dict[str, ModelReady]  # by node selector ("": models waited for without their nodes)
     plans: dict[str, ModelPlan]
 
     def gpu_nodes_of(self, name: str) -> pulumi.Output[dict[str, Any] | None]:
@@ -47,9 +48,9 @@ def deploy_models(
     opts: pulumi.ResourceOptions | None = None,
     access: ClusterAccess | None = None,
 ) -> ModelGroup:
-    """KaitoModel for each (resource name, args), with one GPU-node wait per node selector and
-    one readiness wait for all (each model's wait_for_* args decide whether it is waited for,
-    and its timeouts stay its own). `opts` apply to every model (the cluster's provider, what
+    """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
+    per node selector (each model's wait_for_* args decide whether it is waited for, and its
+    timeouts stay its own). `opts` apply to every model (the cluster's provider, what
     they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`."""
     checked: list[tuple[str, KaitoModelArgs]] = []
     problems: list[Problem] = []
@@ -103,26 +104,33 @@ def deploy_models(
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
         created[n] = KaitoModel(n, own, opts=model_opts)
 
-    watched = [
-        dataclasses.replace(w, timeout_seconds=a.ready_timeout_minutes * 60.0)
-        for n, a in checked
-        if a.wait_for_ready
-        for w in watched_objects(plans[n])
-    ]
-    ready = None
-    if watched:
+    # Readiness is waited for per node group as well: a pool whose nodes never come blocks only
+    # its own models, and the others are still reported serving (or failing, with KAITO's reason).
+    ready: dict[str, ModelReady] = {}
+    by_group: dict[str, list[str]] = {}
+    for n, a in checked:
+        if a.wait_for_ready:
+            plan = plans[n]
+            key = selector_text(plan.gpu_nodes.selector) if plan.gpu_nodes and a.wait_for_gpu_nodes else ""
+            by_group.setdefault(key, []).append(n)
+    args_of = dict(checked)
+    for key, members in sorted(by_group.items()):
         assert reach is not None
-        waiting = [n for n, a in checked if a.wait_for_ready]
-        manifests = [m for n in waiting for m in plans[n].manifests()]
-        config = [cm.data for n in waiting for cm in plans[n].config_maps]
-        ready = ModelReady(
-            f"{name}/ready",
+        watched = [
+            dataclasses.replace(w, timeout_seconds=args_of[n].ready_timeout_minutes * 60.0)
+            for n in members
+            for w in watched_objects(plans[n])
+        ]
+        manifests = [m for n in members for m in plans[n].manifests()]
+        config = [cm.data for n in members for cm in plans[n].config_maps]
+        ready[key] = ModelReady(
+            f"{name}/ready/{key}" if key else f"{name}/ready",
             reach,
             watched=watched,
             revision=revision_of([*manifests, *config]),
-            timeout_minutes=max(a.ready_timeout_minutes for _, a in checked if a.wait_for_ready),
+            timeout_minutes=max(args_of[n].ready_timeout_minutes for n in members),
             opts=pulumi.ResourceOptions.merge(
-                opts_without_provider(opts), pulumi.ResourceOptions(depends_on=[created[n] for n in waiting])
+                opts_without_provider(opts), pulumi.ResourceOptions(depends_on=[created[n] for n in members])
             ),
         )
     return ModelGroup(created, gpu_waits, ready, plans)

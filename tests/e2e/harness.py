@@ -1,0 +1,438 @@
+"""The pieces the end-to-end tests run on: a real etcd and kube-apiserver on loopback, Pulumi
+projects driven through the real CLI, and stand-ins for the controllers this machine cannot run
+(no kubelet, no GPU, no KAITO controller), each saying so. Torn down whatever happens."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "kaito-aks-e2e-admin-token"
+E2E_HF_TOKEN = "hf_e2e_not_a_real_token"  # Pulumi.e2e.yaml's hfToken (encrypted with the empty passphrase)
+# A GPU node as GPU Feature Discovery labels an AKS Standard_NC24ads_A100_v4 node (one A100 80GB).
+GFD_LABELS = {
+    "nvidia.com/gpu.product": "NVIDIA-A100-PCIE-80GB",
+    "nvidia.com/gpu.count": "1",
+    "nvidia.com/gpu.memory": "81920",
+}
+STACK_FILES = ["Pulumi.yaml", "__main__.py", "components", "stacks", "requirements.txt"]
+TOOLS = ("etcd", "kube-apiserver", "kubectl", "pulumi", "pulumi-language-python", "pulumi-resource-kubernetes")
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _insecure_context() -> ssl.SSLContext:
+    """The throwaway API server's self-signed certificate is not checked."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+_INSECURE = _insecure_context()
+
+
+def http_ok(url: str, token: str | None = None) -> bool:
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=_INSECURE) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def wait_for(check: Callable[[], bool], what: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{what} not ready after {seconds:.0f} s")
+
+
+class Cluster:
+    """etcd and kube-apiserver on free loopback ports, token auth, in a temp dir."""
+
+    def __init__(self, bin_dir: Path, work: Path):
+        self.bin, self.work = bin_dir, work
+        self.kubeconfig = work / "kubeconfig"
+        self.server = ""
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        for tool in TOOLS:
+            if not os.access(self.bin / tool, os.X_OK):
+                raise AssertionError(f"{self.bin / tool} is missing: run scripts/e2e-tools (it builds the toolchain)")
+        certs, data = self.work / "certs", self.work / "etcd"
+        certs.mkdir()
+        subprocess.run(["openssl", "genrsa", "-out", str(certs / "sa.key"), "2048"], check=True, capture_output=True)
+        subprocess.run(
+            ["openssl", "rsa", "-in", str(certs / "sa.key"), "-pubout", "-out", str(certs / "sa.pub")],
+            check=True,
+            capture_output=True,
+        )
+        (self.work / "tokens.csv").write_text(f'{TOKEN},admin,admin,"system:masters"\n')
+        client, peer, secure = free_port(), free_port(), free_port()
+        self._spawn(
+            "etcd", str(self.bin / "etcd"), "--data-dir", str(data), "--name", "e2e",
+            "--listen-client-urls", f"http://127.0.0.1:{client}", "--advertise-client-urls", f"http://127.0.0.1:{client}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+            "--initial-cluster", f"e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync",
+        )  # fmt: skip
+        wait_for(lambda: http_ok(f"http://127.0.0.1:{client}/health"), "etcd", 60)
+        self._spawn(
+            "kube-apiserver", str(self.bin / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{client}", "--bind-address=127.0.0.1", f"--secure-port={secure}",
+            f"--cert-dir={certs}", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+            "--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={certs / 'sa.pub'}", f"--service-account-signing-key-file={certs / 'sa.key'}",
+            f"--token-auth-file={self.work / 'tokens.csv'}", "--authorization-mode=RBAC",
+            "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
+            # No kube-controller-manager runs: without a garbage collector, foreground deletes
+            # would wait forever on their finalizer.
+            "--enable-garbage-collector=false",
+        )  # fmt: skip
+        self.server = f"https://127.0.0.1:{secure}"
+        wait_for(lambda: http_ok(f"{self.server}/readyz", TOKEN), "kube-apiserver /readyz", 120)
+        self.kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "e2e", "cluster": {"server": self.server, "insecure-skip-tls-verify": True}}],
+                    "users": [{"name": "admin", "user": {"token": TOKEN}}],
+                    "contexts": [
+                        {"name": "e2e", "context": {"cluster": "e2e", "user": "admin", "namespace": "default"}}
+                    ],
+                    "current-context": "e2e",
+                }
+            )
+        )
+        wait_for(lambda: self.kubectl_ok("get", "namespace", "default"), "namespace default", 60)
+
+    def _spawn(self, name: str, *cmd: str) -> None:
+        log = open(self.work / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+
+    def stop(self) -> None:
+        """The server first, then etcd; a throwaway cluster gets 5 s to exit cleanly."""
+        for p in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def logs(self) -> str:
+        out = []
+        for name in ("kube-apiserver", "etcd"):
+            path = self.work / f"{name}.log"
+            if path.exists():
+                out.append(f"--- last lines of {name}.log:\n" + "\n".join(path.read_text().splitlines()[-15:]))
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ reading and writing
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.bin / "kubectl"), "--kubeconfig", str(self.kubeconfig), *args]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)}: {result.stderr[-1000:]}")
+        return result
+
+    def kubectl_ok(self, *args: str) -> bool:
+        return self.kubectl(*args, check=False).returncode == 0
+
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """One call as the e2e admin (JSON in, JSON out)."""
+        data = json.dumps(body).encode() if body is not None else None
+        content = "application/merge-patch+json" if method == "PATCH" else "application/json"
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": content}
+        req = urllib.request.Request(self.server + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(req, timeout=5, context=_INSECURE) as resp:
+            return json.loads(resp.read() or b"{}")
+
+    def objects(self, kind: str, namespace: str = "default") -> dict[str, dict[str, Any]]:
+        items = json.loads(self.kubectl("get", kind, "-n", namespace, "-o", "json").stdout)["items"]
+        return {o["metadata"]["name"]: o for o in items}
+
+    def snapshot(
+        self, kinds: tuple[str, ...] = ("workspaces.kaito.sh", "secrets", "services", "configmaps")
+    ) -> dict[str, str]:
+        """kind/name -> resourceVersion of every object of the kinds our stacks create."""
+        return {
+            f"{kind}/{name}": o["metadata"]["resourceVersion"]
+            for kind in kinds
+            for name, o in self.objects(kind).items()
+        }
+
+    def apply(self, *files: Path) -> None:
+        for f in files:
+            self.kubectl("apply", "--server-side", "-f", str(f))
+
+    def create_gpu_node(self, name: str, labels: dict[str, str], taints: list[dict[str, str]] | None = None) -> None:
+        """A GPU node as the kubelet registers it (no kubelet runs here): Ready, one nvidia.com/gpu
+        advertised by the device plugin, the pool's labels and taint; no GFD labels yet. An
+        earlier node of that name is replaced."""
+        with contextlib.suppress(OSError):
+            self.api("DELETE", f"/api/v1/nodes/{name}")
+        wait_for(lambda: not self.kubectl_ok("get", "node", name), f"node {name} deleted", 30)
+        self.api(
+            "POST",
+            "/api/v1/nodes",
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/os": "linux", "kubernetes.io/hostname": name, **labels},
+                },
+                "spec": {
+                    "taints": taints if taints is not None else [{"key": "sku", "value": "gpu", "effect": "NoSchedule"}]
+                },
+            },
+        )
+        resources = {"cpu": "24", "memory": "220Gi", "pods": "110", "nvidia.com/gpu": "1"}
+        ready = {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "lastHeartbeatTime": now_rfc3339(),
+            "lastTransitionTime": now_rfc3339(),
+        }
+        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+        self.api("PATCH", f"/api/v1/nodes/{name}/status", {"status": status})
+
+    def label_node(self, name: str, labels: dict[str, str], manager: str = "e2e") -> str:
+        """Label a node; returns the API server's time of the update."""
+        node = self.api("PATCH", f"/api/v1/nodes/{name}?fieldManager={manager}", {"metadata": {"labels": labels}})
+        return str(max(m["time"] for m in node["metadata"]["managedFields"] if m.get("manager") == manager))
+
+
+class StandIn:
+    """A background thread standing in for a controller this e2e does not run."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> StandIn:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class StandInKaito(StandIn):
+    """Stands in for KAITO's workspace controller (no kubelet, no GPUs here): sets each
+    Workspace's InferenceReady condition as KAITO would once the model serves: True `delay`
+    seconds after it first sees the Workspace, or False with a reason for names in `failing`.
+    It records when, so a test can check that `pulumi up` waited for it."""
+
+    def __init__(self, cluster: Cluster, delay: float = 2.0):
+        super().__init__(cluster)
+        self.delay = delay
+        self.failing: dict[str, str] = {}
+        self.ready_at: dict[str, float] = {}
+        self.seen: dict[str, float] = {}
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.3):
+            with contextlib.suppress(OSError, ValueError):
+                self._reconcile()
+
+    def _reconcile(self) -> None:
+        for ws in self.cluster.api("GET", "/apis/kaito.sh/v1beta1/workspaces")["items"]:
+            meta = ws["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+            first = self.seen.setdefault(key, time.time())
+            current = {c["type"]: c for c in (ws.get("status") or {}).get("conditions", [])}.get("InferenceReady", {})
+            want = "False" if meta["name"] in self.failing else "True"
+            generation = meta.get("generation", 1)
+            # KAITO reconciles every spec change (a new generation) and reports on it
+            if (current.get("status"), current.get("observedGeneration")) == (want, generation):
+                continue
+            if time.time() - first < self.delay:
+                continue
+            condition = {
+                "type": "InferenceReady",
+                "status": want,
+                "reason": "InferenceFailed" if want == "False" else "InferenceReady",
+                "message": self.failing.get(meta["name"], "Inference has been deployed successfully"),
+                "lastTransitionTime": now_rfc3339(),
+                "observedGeneration": generation,
+            }
+            path = f"/apis/kaito.sh/v1beta1/namespaces/{meta['namespace']}/workspaces/{meta['name']}/status"
+            self.cluster.api("PATCH", path, {"status": {"conditions": [condition]}})
+            if want == "True":
+                self.ready_at[key] = time.time()
+
+
+class StandInGfd(StandIn):
+    """Stands in for GPU Feature Discovery (no GPU, driver or GFD here): labels each node with
+    nvidia.com/gpu.product/count/memory at its delay after starting, as GFD does once the
+    driver is installed. `labelled_at`: the API server's time of each update."""
+
+    def __init__(self, cluster: Cluster, delays: dict[str, float]):
+        super().__init__(cluster)
+        self.delays = delays
+        self.labelled_at: dict[str, str] = {}
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        for node, delay in sorted(self.delays.items(), key=lambda kv: kv[1]):
+            if self._stop.wait(max(0.0, start + delay - time.monotonic())):
+                return
+            self.labelled_at[node] = self.cluster.label_node(node, GFD_LABELS, "gpu-feature-discovery-stand-in")
+
+
+class Project:
+    """A Pulumi project in a temp dir, run with the real CLI on a local file backend (empty
+    passphrase), the program's Python from the checkout's virtualenv."""
+
+    def __init__(self, bin_dir: Path, cluster: Cluster, path: Path, stack: str):
+        self.bin, self.cluster, self.path, self.stack = bin_dir, cluster, path, stack
+        home = path.parent / f"{path.name}-home"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("PULUMI_", "KUBECONFIG", "ARM_"))},
+            "PATH": f"{bin_dir}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
+            "PULUMI_HOME": str(home),
+            "PULUMI_BACKEND_URL": f"file://{path.parent / (path.name + '-state')}",
+            "PULUMI_CONFIG_PASSPHRASE": "",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
+            "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+            "KUBECONFIG": str(cluster.kubeconfig),
+            # The Python host the proxy can serve (sdk/v3 3.79, see scripts/e2e-tools) reads the
+            # virtualenv from its command line, which today's engine no longer passes.
+            "PULUMI_PYTHON_CMD": str(ROOT / ".venv" / "bin" / "python"),
+        }
+        path.mkdir(parents=True, exist_ok=True)
+        (path.parent / (path.name + "-state")).mkdir(exist_ok=True)
+
+    def sh(
+        self, *cmd: str, check: bool = True, quiet: bool = False, secret: bool = False, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command in the project; its output is printed (unless quiet; never when it may
+        hold secrets)."""
+        result = subprocess.run(cmd, cwd=self.path, env=self.env, capture_output=True, text=True, input=stdin)
+        if not secret and (not quiet or (check and result.returncode != 0)):
+            out = (result.stdout + result.stderr).strip()
+            if out:
+                print("\n".join("    " + line for line in out.splitlines()[-60:]))
+        if check and result.returncode != 0:
+            raise AssertionError(f"`{' '.join(cmd[:3])} ...` exited {result.returncode}")
+        return result
+
+    def pulumi(
+        self, *args: str, check: bool = True, quiet: bool = False, secret: bool = False, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.sh(
+            str(self.bin / "pulumi"),
+            *args,
+            "--non-interactive",
+            "--stack",
+            self.stack,
+            check=check,
+            quiet=quiet,
+            secret=secret,
+            stdin=stdin,
+        )
+
+    def init(self) -> None:
+        self.sh(str(self.bin / "pulumi"), "stack", "init", self.stack, "--non-interactive", quiet=True)
+
+    def install_kubernetes_plugin(self, version: str) -> None:
+        self.sh(
+            str(self.bin / "pulumi"), "plugin", "install", "resource", "kubernetes", f"v{version}",
+            "--file", str(self.bin / "pulumi-resource-kubernetes"), quiet=True,
+        )  # fmt: skip
+
+    def config_path(self, path: str, value: str) -> None:
+        self.pulumi("config", "set", "--path", f"kaito-aks:{path}", value, quiet=True)
+
+    def outputs(self) -> dict[str, Any]:
+        return dict(json.loads(self.pulumi("stack", "output", "--json", quiet=True).stdout))
+
+    def state(self) -> list[dict[str, Any]]:
+        return list(json.loads(self.pulumi("stack", "export", quiet=True).stdout)["deployment"]["resources"])
+
+    def preview_steps(self) -> dict[str, list[dict[str, Any]]]:
+        """op -> the steps of `pulumi preview --json` (each with its urn and type)."""
+        ops: dict[str, list[dict[str, Any]]] = {}
+        for step in json.loads(self.pulumi("preview", "--json", quiet=True).stdout).get("steps", []):
+            ops.setdefault(step["op"], []).append(step)
+        return ops
+
+
+def names(steps: list[dict[str, Any]]) -> set[str]:
+    return {s["urn"].rsplit("::", 1)[1] for s in steps}
+
+
+def copy_into(src: Path, dest: Path) -> None:
+    if src.is_dir():
+        shutil.copytree(
+            src,
+            dest,
+            ignore=shutil.ignore_patterns("__pycache__", "venv", "*.egg-info"),
+            symlinks=True,
+            dirs_exist_ok=True,
+        )
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+
+
+def installed_sdk_version(dist: str) -> str:
+    """Version of a package in the checkout's virtualenv (the program's SDKs)."""
+    code = f"import importlib.metadata as m; print(m.version({dist!r}))"
+    return subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@contextlib.contextmanager
+def timed(times: list[tuple[str, float]], what: str) -> Iterator[None]:
+    start = time.monotonic()
+    yield
+    times.append((what, time.monotonic() - start))
+
+
+def stack_project(bin_dir: Path, cluster: Cluster, work: Path, name: str, stack: str, provider_version: str) -> Project:
+    """A copy of this repository's program (the checkout's virtualenv runs it) with one stack."""
+    project = Project(bin_dir, cluster, work / name, stack)
+    for f in STACK_FILES:
+        copy_into(ROOT / f, project.path / f)
+    (project.path / ".venv").symlink_to(ROOT / ".venv")
+    project.install_kubernetes_plugin(provider_version)
+    return project

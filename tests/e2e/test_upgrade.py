@@ -1,0 +1,76 @@
+"""A stack deployed by the program as it was before the component library (commit UPGRADE_FROM,
+the last before components/ and the index type tokens) previews no replacement with today's
+program, and its update changes no object in the cluster: every type that moved has an alias,
+and the waits' providers are still found under the module paths their state names."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness import GFD_LABELS, ROOT, STACK_FILES, Cluster, Project, StandInKaito, names, stack_project
+
+UPGRADE_FROM = "21b4115"  # the last commit before issue #16's library (kaito_aks/, provider/ at the top)
+OLD_FILES = ["Pulumi.yaml", "__main__.py", "kaito_aks", "stacks", "requirements.txt"]
+GPU_NODE = "aks-a100-0"
+WAIT_TYPES = {"pulumi-python:dynamic/kaito-aks:GpuNodesReady", "pulumi-python:dynamic/kaito-aks:ModelReady"}
+
+
+def use_commit(project: Project, commit: str | None) -> None:
+    """Make the project's program the one of `commit` (from git), or the checkout's."""
+    for name in {*OLD_FILES, *STACK_FILES}:
+        path = project.path / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    if commit is None:
+        for name in STACK_FILES:
+            src = ROOT / name
+            (shutil.copytree if src.is_dir() else shutil.copy2)(src, project.path / name)  # type: ignore[operator]
+        return
+    # .ci/run tests a copy without .git; it says where the clone's history is
+    git_dir = os.environ.get("KAITO_AKS_GIT_DIR") or str(ROOT / ".git")
+    archive = subprocess.run(
+        ["git", "--git-dir", git_dir, "archive", "--format=tar", commit, *OLD_FILES], capture_output=True
+    )
+    assert archive.returncode == 0, (
+        f"cannot read commit {commit} from {git_dir} (a shallow clone? set KAITO_AKS_GIT_DIR): {archive.stderr.decode()[-300:]}"
+    )
+    subprocess.run(["tar", "-x", "-C", str(project.path)], input=archive.stdout, check=True)
+
+
+def test_a_stack_from_before_the_library_upgrades_without_replacing_anything(
+    bin_dir: Path, cluster: Cluster, work: Path, kaito: StandInKaito, kubernetes_provider: str
+) -> None:
+    cluster.create_gpu_node(GPU_NODE, {"agentpool": "a100", "nvidia.com/gpu.present": "true"})
+    cluster.label_node(GPU_NODE, GFD_LABELS)
+    project = stack_project(bin_dir, cluster, work, "upgrade", "e2e", kubernetes_provider)
+    shutil.copy2(ROOT / "Pulumi.e2e.yaml", project.path / "Pulumi.e2e.yaml")
+    project.init()
+    use_commit(project, UPGRADE_FROM)
+    project.pulumi("up", "--yes", "--skip-preview", quiet=True)
+    old_types = {r["type"] for r in project.state()}
+    assert "kaito-aks:kubernetes:KaitoModel" in old_types, sorted(old_types)
+    before = cluster.snapshot()
+
+    use_commit(project, None)
+    ops = project.preview_steps()
+    changed = {op: steps for op, steps in ops.items() if op != "same"}
+    print("    preview of the upgrade:", {op: sorted(names(s)) for op, s in changed.items()})
+    for op in ("replace", "create-replacement", "delete-replaced", "update"):
+        assert op not in changed, f"the upgrade would {op}: {sorted(names(changed[op]))}"
+    # Only the waits move: two per model before, two per node selector now.
+    for op in ("create", "delete"):
+        types = {s["urn"].split("::")[2].split("$")[-1] for s in changed.get(op, [])}
+        assert types <= WAIT_TYPES, f"{op}: {sorted(names(changed[op]))}"
+    project.pulumi("up", "--yes", "--skip-preview")
+    types = {r["type"] for r in project.state()}
+    assert "kaito-aks:index:KaitoModel" in types
+    assert not any(t.startswith(("kaito-aks:kubernetes:", "kaito-aks:azure:")) for t in types), sorted(types)
+    assert cluster.snapshot() == before, "upgrading the program changed objects in the cluster"
+    project.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", quiet=True)
+    project.pulumi("destroy", "--yes", "--skip-preview", quiet=True)
+    assert cluster.objects("workspaces.kaito.sh") == {}
