@@ -100,7 +100,7 @@ class NodeGroup:
     """The pool's name (its nodes carry it as the `agentpool` label)."""
     vm_size: str
     """Azure VM size of the nodes: KAITO sizes models against its GPUs (see `models estimate`)."""
-    labels: Labels = field(default_factory=dict)
+    labels: Labels = field(default_factory=dict[str, str])
     """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     """Taints every node carries (key=value:Effect)."""

@@ -324,7 +324,7 @@ class Schema:
 
     cls: type
     only: frozenset[str] | None = None  # None: every field
-    retired: Mapping[str, str] = dataclasses.field(default_factory=dict)  # old key -> the fix
+    retired: Mapping[str, str] = dataclasses.field(default_factory=dict[str, str])  # old key -> the fix
 
     def keys(self) -> dict[str, Field]:
         every = fields(self.cls)

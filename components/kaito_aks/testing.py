@@ -79,7 +79,7 @@ class Evaluation:
     stack: str
     resources: list[Registration]
     outputs: dict[str, Any]  # stack outputs, secrets wrapped in Secret
-    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
 
     def of_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
