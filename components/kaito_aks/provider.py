@@ -24,6 +24,7 @@ from pulumi.provider import ConstructResult, Provider
 from pulumi.provider.server import main as serve
 
 from kaito_aks import __version__
+from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import InvalidArgsError, Problem, camel, format_path, rename
 from kaito_aks.schema import (
     Field,
@@ -258,11 +259,11 @@ def from_wire(tp: Any, value: Any) -> Any:
     origin = get_origin(tp)
     if tp is int and isinstance(value, float) and value.is_integer():
         return int(value)
-    if origin in (list, typing.Sequence) and isinstance(value, list):
+    if origin in (list, typing.Sequence) and is_list(value):
         return [from_wire(get_args(tp)[0], v) for v in value]
-    if origin in (dict, Mapping) and isinstance(value, dict):
+    if origin in (dict, Mapping) and is_dict(value):
         return {k: from_wire(get_args(tp)[1], v) for k, v in value.items()}
-    if is_args_class(tp) and isinstance(value, dict):
+    if is_args_class(tp) and is_dict(value):
         by_name = {f.schema_name: f for f in fields(tp).values()}
         return {k: (from_wire(by_name[k].type, v) if k in by_name else v) for k, v in value.items()}
     return value

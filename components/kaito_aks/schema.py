@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import pulumi
 
+from kaito_aks.parsed import is_list, is_list_or_tuple, is_mapping
 from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean
 
 T = TypeVar("T")
@@ -419,13 +420,13 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
         return value
     if origin in (list, Sequence, tuple):
         (item,) = get_args(tp)[:1]
-        if not isinstance(value, list | tuple):
+        if not is_list_or_tuple(value):
             out.append(Problem(path, _kind_error(value, f"a list of {describe(item)}"), "type"))
             return value
         return [check_value(item, v, (*path, i), naming, out) for i, v in enumerate(value)]
     if origin in (dict, Mapping):
         _, item = get_args(tp)
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             out.append(Problem(path, _kind_error(value, "a map of key: value"), "type"))
             return value
         result: dict[str, Any] = {}
@@ -439,7 +440,7 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
         if isinstance(value, tp):
             out += check_instance(value, path, naming)
             return value
-        if isinstance(value, Mapping):
+        if is_mapping(value):
             built, problems = build(Schema(tp), value, naming, path)
             out += problems
             return built if built is not None else value
@@ -453,13 +454,13 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
 
 
 def build(
-    schema: Schema, data: Mapping[str, Any], naming: Naming = "python", path: tuple[PathPart, ...] = ()
+    schema: Schema, data: object, naming: Naming = "python", path: tuple[PathPart, ...] = ()
 ) -> tuple[Any | None, list[Problem]]:
     """An args instance from a mapping written with `naming` keys: (instance, problems). Every
     key is checked; nothing unknown passes. A key with a problem is left at its default in the
     instance, so the rules can still judge the rest (None: a required key is missing or bad)."""
     problems: list[Problem] = []
-    if not isinstance(data, Mapping):
+    if not is_mapping(data):
         return None, [Problem(path, _kind_error(data, f"a {schema.cls.__name__} (a map of its args)"), "type")]
     known = schema.keys()
     by_key = {(camel(n) if naming == "schema" else n): f for n, f in known.items()}
@@ -550,7 +551,7 @@ def as_args(cls: type[T], value: Any, naming: Naming = "python") -> tuple[T | No
     (the args with any ill-formed field at its default, or None; the problems)."""
     if isinstance(value, cls):
         return _normalized(value, naming)
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return build(Schema(cls), value, naming)
     return None, [Problem((), _kind_error(value, f"a {cls.__name__}"), "type")]
 
@@ -592,7 +593,7 @@ def default_text(f: Field) -> str:
         return "true" if value else "false"
     if is_args_class(type(value)):
         return ", ".join(f"{camel(k)}: {v}" for k, v in dataclasses.asdict(value).items())
-    return str(value) if not isinstance(value, list) else ", ".join(str(v) for v in value)
+    return str(value) if not is_list(value) else ", ".join(str(v) for v in value)
 
 
 def documented(cls: type[T]) -> type[T]:

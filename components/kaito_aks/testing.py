@@ -33,6 +33,7 @@ from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
+from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 
@@ -98,9 +99,9 @@ def reveal(value: Any) -> Any:
     """The same value with secrets unwrapped (for assertions on secret contents)."""
     if isinstance(value, Secret):
         return reveal(value.value)
-    if isinstance(value, dict):
+    if is_dict(value):
         return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if is_list(value):
         return [reveal(v) for v in value]
     return value
 

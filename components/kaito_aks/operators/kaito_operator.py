@@ -13,6 +13,7 @@ from kaito_aks import catalog
 from kaito_aks.nodes import DEFAULT_GPU_TAINTS, NodeGroup, merge_tolerations, node_taints
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, PathPart, Problem
 from kaito_aks.schema import checked_args, documented
 
@@ -69,7 +70,7 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
     gates = args.values.get("featureGates")
     if gates is not None:
-        if not isinstance(gates, dict):
+        if not is_dict(gates):
             problems.append(
                 Problem(
                     ("values", Key("featureGates")),

@@ -21,9 +21,11 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import yaml
+
+from kaito_aks.parsed import is_dict
 
 REQUEST_TIMEOUT_SECONDS = 30
 
@@ -69,14 +71,13 @@ def load_kubeconfig(contents: str | dict[str, Any] | None = None, path: str | No
         raise KubeconfigError("the kubeconfig is not valid YAML") from None
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": None}
     for doc in docs:
-        if not isinstance(doc, dict):
+        if not is_dict(doc):
             raise KubeconfigError("the kubeconfig is not a YAML map")
-        config = cast(dict[str, Any], doc)
         for section in ("clusters", "users", "contexts"):
             known = {e.get("name") for e in merged[section]}
-            entries: list[dict[str, Any]] = config.get(section) or []
+            entries: list[dict[str, Any]] = doc.get(section) or []
             merged[section] += [e for e in entries if e.get("name") not in known]
-        merged["current-context"] = merged["current-context"] or config.get("current-context")
+        merged["current-context"] = merged["current-context"] or doc.get("current-context")
     return merged
 
 
