@@ -29,14 +29,14 @@ from kaito_aks.problems import InvalidArgsError, Problem, camel, format_path, re
 from kaito_aks.schema import (
     Field,
     Schema,
-    _input_of,
-    _optional_of,
-    _strip,
     build,
     constraint_text,
     default_text,
     fields,
+    input_of,
     is_args_class,
+    optional_of,
+    unannotated,
     walk_types,
 )
 
@@ -128,11 +128,11 @@ def _summary(cls: type) -> str:
 
 def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, Any]:
     """The schema of one property of type `tp`."""
-    tp = _strip(tp)
-    inner = _input_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp)
     if inner is not None:
         return property_spec(inner, f, types, plain=False)
-    inner = _optional_of(tp)
+    inner = optional_of(tp)
     if inner is not None:
         return property_spec(inner, f, types, plain)
     spec: dict[str, Any]
@@ -179,7 +179,7 @@ def properties(cls: type, types: _Types) -> tuple[dict[str, Any], list[str]]:
         if f.secret:
             spec["secret"] = True
         default = f.default_value()
-        if isinstance(default, str | int | float | bool) and not isinstance(default, type(None)):
+        if isinstance(default, str | int | float | bool):
             spec["default"] = default
         props[f.schema_name] = spec
         if f.required:
@@ -220,7 +220,7 @@ def schema() -> dict[str, Any]:
             if f.name == "kubeconfig":
                 spec["secret"] = True
             outs[camel(f.name)] = spec
-            if _optional_of(_strip(f.type)) is None:
+            if optional_of(unannotated(f.type)) is None:
                 required_outputs.append(camel(f.name))
         resources[token] = {
             "isComponent": True,
@@ -252,8 +252,8 @@ def schema() -> dict[str, Any]:
 
 def from_wire(tp: Any, value: Any) -> Any:
     """Numbers cross the wire as floats: whole ones become ints where the schema says integer."""
-    tp = _strip(tp)
-    inner = _input_of(tp) or _optional_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp) or optional_of(tp)
     if inner is not None:
         return from_wire(inner, value)
     origin = get_origin(tp)

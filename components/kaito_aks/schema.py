@@ -151,11 +151,11 @@ class Field:
     @property
     def accepts_outputs(self) -> bool:
         """Whether the value may come from another resource (pulumi.Input[...])."""
-        return _input_of(_strip(self.type)) is not None
+        return input_of(unannotated(self.type)) is not None
 
 
 @cache
-def fields(cls: type) -> dict[str, Field]:
+def fields(cls: type[object]) -> dict[str, Field]:
     """The args of an args class (a dataclass), in declaration order."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not an args dataclass")
@@ -193,7 +193,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
         except (OSError, TypeError):
             continue
         tree = ast.parse(source)
-        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+        body: list[ast.stmt] = classes[0].body if classes else []
         for node, after in zip(body, [*body[1:], None], strict=True):
             documented_field = (
                 isinstance(node, ast.AnnAssign)
@@ -210,7 +211,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
 # ---------------------------------------------------------------- types
 
 
-def _strip(tp: Any) -> Any:
+def unannotated(tp: Any) -> Any:
     """The type without Annotated metadata."""
     while get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
@@ -224,7 +225,7 @@ def _constraints(tp: Any) -> tuple[Constraint, ...]:
             found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
             tp = get_args(tp)[0]
             continue
-        inner = _input_of(tp) or _optional_of(tp)
+        inner = input_of(tp) or optional_of(tp)
         if inner is None:
             return tuple(found)
         tp = inner
@@ -237,7 +238,7 @@ def _is_secret(tp: Any) -> bool:
                 return True
             tp = get_args(tp)[0]
             continue
-        inner = _input_of(tp) or _optional_of(tp)
+        inner = input_of(tp) or optional_of(tp)
         if inner is None:
             return False
         tp = inner
@@ -247,7 +248,7 @@ def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def _optional_of(tp: Any) -> Any | None:
+def optional_of(tp: Any) -> Any | None:
     """T for `T | None`, else None."""
     if not _is_union(tp):
         return None
@@ -260,7 +261,7 @@ def _optional_of(tp: Any) -> Any | None:
     return typing.Union[tuple(rest)]  # noqa: UP007 (built at run time)
 
 
-def _input_of(tp: Any) -> Any | None:
+def input_of(tp: Any) -> Any | None:
     """T for pulumi.Input[T] (T | Awaitable[T] | Output[T]), else None."""
     if not _is_union(tp):
         return None
@@ -284,8 +285,8 @@ def is_args_class(tp: Any) -> bool:
 
 
 def literal_values(tp: Any) -> tuple[Any, ...] | None:
-    tp = _strip(tp)
-    inner = _optional_of(tp) or _input_of(tp)
+    tp = unannotated(tp)
+    inner = optional_of(tp) or input_of(tp)
     if inner is not None:
         return literal_values(inner)
     return get_args(tp) if get_origin(tp) is Literal else None
@@ -293,11 +294,11 @@ def literal_values(tp: Any) -> tuple[Any, ...] | None:
 
 def describe(tp: Any) -> str:
     """A short human name of a type, for docs and errors."""
-    tp = _strip(tp)
-    inner = _input_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp)
     if inner is not None:
         return describe(inner)
-    inner = _optional_of(tp)
+    inner = optional_of(tp)
     if inner is not None:
         return describe(inner)
     origin = get_origin(tp)
@@ -345,15 +346,15 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
     """Check `value` against type `tp`; append problems; return the value to keep (dicts given
     for args classes become instances, when they are well formed)."""
     constraints = [c for c in _constraints_here(tp)]
-    tp = _strip(tp)
-    inner = _optional_of(tp)
+    tp = unannotated(tp)
+    inner = optional_of(tp)
     if inner is not None:
         if value is None:
             return None
         return check_value(inner, value, path, naming, out)
-    inner = _input_of(tp)
+    inner = input_of(tp)
     if inner is not None:
-        if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        if _deferred(value):
             return value  # known only at deploy time
         return check_value(inner, value, path, naming, out)
     before = len(out)
@@ -366,12 +367,16 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
     return result
 
 
+def _deferred(value: object) -> bool:
+    return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
+
+
 def _constraints_here(tp: Any) -> list[Constraint]:
     found: list[Constraint] = []
     while get_origin(tp) is Annotated:
         found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
         tp = get_args(tp)[0]
-    inner = _input_of(tp) or _optional_of(tp)
+    inner = input_of(tp) or optional_of(tp)
     if inner is not None:
         found += _constraints_here(inner)
     return found
@@ -500,7 +505,7 @@ def _unknown(
     return Problem((*path, Key(key)), f"unknown{hint}", "unknown")
 
 
-def check_instance(obj: Any, path: tuple[PathPart, ...] = (), naming: Naming = "python") -> list[Problem]:
+def check_instance(obj: object, path: tuple[PathPart, ...] = (), naming: Naming = "python") -> list[Problem]:
     """The problems of an args instance a caller built: the field types, bounds and modes (a
     Python program is not type-checked at run time, so a wrong shape is named here, not deep
     inside Pulumi)."""
@@ -515,7 +520,7 @@ def _normalized(obj: Any, naming: Naming) -> tuple[Any | None, list[Problem]]:
     classes become instances, a field with a problem goes back to its default (None: a required
     one)."""
     problems: list[Problem] = []
-    every = fields(type(obj))
+    every = fields(obj.__class__)
     changes: dict[str, Any] = {}
     for f in every.values():
         before = len(problems)
@@ -638,7 +643,7 @@ def walk_types(cls: type, seen: set[type] | None = None) -> Iterable[type]:
 
 
 def _nested_classes(tp: Any) -> list[type]:
-    tp = _strip(tp)
+    tp = unannotated(tp)
     if is_args_class(tp):
         return [tp]
     out: list[type] = []
