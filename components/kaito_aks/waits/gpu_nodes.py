@@ -234,6 +234,11 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
         }
         super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
 
+    @classmethod
+    def type_token(cls) -> str:
+        """The type it registers as (the SDK derives a dynamic resource's type itself)."""
+        return f"pulumi-python:{cls._resource_type_name}"
+
     def found(self) -> pulumi.Output[dict[str, Any]]:
         """The outputs as one map (what the stack exports per workspace)."""
         return pulumi.Output.all(**{k: getattr(self, k) for k in OUTPUTS})
