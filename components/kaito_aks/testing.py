@@ -31,7 +31,9 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.proto import alias_pb2, resource_pb2
 from pulumi.runtime.stack import run_in_stack
-from pulumi.runtime.sync_await import _sync_await  # pyright: ignore[reportPrivateUsage] - pulumi.runtime.test's own runner
+
+# The SDK runs a program synchronously with this (pulumi.runtime.test does too); it has no public equivalent.
+from pulumi.runtime.sync_await import _sync_await  # pyright: ignore[reportPrivateUsage]
 
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
