@@ -187,22 +187,24 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return empty_pb2.Empty()
 
 
-# The SDK's request and mock args as read here, typed where the SDK leaves them unknown: a bare
-# dict for the mock args' maps, a module that does not exist (pulumi.alias_pb2) for the aliases.
-
-
 class _Aliased(Protocol):
+    """A RegisterResourceRequest's aliases (its stub takes their type from pulumi.alias_pb2, which does not exist)."""
+
     @property
     def aliases(self) -> Sequence[alias_pb2.Alias]: ...
 
 
 class _ResourceArgs(Protocol):
+    """pulumi_mocks.MockResourceArgs, its inputs typed (the SDK declares a bare dict)."""
+
     typ: str
     name: str
     inputs: dict[str, Any]
 
 
 class _CallArgs(Protocol):
+    """pulumi_mocks.MockCallArgs, its args typed (the SDK declares a bare dict)."""
+
     token: str
     args: dict[str, Any]
 
