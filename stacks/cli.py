@@ -22,6 +22,7 @@ DEFAULT_VERSION = "0.8.1"
 
 
 def main(argv: list[str] | None = None) -> int:
+    assert __doc__ is not None
     parser = argparse.ArgumentParser(prog="python -m stacks", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -246,7 +247,7 @@ def _estimate_pool(preset: catalog.Preset, chart: catalog.KaitoChart, pool: str,
     elif sku.unusable:
         problem = f"{pool}: {sku.unusable}"
     nodes = None if problem or sku is None else kaito_sizing.nodes_for(preset, sku, chart.preset_catalog)
-    if problem is None and nodes is None:
+    if problem is None and nodes is None and sku is not None:
         problem = f"{preset.name} does not fit on {pool} ({sku.gpu_mem_gib} GiB GPU memory per node)"
     if as_json:
         print(json.dumps({"preset": preset.name, "pool": pool, "nodes": nodes, "problem": problem}, indent=2))

@@ -144,7 +144,7 @@ def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
     try:
         data_ = Yaml12Loader(text).get_single_data()
     except (yaml.YAMLError, ValueError, OverflowError) as err:
-        raise _yaml_error(path, err) from None
+        raise _yaml_error(path, err, text) from None
     if data_ is None:
         data_ = {}
     if not isinstance(data_, dict):
@@ -177,7 +177,7 @@ def _compose(text: str, path: Path) -> yaml.Node | None:
         _check_events(yaml.parse(text, Loader=Yaml12Loader), path)
         return yaml.compose(text, Loader=Yaml12Loader)
     except yaml.YAMLError as err:
-        raise _yaml_error(path, err) from None
+        raise _yaml_error(path, err, text) from None
 
 
 @dataclass
@@ -249,9 +249,9 @@ def _check_events(events: Any, path: Path) -> None:
                 anchors[closed.anchor] = closed.size
 
 
-def _yaml_error(path: Path, err: Exception) -> StackFileError:
+def _yaml_error(path: Path, err: Exception, text: str) -> StackFileError:
     if isinstance(err, yaml.reader.ReaderError):
-        line = err.buffer[: err.position].count("\n") + 1 if isinstance(err.buffer, str) else None
+        line = text[: err.position].count("\n") + 1  # a ReaderError has the position in the text, not the text
         return StackFileError(path, line, f"character {err.character!r} is not allowed in YAML; remove it")
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from kaito_aks.catalog import Toleration
+from kaito_aks.parsed import is_dict
 from kaito_aks.schema import Check, MaxItems, Range, documented
 
 # The label NVIDIA's GPU Operator puts on GPU nodes; GpuNodePool also sets it on the AKS GPU pools
@@ -62,7 +63,7 @@ def label_value_problem(value: str) -> str | None:
 
 def labels_problem(labels: object) -> str | None:
     """Why Kubernetes refuses a map of labels (the first reason), or None."""
-    if not isinstance(labels, dict):
+    if not is_dict(labels):
         return None
     for k, v in labels.items():
         why = label_key_problem(str(k)) or (label_value_problem(v) if isinstance(v, str) else None)
@@ -100,7 +101,7 @@ class NodeGroup:
     """The pool's name (its nodes carry it as the `agentpool` label)."""
     vm_size: str
     """Azure VM size of the nodes: KAITO sizes models against its GPUs (see `models estimate`)."""
-    labels: Labels = field(default_factory=dict)
+    labels: Labels = field(default_factory=dict[str, str])
     """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     """Taints every node carries (key=value:Effect)."""

@@ -21,12 +21,12 @@ def child_options(
     """Options for a component's child: parented to the component, and held back by whatever
     the component itself depends on. (The engine records a component's dependencies on the
     component only; without this a child could be created, or deleted, out of order.)"""
-    depends_on: Any = opts.depends_on if opts is not None else None
-    if depends_on is not None and not isinstance(depends_on, list):
-        depends_on = [depends_on]
-    extra_deps = extra.pop("depends_on", None) or []
+    depends_on: list[Any] = []
+    if opts is not None and opts.depends_on is not None:
+        depends_on = opts.depends_on if isinstance(opts.depends_on, list) else [opts.depends_on]
+    extra_deps: list[pulumi.Resource] = extra.pop("depends_on", None) or []
     if not extra.get("protect"):
         # An explicit protect=False would override what the child inherits from its parent
         # (a component created with opts.protect=True must protect its children).
         extra.pop("protect", None)
-    return pulumi.ResourceOptions(parent=parent, depends_on=[*(depends_on or []), *extra_deps], **extra)
+    return pulumi.ResourceOptions(parent=parent, depends_on=[*depends_on, *extra_deps], **extra)

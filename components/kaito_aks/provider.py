@@ -24,18 +24,19 @@ from pulumi.provider import ConstructResult, Provider
 from pulumi.provider.server import main as serve
 
 from kaito_aks import __version__
+from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import InvalidArgsError, Problem, camel, format_path, rename
 from kaito_aks.schema import (
     Field,
     Schema,
-    _input_of,
-    _optional_of,
-    _strip,
     build,
     constraint_text,
     default_text,
     fields,
+    input_of,
     is_args_class,
+    optional_of,
+    unannotated,
     walk_types,
 )
 
@@ -127,11 +128,11 @@ def _summary(cls: type) -> str:
 
 def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, Any]:
     """The schema of one property of type `tp`."""
-    tp = _strip(tp)
-    inner = _input_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp)
     if inner is not None:
         return property_spec(inner, f, types, plain=False)
-    inner = _optional_of(tp)
+    inner = optional_of(tp)
     if inner is not None:
         return property_spec(inner, f, types, plain)
     spec: dict[str, Any]
@@ -178,7 +179,7 @@ def properties(cls: type, types: _Types) -> tuple[dict[str, Any], list[str]]:
         if f.secret:
             spec["secret"] = True
         default = f.default_value()
-        if isinstance(default, str | int | float | bool) and not isinstance(default, type(None)):
+        if isinstance(default, str | int | float | bool):
             spec["default"] = default
         props[f.schema_name] = spec
         if f.required:
@@ -219,7 +220,7 @@ def schema() -> dict[str, Any]:
             if f.name == "kubeconfig":
                 spec["secret"] = True
             outs[camel(f.name)] = spec
-            if _optional_of(_strip(f.type)) is None:
+            if optional_of(unannotated(f.type)) is None:
                 required_outputs.append(camel(f.name))
         resources[token] = {
             "isComponent": True,
@@ -251,18 +252,18 @@ def schema() -> dict[str, Any]:
 
 def from_wire(tp: Any, value: Any) -> Any:
     """Numbers cross the wire as floats: whole ones become ints where the schema says integer."""
-    tp = _strip(tp)
-    inner = _input_of(tp) or _optional_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp) or optional_of(tp)
     if inner is not None:
         return from_wire(inner, value)
     origin = get_origin(tp)
     if tp is int and isinstance(value, float) and value.is_integer():
         return int(value)
-    if origin in (list, typing.Sequence) and isinstance(value, list):
+    if origin in (list, typing.Sequence) and is_list(value):
         return [from_wire(get_args(tp)[0], v) for v in value]
-    if origin in (dict, Mapping) and isinstance(value, dict):
+    if origin in (dict, Mapping) and is_dict(value):
         return {k: from_wire(get_args(tp)[1], v) for k, v in value.items()}
-    if is_args_class(tp) and isinstance(value, dict):
+    if is_args_class(tp) and is_dict(value):
         by_name = {f.schema_name: f for f in fields(tp).values()}
         return {k: (from_wire(by_name[k].type, v) if k in by_name else v) for k, v in value.items()}
     return value

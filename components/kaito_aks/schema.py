@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 import pulumi
 
+from kaito_aks.parsed import is_list, is_list_or_tuple, is_mapping
 from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean
 
 T = TypeVar("T")
@@ -150,11 +151,11 @@ class Field:
     @property
     def accepts_outputs(self) -> bool:
         """Whether the value may come from another resource (pulumi.Input[...])."""
-        return _input_of(_strip(self.type)) is not None
+        return input_of(unannotated(self.type)) is not None
 
 
 @cache
-def fields(cls: type) -> dict[str, Field]:
+def fields(cls: type[object]) -> dict[str, Field]:
     """The args of an args class (a dataclass), in declaration order."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not an args dataclass")
@@ -192,7 +193,8 @@ def attribute_docs(cls: type) -> dict[str, str]:
         except (OSError, TypeError):
             continue
         tree = ast.parse(source)
-        body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+        body: list[ast.stmt] = classes[0].body if classes else []
         for node, after in zip(body, [*body[1:], None], strict=True):
             documented_field = (
                 isinstance(node, ast.AnnAssign)
@@ -209,7 +211,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
 # ---------------------------------------------------------------- types
 
 
-def _strip(tp: Any) -> Any:
+def unannotated(tp: Any) -> Any:
     """The type without Annotated metadata."""
     while get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
@@ -223,7 +225,7 @@ def _constraints(tp: Any) -> tuple[Constraint, ...]:
             found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
             tp = get_args(tp)[0]
             continue
-        inner = _input_of(tp) or _optional_of(tp)
+        inner = input_of(tp) or optional_of(tp)
         if inner is None:
             return tuple(found)
         tp = inner
@@ -236,7 +238,7 @@ def _is_secret(tp: Any) -> bool:
                 return True
             tp = get_args(tp)[0]
             continue
-        inner = _input_of(tp) or _optional_of(tp)
+        inner = input_of(tp) or optional_of(tp)
         if inner is None:
             return False
         tp = inner
@@ -246,7 +248,7 @@ def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def _optional_of(tp: Any) -> Any | None:
+def optional_of(tp: Any) -> Any | None:
     """T for `T | None`, else None."""
     if not _is_union(tp):
         return None
@@ -259,7 +261,7 @@ def _optional_of(tp: Any) -> Any | None:
     return typing.Union[tuple(rest)]  # noqa: UP007 (built at run time)
 
 
-def _input_of(tp: Any) -> Any | None:
+def input_of(tp: Any) -> Any | None:
     """T for pulumi.Input[T] (T | Awaitable[T] | Output[T]), else None."""
     if not _is_union(tp):
         return None
@@ -283,8 +285,8 @@ def is_args_class(tp: Any) -> bool:
 
 
 def literal_values(tp: Any) -> tuple[Any, ...] | None:
-    tp = _strip(tp)
-    inner = _optional_of(tp) or _input_of(tp)
+    tp = unannotated(tp)
+    inner = optional_of(tp) or input_of(tp)
     if inner is not None:
         return literal_values(inner)
     return get_args(tp) if get_origin(tp) is Literal else None
@@ -292,11 +294,11 @@ def literal_values(tp: Any) -> tuple[Any, ...] | None:
 
 def describe(tp: Any) -> str:
     """A short human name of a type, for docs and errors."""
-    tp = _strip(tp)
-    inner = _input_of(tp)
+    tp = unannotated(tp)
+    inner = input_of(tp)
     if inner is not None:
         return describe(inner)
-    inner = _optional_of(tp)
+    inner = optional_of(tp)
     if inner is not None:
         return describe(inner)
     origin = get_origin(tp)
@@ -324,7 +326,7 @@ class Schema:
 
     cls: type
     only: frozenset[str] | None = None  # None: every field
-    retired: Mapping[str, str] = dataclasses.field(default_factory=dict)  # old key -> the fix
+    retired: Mapping[str, str] = dataclasses.field(default_factory=dict[str, str])  # old key -> the fix
 
     def keys(self) -> dict[str, Field]:
         every = fields(self.cls)
@@ -344,15 +346,15 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
     """Check `value` against type `tp`; append problems; return the value to keep (dicts given
     for args classes become instances, when they are well formed)."""
     constraints = [c for c in _constraints_here(tp)]
-    tp = _strip(tp)
-    inner = _optional_of(tp)
+    tp = unannotated(tp)
+    inner = optional_of(tp)
     if inner is not None:
         if value is None:
             return None
         return check_value(inner, value, path, naming, out)
-    inner = _input_of(tp)
+    inner = input_of(tp)
     if inner is not None:
-        if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        if _deferred(value):
             return value  # known only at deploy time
         return check_value(inner, value, path, naming, out)
     before = len(out)
@@ -365,12 +367,16 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
     return result
 
 
+def _deferred(value: object) -> bool:
+    return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
+
+
 def _constraints_here(tp: Any) -> list[Constraint]:
     found: list[Constraint] = []
     while get_origin(tp) is Annotated:
         found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
         tp = get_args(tp)[0]
-    inner = _input_of(tp) or _optional_of(tp)
+    inner = input_of(tp) or optional_of(tp)
     if inner is not None:
         found += _constraints_here(inner)
     return found
@@ -419,13 +425,13 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
         return value
     if origin in (list, Sequence, tuple):
         (item,) = get_args(tp)[:1]
-        if not isinstance(value, list | tuple):
+        if not is_list_or_tuple(value):
             out.append(Problem(path, _kind_error(value, f"a list of {describe(item)}"), "type"))
             return value
         return [check_value(item, v, (*path, i), naming, out) for i, v in enumerate(value)]
     if origin in (dict, Mapping):
         _, item = get_args(tp)
-        if not isinstance(value, Mapping):
+        if not is_mapping(value):
             out.append(Problem(path, _kind_error(value, "a map of key: value"), "type"))
             return value
         result: dict[str, Any] = {}
@@ -439,7 +445,7 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
         if isinstance(value, tp):
             out += check_instance(value, path, naming)
             return value
-        if isinstance(value, Mapping):
+        if is_mapping(value):
             built, problems = build(Schema(tp), value, naming, path)
             out += problems
             return built if built is not None else value
@@ -453,13 +459,13 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
 
 
 def build(
-    schema: Schema, data: Mapping[str, Any], naming: Naming = "python", path: tuple[PathPart, ...] = ()
+    schema: Schema, data: object, naming: Naming = "python", path: tuple[PathPart, ...] = ()
 ) -> tuple[Any | None, list[Problem]]:
     """An args instance from a mapping written with `naming` keys: (instance, problems). Every
     key is checked; nothing unknown passes. A key with a problem is left at its default in the
     instance, so the rules can still judge the rest (None: a required key is missing or bad)."""
     problems: list[Problem] = []
-    if not isinstance(data, Mapping):
+    if not is_mapping(data):
         return None, [Problem(path, _kind_error(data, f"a {schema.cls.__name__} (a map of its args)"), "type")]
     known = schema.keys()
     by_key = {(camel(n) if naming == "schema" else n): f for n, f in known.items()}
@@ -499,7 +505,7 @@ def _unknown(
     return Problem((*path, Key(key)), f"unknown{hint}", "unknown")
 
 
-def check_instance(obj: Any, path: tuple[PathPart, ...] = (), naming: Naming = "python") -> list[Problem]:
+def check_instance(obj: object, path: tuple[PathPart, ...] = (), naming: Naming = "python") -> list[Problem]:
     """The problems of an args instance a caller built: the field types, bounds and modes (a
     Python program is not type-checked at run time, so a wrong shape is named here, not deep
     inside Pulumi)."""
@@ -514,7 +520,7 @@ def _normalized(obj: Any, naming: Naming) -> tuple[Any | None, list[Problem]]:
     classes become instances, a field with a problem goes back to its default (None: a required
     one)."""
     problems: list[Problem] = []
-    every = fields(type(obj))
+    every = fields(obj.__class__)
     changes: dict[str, Any] = {}
     for f in every.values():
         before = len(problems)
@@ -550,7 +556,7 @@ def as_args(cls: type[T], value: Any, naming: Naming = "python") -> tuple[T | No
     (the args with any ill-formed field at its default, or None; the problems)."""
     if isinstance(value, cls):
         return _normalized(value, naming)
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return build(Schema(cls), value, naming)
     return None, [Problem((), _kind_error(value, f"a {cls.__name__}"), "type")]
 
@@ -592,7 +598,7 @@ def default_text(f: Field) -> str:
         return "true" if value else "false"
     if is_args_class(type(value)):
         return ", ".join(f"{camel(k)}: {v}" for k, v in dataclasses.asdict(value).items())
-    return str(value) if not isinstance(value, list) else ", ".join(str(v) for v in value)
+    return str(value) if not is_list(value) else ", ".join(str(v) for v in value)
 
 
 def documented(cls: type[T]) -> type[T]:
@@ -637,7 +643,7 @@ def walk_types(cls: type, seen: set[type] | None = None) -> Iterable[type]:
 
 
 def _nested_classes(tp: Any) -> list[type]:
-    tp = _strip(tp)
+    tp = unannotated(tp)
     if is_args_class(tp):
         return [tp]
     out: list[type] = []

@@ -21,22 +21,25 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pulumi
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
-from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.proto import alias_pb2, resource_pb2
 from pulumi.runtime.stack import run_in_stack
-from pulumi.runtime.sync_await import _sync_await
 
+# The SDK runs a program synchronously with this (pulumi.runtime.test does too); it has no public equivalent.
+from pulumi.runtime.sync_await import _sync_await  # pyright: ignore[reportPrivateUsage]
+
+from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 
-GPU_NODES_TYPE = f"pulumi-python:{GpuNodesReady._resource_type_name}"
+GPU_NODES_TYPE = GpuNodesReady.type_token()
 AFTER_UP = "(known after pulumi up)"
 PROJECT = "test"
 
@@ -79,7 +82,7 @@ class Evaluation:
     stack: str
     resources: list[Registration]
     outputs: dict[str, Any]  # stack outputs, secrets wrapped in Secret
-    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    component_outputs: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
 
     def of_type(self, type_: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_]
@@ -98,14 +101,14 @@ def reveal(value: Any) -> Any:
     """The same value with secrets unwrapped (for assertions on secret contents)."""
     if isinstance(value, Secret):
         return reveal(value.value)
-    if isinstance(value, dict):
+    if is_dict(value):
         return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if is_list(value):
         return [reveal(v) for v in value]
     return value
 
 
-def _value(v: Any) -> Any:
+def _value(v: struct_pb2.Value) -> Any:
     kind = v.WhichOneof("kind")
     if kind == "struct_value":
         return _struct(v.struct_value)
@@ -121,7 +124,7 @@ def _value(v: Any) -> Any:
     return None
 
 
-def _struct(message: Any) -> Any:
+def _struct(message: struct_pb2.Struct | None) -> Any:
     """A protobuf Struct from the wire as Python, keeping secrets as Secret."""
     if message is None:
         return {}
@@ -138,15 +141,18 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def __init__(self, mocks: ProgramMocks):
         super().__init__(mocks)
+        self.program_mocks = mocks
         self.registrations: list[Registration] = []
         self.outputs: dict[str, dict[str, Any]] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+    def RegisterResource(  # noqa: N802 (gRPC method name)
+        self, request: resource_pb2.RegisterResourceRequest
+    ) -> resource_pb2.RegisterResourceResponse:
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
         inputs = _struct(request.object)
-        id_, computed = self.mocks.computed(request.type, request.name, reveal(inputs))
+        id_, computed = self.program_mocks.computed(request.type, request.name, reveal(inputs))
         state = struct_pb2.Struct()
         state.CopyFrom(request.object)
         if computed:
@@ -169,16 +175,42 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     "ignoreChanges": sorted(request.ignoreChanges),
                     "retainOnDelete": request.retainOnDelete,
                     "additionalSecretOutputs": sorted(request.additionalSecretOutputs),
-                    "aliases": [json_format.MessageToDict(a) for a in request.aliases],
+                    "aliases": [json_format.MessageToDict(a) for a in _aliases(request)],
                     "version": request.version,
                 },
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state)
 
-    def RegisterResourceOutputs(self, request):  # noqa: N802
+    def RegisterResourceOutputs(self, request: resource_pb2.RegisterResourceOutputsRequest) -> empty_pb2.Empty:  # noqa: N802
         self.outputs[request.urn] = _struct(request.outputs)
-        return super().RegisterResourceOutputs(request)
+        return empty_pb2.Empty()
+
+
+class _Aliased(Protocol):
+    """A RegisterResourceRequest's aliases (its stub takes their type from pulumi.alias_pb2, which does not exist)."""
+
+    @property
+    def aliases(self) -> Sequence[alias_pb2.Alias]: ...
+
+
+class _ResourceArgs(Protocol):
+    """pulumi_mocks.MockResourceArgs, its inputs typed (the SDK declares a bare dict)."""
+
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+
+
+class _CallArgs(Protocol):
+    """pulumi_mocks.MockCallArgs, its args typed (the SDK declares a bare dict)."""
+
+    token: str
+    args: dict[str, Any]
+
+
+def _aliases(request: _Aliased) -> Sequence[alias_pb2.Alias]:
+    return request.aliases
 
 
 class ProgramMocks(pulumi_mocks.Mocks):
@@ -213,11 +245,12 @@ class ProgramMocks(pulumi_mocks.Mocks):
             return f"{name}-id", dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP)
         return f"{name}-id", {}
 
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+    def new_resource(self, args: _ResourceArgs) -> tuple[str, dict[str, Any]]:
         id_, computed = self.computed(args.typ, args.name, args.inputs)
         return id_, {**args.inputs, **computed}
 
-    def call(self, args: pulumi_mocks.MockCallArgs) -> dict:
+    # The SDK's Invoke takes a plain dict as well as the (dict, failures) tuple Mocks.call is typed with.
+    def call(self, args: _CallArgs) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
         if args.token in (
             "azure-native:containerservice:listManagedClusterUserCredentials",
             "azure-native:containerservice:listManagedClusterAdminCredentials",
@@ -257,7 +290,7 @@ AMBIENT_ENV = ("KUBECONFIG",)
 
 
 @contextlib.contextmanager
-def _hermetic_env() -> Iterator[None]:
+def _hermetic_env() -> Generator[None, None, None]:
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k in AMBIENT_ENV or k.startswith("PULUMI_K8S_")}
     try:
         yield

@@ -65,7 +65,7 @@ class AksClusterArgs:
     """Kubernetes version of a created cluster, e.g. "1.33"; default: AKS's default."""
     system_pool: SystemPoolArgs = field(default_factory=SystemPoolArgs)
     """The system pool of a created cluster."""
-    tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict)
+    tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
     """Azure tags on a created resource group and cluster."""
 
 

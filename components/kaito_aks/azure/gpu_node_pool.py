@@ -67,7 +67,7 @@ class GpuNodePoolArgs:
     it; aks: AKS installs the driver and container toolkit."""
     spot: bool = False
     """Azure Spot VMs (the nodes carry AKS's spot taint; KAITO tolerates it from 0.12)."""
-    labels: Labels = field(default_factory=dict)
+    labels: Labels = field(default_factory=dict[str, str])
     """Node labels, besides nvidia.com/gpu.present=true and the ones AKS adds (select the pool by them)."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     """Node taints, key=value:Effect; KAITO's presets tolerate sku=gpu and nvidia.com/gpu."""
@@ -174,15 +174,6 @@ class GpuNodePool(pulumi.ComponentResource):
         pool_name = args.name or name
         self.node_group = group = node_group(args, pool_name)
         autoscale = args.autoscale is not None
-        spot = (
-            {
-                "scale_set_priority": containerservice.ScaleSetPriority.SPOT,
-                "scale_set_eviction_policy": containerservice.ScaleSetEvictionPolicy.DELETE,
-                "spot_max_price": -1,  # pay up to the on-demand price, never evicted for price
-            }
-            if args.spot
-            else {}
-        )
         self.agent_pool = containerservice.AgentPool(
             name,
             agent_pool_name=pool_name,
@@ -205,7 +196,9 @@ class GpuNodePool(pulumi.ComponentResource):
                 else containerservice.GPUDriver.INSTALL
             ),
             os_disk_size_gb=args.os_disk_size_gb,
-            **spot,
+            scale_set_priority=containerservice.ScaleSetPriority.SPOT if args.spot else None,
+            scale_set_eviction_policy=containerservice.ScaleSetEvictionPolicy.DELETE if args.spot else None,
+            spot_max_price=-1 if args.spot else None,  # pay up to the on-demand price, never evicted for price
             opts=child_options(
                 self,
                 opts,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 import yaml
 from pydantic import Field
@@ -120,10 +120,45 @@ class ChartSource(CamelModel):
     namespace: str
 
 
+Fields = dict[str, Any]
+"""One entry of a catalog file as written (the models above check it)."""
+
+
+class _PresetsFile(TypedDict):
+    presets: dict[str, Fields]
+    deprecated: dict[str, str]
+    versionOverrides: NotRequired[dict[str, dict[str, Fields]]]  # release -> preset (or "*") -> fields
+
+
+class _SkusFile(TypedDict):
+    skus: dict[str, Fields]
+    unusableGpus: NotRequired[dict[str, str]]  # GPU model -> why
+
+
+class _PricesFile(TypedDict):
+    prices: NotRequired[dict[str, dict[str, Fields]] | None]  # region -> VM size -> price
+
+
+class _ChartsFile(TypedDict):
+    repository: str
+    chart: str
+    releaseName: str
+    namespace: str
+    versions: dict[str, Fields]
+
+
 @cache
-def _load(name: str) -> dict:
+def _load(name: str) -> dict[str, Any]:
     """One catalog file, read and parsed once per process."""
     return yaml.safe_load((CATALOG_DIR / name).read_text())
+
+
+def _presets_file() -> _PresetsFile:
+    return cast(_PresetsFile, _load("presets.yaml"))
+
+
+def _charts_file(name: str) -> _ChartsFile:
+    return cast(_ChartsFile, _load(name))
 
 
 def _chart_source(name: str) -> ChartSource:
@@ -145,7 +180,7 @@ def removed_presets(catalog: str) -> dict[str, Preset]:
 
 @cache
 def _all_presets(catalog: str) -> dict[str, Preset]:
-    data = _load("presets.yaml")
+    data = _presets_file()
     overrides = data.get("versionOverrides", {}).get(catalog, {})
     every = overrides.get("*", {})
     return {
@@ -156,7 +191,7 @@ def _all_presets(catalog: str) -> dict[str, Preset]:
 
 def deprecated_presets() -> dict[str, str]:
     """Preset names KAITO rejects, with the advice to give instead."""
-    return dict(_load("presets.yaml")["deprecated"])
+    return dict(_presets_file()["deprecated"])
 
 
 def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
@@ -166,8 +201,8 @@ def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
 @cache
 def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     """Azure GPU SKUs that a KAITO release (catalog: '0.8', '0.12') accepts."""
-    out = {}
-    data = _load("azure_gpu_skus.yaml")
+    out: dict[str, GpuSku] = {}
+    data = cast(_SkusFile, _load("azure_gpu_skus.yaml"))
     unusable = data.get("unusableGpus", {})
     for name, fields in data["skus"].items():
         sku = GpuSku.model_validate({"name": name, **fields})
@@ -188,7 +223,7 @@ def closest_skus(name: str, n: int = 3) -> list[str]:
 @cache
 def prices(region: str) -> dict[str, Price]:
     """VM size -> hourly price in `region` (kaito_aks/catalog/azure_prices.yaml); absent: unpriced."""
-    table = (_load("azure_prices.yaml").get("prices") or {}).get(region) or {}
+    table = (cast(_PricesFile, _load("azure_prices.yaml")).get("prices") or {}).get(region) or {}
     return {size: Price.model_validate(fields) for size, fields in table.items()}
 
 
@@ -208,7 +243,7 @@ def kaito_chart_source() -> ChartSource:
 @cache
 def kaito_charts() -> dict[str, KaitoChart]:
     """Supported KAITO releases, oldest first."""
-    versions = _load("kaito_charts.yaml")["versions"]
+    versions = _charts_file("kaito_charts.yaml")["versions"]
     ordered = sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
     return {v: KaitoChart.model_validate({"version": v, **versions[v]}) for v in ordered}
 
@@ -221,5 +256,5 @@ def gpu_operator_chart_source() -> ChartSource:
 def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
     return {
         v: GpuOperatorChart.model_validate({"version": v, **f})
-        for v, f in _load("gpu_operator_charts.yaml")["versions"].items()
+        for v, f in _charts_file("gpu_operator_charts.yaml")["versions"].items()
     }

@@ -39,7 +39,8 @@ class ClusterProvider(k8s.Provider):
 
     def __init__(self, name: str, access: ClusterAccess, opts: pulumi.ResourceOptions | None = None):
         kubeconfig = pulumi.Output.secret(access.kubeconfig) if access.kubeconfig is not None else access.path
-        super().__init__(name, kubeconfig=kubeconfig, context=access.context, opts=opts)
+        # pulumi_kubernetes leaves the __props__ parameter of Provider.__init__ untyped.
+        super().__init__(name, kubeconfig=kubeconfig, context=access.context, opts=opts)  # pyright: ignore[reportUnknownMemberType]
         self.access = access
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pulumi
 import yaml
 
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Matches, Secret, checked_args, documented
 
@@ -49,9 +50,10 @@ def kubeconfig_file_problem(path: str, context: str | None = None) -> str | None
         data = yaml.safe_load(text)
     except yaml.YAMLError:
         return f"{path} is not a kubeconfig (not YAML)"
-    if not isinstance(data, dict) or not data.get("clusters"):
+    if not is_dict(data) or not data.get("clusters"):
         return f"{path} is not a kubeconfig (it lists no clusters)"
-    contexts = [c.get("name") for c in data.get("contexts") or [] if isinstance(c, dict)]
+    entries: list[Any] = data.get("contexts") or []
+    contexts = [c.get("name") for c in entries if is_dict(c)]
     if context is not None and context not in contexts:
         return f"{path} has no context {context!r}; it has: {', '.join(map(str, contexts)) or 'none'}"
     return None

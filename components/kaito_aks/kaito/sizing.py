@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 from kaito_aks.catalog import GpuSku, Preset, gpu_skus
 
@@ -53,7 +54,18 @@ class NodeGpus:
         return self.gib_per_gpu * (1 if release == "0.8" else self.count) * GIB
 
 
-def admission_denial(preset: Preset, hw: NodeGpus, nodes: int, release: str) -> str | None:
+class PresetDemand(Protocol):
+    """What the webhook reads of a preset: a catalog `Preset`, or the wait's `GpuDemand`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def gpu_count(self) -> int: ...
+    @property
+    def model_gib(self) -> float: ...
+
+
+def admission_denial(preset: PresetDemand, hw: NodeGpus, nodes: int, release: str) -> str | None:
     """Why the webhook denies a preset Workspace when `nodes` matching nodes exist, or None."""
     if nodes == 0:
         return "No nodes found matching the specified label selector"
@@ -130,7 +142,7 @@ def estimate(preset: Preset, release: str, max_nodes: int = 16) -> list[tuple[in
         count = nodes_for(preset, sku, release)
         if count is not None and count <= max_nodes:
             by_count.setdefault(count, []).append(sku)
-    out = []
+    out: list[tuple[int, list[GpuSku]]] = []
     for count in sorted(by_count):
         smallest = min(s.gpu_mem_gib for s in by_count[count])
         out.append((count, sorted((s for s in by_count[count] if s.gpu_mem_gib == smallest), key=lambda s: s.name)))

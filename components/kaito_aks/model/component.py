@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -20,6 +19,7 @@ from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_problems
 from kaito_aks.model.spec import RETIRED, KaitoModelArgs
 from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.schema import Schema, as_args, build, judged
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -48,9 +48,7 @@ def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | No
         if seen is not None and seen[0]() is args:
             return args, seen[1]
     checked, problems = (
-        as_args(KaitoModelArgs, args)
-        if not isinstance(args, Mapping)
-        else build(Schema(KaitoModelArgs, retired=RETIRED), args)
+        as_args(KaitoModelArgs, args) if not is_mapping(args) else build(Schema(KaitoModelArgs, retired=RETIRED), args)
     )
     if checked is not None and checked.name is None and name is not None:
         checked = dataclasses.replace(checked, name=name)
@@ -123,7 +121,7 @@ class KaitoModel(pulumi.ComponentResource):
                     opts=child,
                 )
             )
-        if plan.hf_token_secret:
+        if plan.hf_token_secret and args.hf_token is not None:
             prerequisites.append(
                 k8s.core.v1.Secret(
                     f"{name}/{plan.hf_token_secret}",
@@ -193,7 +191,7 @@ class KaitoModel(pulumi.ComponentResource):
                         {
                             "name": "http",
                             "port": SERVICE_PORT,
-                            "targetPort": plan.service.target_port,
+                            "target_port": plan.service.target_port,
                             "protocol": "TCP",
                         }
                     ],

@@ -15,6 +15,7 @@ from kaito_aks.kaito import sizing
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -163,7 +164,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
 
 def max_model_len_value(args: KaitoModelArgs) -> object | None:
     vllm = (args.config or {}).get("vllm")
-    if not isinstance(vllm, dict):
+    if not is_dict(vllm):
         return None
     raw = vllm.get("max-model-len")
     return None if raw is None or str(raw).strip() == "" else raw

@@ -153,7 +153,7 @@ class KaitoModelArgs:
     instance_type: str | None = None
     """GPU VM size KAITO provisions (`node_provisioning` auto only)."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
-        default_factory=list
+        default_factory=list[AdapterArgs]
     )
     """LoRA adapters on a preset."""
     config: dict[str, Any] | None = None

@@ -29,11 +29,11 @@ class GpuOperatorArgs:
 
     version: str = DEFAULT_VERSION
     """Chart version: v25.3.4 or v26.7.0."""
-    node_groups: list[NodeGroup] = field(default_factory=list)
+    node_groups: list[NodeGroup] = field(default_factory=list[NodeGroup])
     """The GPU pools it serves (e.g. `GpuNodePool.node_group`): its daemonsets and NFD tolerate
     their taints; when AKS installs the driver on every pool, it uses AKS's driver and toolkit.
     Depend the operator on the pools themselves in `opts`."""
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last."""
 
 

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks.catalog import ChartSource
+from kaito_aks.parsed import is_dict, is_list
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     are copied; other values (an Output among them) are shared, never deep-copied."""
     out = _copy(base)
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if is_dict(value) and is_dict(out.get(key)):
             out[key] = deep_merge(out[key], value)
         else:
             out[key] = _copy(value)
@@ -61,9 +62,9 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 
 def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
+    if is_dict(value):
         return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if is_list(value):
         return [_copy(v) for v in value]
     return value
 

@@ -13,6 +13,7 @@ from kaito_aks import catalog
 from kaito_aks.nodes import DEFAULT_GPU_TAINTS, NodeGroup, merge_tolerations, node_taints
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, PathPart, Problem
 from kaito_aks.schema import checked_args, documented
 
@@ -39,18 +40,18 @@ class KaitoOperatorArgs:
     """KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0."""
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
-    feature_gates: dict[str, bool] = field(default_factory=dict)
+    feature_gates: dict[str, bool] = field(default_factory=dict[str, bool])
     """Merged over the version's defaults; an unknown gate is refused (it would crash the controller)."""
     gpu_discovery: GpuDiscovery = "kaito"
     """kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another
     install (the GPU Operator) runs them and KAITO's copies are switched off."""
-    node_groups: list[NodeGroup] = field(default_factory=list)
+    node_groups: list[NodeGroup] = field(default_factory=list[NodeGroup])
     """The GPU pools (e.g. `GpuNodePool.node_group`): KAITO's bundled GFD and NFD worker tolerate
     their taints, and on spot pools its pods tolerate AKS's spot taint (0.12+). Default: GPU nodes
     tainted sku=gpu:NoSchedule."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last."""
 
 
@@ -69,7 +70,7 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
     gates = args.values.get("featureGates")
     if gates is not None:
-        if not isinstance(gates, dict):
+        if not is_dict(gates):
             problems.append(
                 Problem(
                     ("values", Key("featureGates")),

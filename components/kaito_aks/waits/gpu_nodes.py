@@ -70,13 +70,15 @@ def _names(nodes: list[dict[str, Any]]) -> str:
 
 
 def _is_ready(node: dict[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
+    status: dict[str, Any] = node.get("status") or {}
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def _gpus_allocatable(node: dict[str, Any]) -> bool:
-    status = node.get("status") or {}
-    value = (status.get("allocatable") or status.get("capacity") or {}).get(GPU_RESOURCE, "0")
+    status: dict[str, Any] = node.get("status") or {}
+    resources: dict[str, Any] = status.get("allocatable") or status.get("capacity") or {}
+    value = resources.get(GPU_RESOURCE, "0")
     return str(value).isdigit() and int(value) > 0
 
 
@@ -182,7 +184,8 @@ class GpuNodesProvider(ClusterWaitProvider):
     compared = ("selector", "demand", "demands", "workspaces")  # a new Workspace re-checks, as KAITO will
 
     def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
-        demands = [GpuDemand.from_props(d) for d in props.get("demands") or []]
+        given: list[dict[str, Any]] = props.get("demands") or []
+        demands = [GpuDemand.from_props(d) for d in given]
         if props.get("demand"):
             demands.append(GpuDemand.from_props(props["demand"]))
         return wait_for_gpu_nodes(client, props["selector"], demands, float(props["timeoutSeconds"]))
@@ -230,6 +233,11 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
             **dict.fromkeys(OUTPUTS),
         }
         super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+
+    @classmethod
+    def type_token(cls) -> str:
+        """The type it registers as (the SDK derives a dynamic resource's type itself)."""
+        return f"pulumi-python:{cls._resource_type_name}"
 
     def found(self) -> pulumi.Output[dict[str, Any]]:
         """The outputs as one map (what the stack exports per workspace)."""

@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from kaito_aks.parsed import is_dict
+
 REQUEST_TIMEOUT_SECONDS = 30
 
 
@@ -69,17 +71,19 @@ def load_kubeconfig(contents: str | dict[str, Any] | None = None, path: str | No
         raise KubeconfigError("the kubeconfig is not valid YAML") from None
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": None}
     for doc in docs:
-        if not isinstance(doc, dict):
+        if not is_dict(doc):
             raise KubeconfigError("the kubeconfig is not a YAML map")
         for section in ("clusters", "users", "contexts"):
             known = {e.get("name") for e in merged[section]}
-            merged[section] += [e for e in doc.get(section) or [] if e.get("name") not in known]
+            entries: list[dict[str, Any]] = doc.get(section) or []
+            merged[section] += [e for e in entries if e.get("name") not in known]
         merged["current-context"] = merged["current-context"] or doc.get("current-context")
     return merged
 
 
 def _named(config: dict[str, Any], section: str, name: str) -> dict[str, Any]:
-    for entry in config.get(section) or []:
+    entries: list[dict[str, Any]] = config.get(section) or []
+    for entry in entries:
         if entry.get("name") == name:
             return entry.get(section[:-1]) or {}
     raise KubeconfigError(f"the kubeconfig has no {section[:-1]} named {name!r}")
@@ -190,12 +194,14 @@ def _load_client_cert(tls: ssl.SSLContext, cert: bytes, key: bytes) -> None:
 def _exec_credential(spec: dict[str, Any], cluster: dict[str, Any]) -> dict[str, Any]:
     """Run a client-go exec credential plugin; its ExecCredential's status holds the credential."""
     api_version = spec.get("apiVersion", "client.authentication.k8s.io/v1")
-    info = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    info: dict[str, Any] = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
     if spec.get("provideClusterInfo"):
         info["spec"]["cluster"] = {"server": cluster.get("server"), "config": cluster.get("extensions")}
-    env = {**os.environ, **{e["name"]: e["value"] for e in spec.get("env") or []}}
+    env_vars: list[dict[str, str]] = spec.get("env") or []
+    env = {**os.environ, **{e["name"]: e["value"] for e in env_vars}}
     env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
-    command = [spec["command"], *(spec.get("args") or [])]
+    args: list[str] = spec.get("args") or []
+    command = [spec["command"], *args]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:

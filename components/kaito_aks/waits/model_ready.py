@@ -79,7 +79,8 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     if obj is None:
         return Check(False, f"{label} does not exist", "was it deleted?")
     generation = obj["metadata"].get("generation")
-    conditions = (obj.get("status") or {}).get("conditions") or []
+    status: dict[str, Any] = obj.get("status") or {}
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
     condition = next((c for c in conditions if c.get("type") == watched.condition), None)
     if condition is None:
         return Check(False, f"{label} reports no {watched.condition} condition", hint)
@@ -88,7 +89,7 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
         # reason or message change (UpdateStatusConditionIfNotMatch), so after an edit a True
         # condition keeps the older generation for good.
         return Check(True)
-    observed = condition.get("observedGeneration", (obj.get("status") or {}).get("observedGeneration"))
+    observed = condition.get("observedGeneration", status.get("observedGeneration"))
     if generation is not None and observed is not None and observed < generation:
         return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
     why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
