@@ -5,16 +5,21 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 
 .PHONY: test lint preview render validate snapshots benchmark e2e docs clean
+SHELL_SCRIPTS := scripts/e2e-tools .ci/run components/pulumi-resource-kaito-aks
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt components/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-test: $(VENV)/.installed  ## lint, then unit, conformance and snapshot tests (Pulumi mocks; no cloud, no cluster)
+test: lint  ## lint and type-check, then unit, conformance and snapshot tests (Pulumi mocks; no cloud, no cluster)
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.installed  ## ruff (lint + format), pyright (strict on the library), shellcheck
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -q
+	$(VENV)/bin/pyright
+	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
 
 preview: $(VENV)/.installed  ## what STACK (default dev) would deploy, rendered to render/$(STACK) without credentials
 	$(PY) -m stacks validate $(STACK)

@@ -58,11 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         return _validate(args.stacks or stack_names(args.dir), args.dir)
     if args.command == "docs":
-        from stacks.docs import config_reference, readme_block
+        from stacks.docs import EXAMPLE_BLOCKS, config_reference, example_block, readme_block
 
         text = config_reference()
         if args.readme:
             readme_block("config-reference", text)
+            for block in EXAMPLE_BLOCKS:
+                readme_block(block, example_block(block))
         print(text)
         return 0
     if args.models_command == "list":

@@ -72,6 +72,18 @@ def config_reference() -> str:
 
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+EXAMPLES = README.parent / "components" / "examples"
+# README block -> (example file, code fence language): the README shows them as they are, and CI runs them.
+EXAMPLE_BLOCKS = {
+    "example-python": (EXAMPLES / "python" / "__main__.py", "python"),
+    "example-python-test": (EXAMPLES / "python" / "test_program.py", "python"),
+    "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml"),
+}
+
+
+def example_block(name: str) -> str:
+    path, language = EXAMPLE_BLOCKS[name]
+    return f"```{language}\n{path.read_text().rstrip()}\n```\n"
 
 
 def readme_block(name: str, text: str | None = None, readme: Path = README) -> str:

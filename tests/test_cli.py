@@ -207,6 +207,13 @@ def test_readme_config_reference_is_generated_from_the_schema():
     )
 
 
+@pytest.mark.parametrize("block", ["example-python", "example-python-test", "example-yaml"])
+def test_readme_examples_are_the_example_files_ci_runs(block):
+    from stacks.docs import example_block, readme_block
+
+    assert readme_block(block) == example_block(block), "run `python -m stacks docs --readme`"
+
+
 def test_readme_test_command_is_what_ci_runs():
     from tests.conftest import ROOT
 

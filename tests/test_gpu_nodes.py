@@ -174,7 +174,7 @@ def test_the_wait_fails_at_once_on_what_waiting_cannot_fix():
         wait(cluster)
     assert cluster.now == 0
     forbidden = FakeCluster(KubeApiError(403, 'nodes is forbidden: User "dev" cannot list resource "nodes"'))
-    with pytest.raises(RuntimeError, match=r"grant `list` on nodes, or set kaito\.waitForGpuNodes: false"):
+    with pytest.raises(RuntimeError, match=r"grant `list` on nodes, or turn the wait off"):
         wait(forbidden)
 
 

@@ -298,8 +298,12 @@ def _hermetic_env() -> Generator[None, None, None]:
         os.environ.update(saved)
 
 
+def _discard(_: object) -> None:
+    """A program's return value is not an output (a Pulumi program exports what it means)."""
+
+
 def run(
-    program: Callable[[], None],
+    program: Callable[[], object],
     *,
     project: str = PROJECT,
     stack: str = "test",
@@ -317,7 +321,7 @@ def run(
     pulumi.runtime.set_all_config({**(config or {}), **(secrets or {})}, list(secrets or {}))
     pulumi_settings.ROOT.set(None)  # set_mocks made a root stack; run_in_stack makes its own
     with _hermetic_env():
-        _sync_await(run_in_stack(program))
+        _sync_await(run_in_stack(lambda: _discard(program())))
     stack_urn = f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})
     return Evaluation(stack=stack, resources=monitor.registrations, outputs=outputs, component_outputs=monitor.outputs)

@@ -1,76 +1,108 @@
-"""`pip install` of this repository gives a self-contained package (issue #10): the components,
-KAITO API types, waits and catalogs, usable by a program that has none of this repo's files."""
+"""`pip install` of components/ gives a self-contained, typed package: the README's example
+program, written against it alone, type-checks with pyright and deploys under Pulumi's mocks
+with none of this repository's files."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-from tests.conftest import ROOT
+import pytest
 
-# A user's program: one model on an existing cluster, built from the package alone, under mocks.
-USER_PROGRAM = textwrap.dedent(
-    """
-    import json
-    import pulumi
-    from pulumi.runtime import mocks
-
-    class Mocks(mocks.Mocks):
-        def new_resource(self, args):
-            registered.append(args.typ)
-            return args.name + "-id", args.inputs
-        def call(self, args):
-            return {}
-
-    registered = []
-    mocks.set_mocks(Mocks(), project="user", stack="dev", preview=False)
-
-    from kaito_aks import catalog
-    from kaito_aks.model.component import KaitoModel, KaitoModelArgs
-    from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
-
-    assert "phi-4-mini-instruct" in catalog.presets("0.8")  # catalogs ship as package data
-
-    @pulumi.runtime.test
-    def deploy():
-        cluster = KubeconfigCluster("cluster", KubeconfigClusterArgs(context="dev"))
-        model = KaitoModel(
-            "phi",
-            KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", replicas=2, wait_for_gpu_nodes=False),
-            opts=pulumi.ResourceOptions(providers=[cluster.provider]),
-        )
-        return model.endpoint.apply(lambda e: print("endpoint", e))
-
-    deploy()
-    print(json.dumps(sorted(set(registered))))
-    """
-)
+COMPONENTS = Path(__file__).resolve().parent.parent
+EXAMPLE = COMPONENTS / "examples" / "python"
+VENV = COMPONENTS.parent / ".venv"
 
 
-def test_the_installed_package_deploys_a_model_without_this_repository(tmp_path: Path):
-    source = tmp_path / "src"
-    shutil.copytree(ROOT / "components", source, ignore=shutil.ignore_patterns("__pycache__", "tests", "*.egg-info"))
-    target = tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*pip, "--target", str(target), str(source)], check=True, capture_output=True, cwd=tmp_path)
-    assert (target / "kaito_aks" / "catalog" / "presets.yaml").is_file()
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package pip-installed into a folder of its own, from a copy of components/."""
+    work = tmp_path_factory.mktemp("package")
+    source = work / "src"
+    shutil.copytree(COMPONENTS, source, ignore=shutil.ignore_patterns("__pycache__", "tests", "examples", "*.egg-info"))
+    target = work / "site"
+    pip = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--target",
+        str(target),
+        str(source),
+    ]
+    subprocess.run(pip, check=True, capture_output=True, cwd=work)
+    for shipped in ("py.typed", "catalog/presets.yaml", "catalog/kaito_charts.yaml"):
+        assert (target / "kaito_aks" / shipped).is_file(), shipped
+    return target
 
-    program = tmp_path / "user" / "program.py"
-    program.parent.mkdir()
-    program.write_text(USER_PROGRAM)
-    # -P: the program's folder is not on sys.path; the package comes from `target` only
+
+@pytest.fixture
+def user_program(tmp_path: Path) -> Path:
+    program = tmp_path / "program"
+    shutil.copytree(EXAMPLE, program)
+    return program
+
+
+def test_the_example_program_runs_from_the_installed_package_alone(installed: Path, user_program: Path):
     run = subprocess.run(
-        [sys.executable, "-P", str(program)],
-        cwd=program.parent,
-        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"},
+        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_program.py"],
+        cwd=user_program,
+        env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
     )
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert "kubernetes:kaito.sh/v1beta1:Workspace" in run.stdout
-    assert "kubernetes:core/v1:Service" in run.stdout
-    assert "endpoint http://phi.default.svc.cluster.local/v1/chat/completions" in run.stdout
-    assert "components" not in run.stderr
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    where = subprocess.run(
+        [sys.executable, "-P", "-c", "import kaito_aks; print(kaito_aks.__file__)"],
+        env={"PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.startswith(str(installed)), where.stdout
+
+
+def test_the_example_program_type_checks_against_the_installed_package(installed: Path, user_program: Path):
+    """py.typed ships, so pyright reads the package's hints: a misspelt mode is an error."""
+    config = {
+        "extraPaths": [str(installed)],
+        "venvPath": str(VENV.parent),
+        "venv": VENV.name,
+        "typeCheckingMode": "standard",
+    }
+    (user_program / "pyrightconfig.json").write_text(json.dumps(config))
+    pyright = [str(VENV / "bin" / "pyright"), "--outputjson", "__main__.py"]
+    clean = subprocess.run(pyright, cwd=user_program, capture_output=True, text=True)
+    assert json.loads(clean.stdout)["summary"]["errorCount"] == 0, clean.stdout[-3000:]
+    program = user_program / "__main__.py"
+    program.write_text(program.read_text().replace('gpu_discovery="external"', 'gpu_discovery="externel"'))
+    typo = subprocess.run(pyright, cwd=user_program, capture_output=True, text=True)
+    messages = [d["message"] for d in json.loads(typo.stdout)["generalDiagnostics"]]
+    assert any("'externel'" in m and "gpu_discovery" in m for m in messages), messages
+
+
+def test_the_changelog_lists_this_version_and_every_alias_the_components_keep():
+    import re
+
+    import kaito_aks
+    from kaito_aks.provider import components
+
+    text = (COMPONENTS / "CHANGELOG.md").read_text()
+    assert re.search(r"^## (\S+)", text, re.M)[1] == kaito_aks.__version__  # type: ignore[index]
+    release = text.split("\n## ")[1]
+    listed = {
+        (now, old)
+        for now, olds in re.findall(r"^- `([^`]+)` <- (.+)$", release, re.M)
+        for old in re.findall(r"`([^`]+)`", olds)
+    }
+    kept = set()
+    for token, (component, _, _) in components().items():
+        module = __import__(component.__module__, fromlist=["FORMER_TYPES"])
+        kept |= {(token, old) for old in module.FORMER_TYPES}
+    assert listed == kept

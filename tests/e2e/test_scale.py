@@ -55,7 +55,9 @@ def test_twenty_models_take_about_the_slowest_pools_time(
         project.pulumi("destroy", "--yes", "--skip-preview", quiet=True, check=False)
 
 
-def check(project: Project, cluster: Cluster, kaito: StandInKaito, gfd: StandInGfd, took: float, returned: float) -> None:
+def check(
+    project: Project, cluster: Cluster, kaito: StandInKaito, gfd: StandInGfd, took: float, returned: float
+) -> None:
     pools = list(POOLS)
     waits = [r for r in project.state() if r["type"].startswith("pulumi-python:dynamic/kaito-aks:")]
     assert len(waits) == 2 * len(POOLS), [r["urn"].rsplit("::", 1)[1] for r in waits]  # nodes + readiness per pool

@@ -1,6 +1,7 @@
-"""The component provider (components/) used from a Pulumi YAML program: the package added from
-a local path, a model deployed through the program's own explicit provider, the waits run, the
-kubeconfig kept secret; a misspelt input is refused by name, not dropped."""
+"""The README's Pulumi YAML example (components/examples/yaml), run as written against the API
+server: the component provider added from a local path, a model deployed through the program's
+own explicit provider, the waits run, the kubeconfig kept secret; a misspelt input is refused
+by name, not dropped."""
 
 from __future__ import annotations
 
@@ -9,41 +10,10 @@ from pathlib import Path
 
 from harness import GFD_LABELS, ROOT, TOKEN, Cluster, Project, StandInKaito, copy_into
 
-YAML_MODEL = "yaml-phi"
+YAML_MODEL = "phi"
 GPU_NODE = "aks-a100-0"
-PROGRAM = """\
-name: kaito-aks-yaml-consumer
-runtime: yaml
-packages:
-  kaito-aks: @PACKAGE@
-config:
-  kubeconfig:
-    type: string
-    secret: true
-resources:
-  cluster:
-    type: pulumi:providers:kubernetes
-    properties:
-      kubeconfig: ${kubeconfig}
-  phi:
-    type: kaito-aks:KaitoModel
-    properties:
-      kaitoVersion: "0.8.1"
-      name: @MODEL@
-      model: phi-4-mini-instruct
-      labelSelector:
-        matchLabels:
-          agentpool: a100
-      kubeconfig: ${kubeconfig}
-      readyTimeoutMinutes: 2
-@EXTRA@    options:
-      providers:
-        - ${cluster}
-outputs:
-  endpoint: ${phi.endpoint}
-  model: ${phi.model}
-  gpuNodes: ${phi.gpuNodes}
-"""
+# The README's YAML example, as it is in the repository; only the package's path is this run's.
+EXAMPLE = ROOT / "components" / "examples" / "yaml" / "Pulumi.yaml"
 
 
 def yaml_project(bin_dir: Path, cluster: Cluster, work: Path, provider_version: str, extra: str = "") -> Project:
@@ -51,7 +21,10 @@ def yaml_project(bin_dir: Path, cluster: Cluster, work: Path, provider_version: 
     if not package.exists():
         copy_into(ROOT / "components", package)
     project = Project(bin_dir, cluster, work / ("yaml" + ("-bad" if extra else "")), "yaml")
-    text = PROGRAM.replace("@PACKAGE@", str(package)).replace("@MODEL@", YAML_MODEL).replace("@EXTRA@", extra)
+    text = EXAMPLE.read_text().replace("kaito-aks: ../..", f"kaito-aks: {package}")
+    assert str(package) in text, "the example no longer adds the package from ../.."
+    if extra:
+        text = text.replace("      model: phi-4-mini-instruct\n", f"      model: phi-4-mini-instruct\n{extra}")
     (project.path / "Pulumi.yaml").write_text(text)
     version = (bin_dir / ".pulumi-language-yaml.version").read_text().strip()
     plugin = Path(project.env["PULUMI_HOME"]) / "plugins" / f"language-yaml-v{version}"
@@ -93,6 +66,7 @@ def test_a_misspelt_input_is_refused_by_name(
     bin_dir: Path, cluster: Cluster, work: Path, kubernetes_provider: str
 ) -> None:
     project = yaml_project(bin_dir, cluster, work, kubernetes_provider, extra="      replica: 2\n")
+    assert "replica: 2" in (project.path / "Pulumi.yaml").read_text()
     result = project.pulumi("preview", check=False, quiet=True)
     output = result.stdout + result.stderr
     assert result.returncode != 0

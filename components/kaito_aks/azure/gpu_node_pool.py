@@ -55,7 +55,7 @@ class GpuNodePoolArgs:
     resource_group_name: pulumi.Input[str]
     """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
     vm_size: str
-    """A GPU VM size KAITO knows, e.g. Standard_NC24ads_A100_v4 (see `python -m stacks models estimate`)."""
+    """A GPU VM size KAITO knows, e.g. Standard_NC24ads_A100_v4 (kaito_aks.catalog lists them)."""
     name: Annotated[str, POOL_NAME] | None = None
     """The AKS pool name; default: the resource name."""
     count: Annotated[int, NODES] | None = None

@@ -135,7 +135,7 @@ class KaitoModelArgs:
     namespace: Annotated[str, DNS_LABEL] = "default"
     """Namespace of every object; it must exist."""
     model: str | None = None
-    """A KAITO preset (`python -m stacks models list`), or on 0.12 a Hugging Face id."""
+    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or on 0.12 a Hugging Face id."""
     image: Annotated[str, IMAGE] | None = None
     """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset."""
     compute: Compute = "gpu"

@@ -38,7 +38,7 @@ DEFAULT_TIMEOUT_MINUTES = 20
 
 GFD_HINT = (
     "is GPU Feature Discovery running on the pool? With the GPU Operator it starts only after the driver is "
-    "installed (kubectl -n gpu-operator get pods); with kaito.gpuDiscovery: kaito, KAITO's bundled GFD labels "
+    "installed (kubectl -n gpu-operator get pods); with KAITO's bundled discovery (gpu_discovery kaito), its GFD labels "
     "the nodes (kubectl -n kaito-workspace get pods)"
 )
 
@@ -132,7 +132,7 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
         return Check(
             False,
             f"no Ready node matching {sel} advertises {GPU_RESOURCE} ({_names(nodes)})",
-            "is the NVIDIA device plugin running on them (GPU Operator, or KAITO's with kaito.gpuDiscovery: kaito)?",
+            "is the NVIDIA device plugin running on them (the GPU Operator's, or KAITO's bundled one with gpu_discovery kaito)?",
         )
     hw = next(iter(hardware.values()))
     for demand in demands or []:
@@ -142,7 +142,7 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
                 False,
                 f"KAITO {demand.release} would deny {demand.name} on the {len(nodes)} node(s) matching {sel} "
                 f"({hw.count} x {hw.product}, {hw.memory_mib} MiB each): {denial}",
-                "wait for more nodes to join, or use a larger pool (`python -m stacks models estimate`)",
+                "wait for more nodes to join, or use a larger VM size (kaito_aks.kaito.sizing.estimate gives the counts)",
             )
     return Check(
         True,
@@ -156,9 +156,7 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
     )
 
 
-FORBIDDEN = (
-    "KAITO lists nodes at admission and so does this wait: grant `list` on nodes, or set kaito.waitForGpuNodes: false"
-)
+FORBIDDEN = "KAITO lists nodes at admission and so does this wait: grant `list` on nodes, or turn the wait off (wait_for_gpu_nodes / waitForGpuNodes)"
 
 
 def wait_for_gpu_nodes(

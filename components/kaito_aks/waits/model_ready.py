@@ -25,7 +25,7 @@ from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, dur
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 
 KAITO_API = "/apis/kaito.sh"
-FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or set kaito.waitForReady: false"
+FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or turn the wait off (wait_for_ready / waitForReady)"
 NO_CONTROLLER_HINT = (
     "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
 )

@@ -1,0 +1,49 @@
+"""Phi-4-mini on a new AKS cluster, two replicas behind one endpoint, from the kaito-aks components."""
+
+import pulumi
+
+from kaito_aks import (
+    AksCluster,
+    AksClusterArgs,
+    GpuNodePool,
+    GpuNodePoolArgs,
+    GpuOperator,
+    GpuOperatorArgs,
+    KaitoModel,
+    KaitoModelArgs,
+    KaitoOperator,
+    KaitoOperatorArgs,
+    LabelSelectorArgs,
+)
+
+cluster = AksCluster("cluster", AksClusterArgs(resource_group="rg-kaito", name="kaito", location="eastus2"))
+a100 = GpuNodePool(
+    "a100",
+    GpuNodePoolArgs(
+        cluster_name=cluster.cluster_name,
+        resource_group_name=cluster.resource_group_name,
+        vm_size="Standard_NC24ads_A100_v4",
+        count=2,
+    ),
+)
+on_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[a100])
+gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(node_groups=[a100.node_group]), opts=on_cluster)
+kaito = KaitoOperator(
+    "kaito",
+    KaitoOperatorArgs(
+        version="0.8.1", gpu_discovery="external", node_groups=[a100.node_group], cluster_name=cluster.cluster_name
+    ),
+    opts=on_cluster,
+)
+phi = KaitoModel(
+    "phi",
+    KaitoModelArgs(
+        kaito_version="0.8.1",
+        model="phi-4-mini-instruct",
+        replicas=2,
+        label_selector=LabelSelectorArgs(match_labels={"agentpool": "a100"}),
+        node_groups=[a100.node_group],  # KAITO's sizing and the selector are checked at preview
+    ),
+    opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, gpu_operator, a100]),
+)
+pulumi.export("endpoint", phi.endpoint)
