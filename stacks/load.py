@@ -329,6 +329,15 @@ def parse_stack_file(f: StackFile) -> StackConfig:
         for k in f.secrets
         if k.startswith(prefix) and k.removeprefix(prefix) not in SECRET_KEYS
     ]
+    problems += [
+        Problem(
+            (Key(k),),
+            "is not a value `pulumi config set --secret` wrote (secure: v1:...); set it again",
+            "secure-value",
+        )
+        for k in f.unreadable
+        if k.startswith(prefix) and k.removeprefix(prefix) in SECRET_KEYS
+    ]
     present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
     try:

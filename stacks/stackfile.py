@@ -80,6 +80,7 @@ class StackFile:
     config: dict[str, Any]  # plain values by full key ("kaito-aks:workspaces")
     secrets: dict[str, str]  # secure values by full key, as placeholders (never decrypted)
     path: Path | None = None
+    unreadable: tuple[str, ...] = ()  # secure values that are not Pulumi's ciphertext (v1:...)
     # YAML key path under `config:` -> where it is written
     locations: dict[tuple[str | int, ...], Location] = field(default_factory=dict, compare=False, repr=False)
 
@@ -160,15 +161,20 @@ def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
         )
     config: dict[str, Any] = {}
     secrets: dict[str, str] = {}
+    unreadable: list[str] = []
     for key, value in raw_config.items():
         if isinstance(value, dict) and set(value) == {"secure"}:
             secrets[str(key)] = SECRET_PLACEHOLDER
+            if not (isinstance(value["secure"], str) and value["secure"].startswith("v1:")):
+                unreadable.append(str(key))
         else:
             config[str(key)] = value
     locations: dict[tuple[str | int, ...], Location] = {}
     if config_node is not None:
         _locate(config_node, (), locations)
-    return StackFile(name=name, config=config, secrets=secrets, path=path, locations=locations)
+    return StackFile(
+        name=name, config=config, secrets=secrets, path=path, locations=locations, unreadable=tuple(unreadable)
+    )
 
 
 def _compose(text: str, path: Path) -> yaml.Node | None:
@@ -252,7 +258,8 @@ def _check_events(events: Any, path: Path) -> None:
 def _yaml_error(path: Path, err: Exception, text: str) -> StackFileError:
     if isinstance(err, yaml.reader.ReaderError):
         line = text[: err.position].count("\n") + 1  # a ReaderError has the position in the text, not the text
-        return StackFileError(path, line, f"character {err.character!r} is not allowed in YAML; remove it")
+        character = chr(err.character) if isinstance(err.character, int) else str(err.character)
+        return StackFileError(path, line, f"character {character!r} is not allowed in YAML; remove it")
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else None

@@ -235,7 +235,7 @@ GOOD = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    - {name: phi, model
         ("config:\n  kaito-aks:workspaces: [\n", "Pulumi.bad.yaml:3"),
         ("- just\n- a list\n", "Pulumi.bad.yaml:1: a stack file is a map with a `config:` key, not a list"),
         ("config:\n  - kaito-aks:workspaces\n", "Pulumi.bad.yaml:2: `config:` must be a map"),
-        ('config:\n  kaito-aks:note: "a\x07b"\n', "Pulumi.bad.yaml:2: character 7 is not allowed in YAML"),
+        ('config:\n  kaito-aks:note: "a\x07b"\n', "Pulumi.bad.yaml:2: character '\\x07' is not allowed in YAML"),
         (
             "config:\n" + CLUSTER + "  kaito-aks:kaito:\n    version: 0.12\n",
             'Pulumi.bad.yaml:4: kaito.version: YAML reads 0.12 as the number 0.12; quote it: "0.12"',

@@ -35,12 +35,16 @@ _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_:-]*")
 
 
+# Words written in capitals in camelCase names, as Azure and the config files have them.
+_UPPER_WORDS = {"gb": "GB"}
+
+
 def camel(name: str) -> str:
-    """snake_case -> camelCase (os_disk_size_gb -> osDiskSizeGb); other text is unchanged."""
+    """snake_case -> camelCase (os_disk_size_gb -> osDiskSizeGB); other text is unchanged."""
     if not _SNAKE.fullmatch(name):
         return name
     first, *rest = name.split("_")
-    return first + "".join(p[:1].upper() + p[1:] for p in rest)
+    return first + "".join(_UPPER_WORDS.get(p, p[:1].upper() + p[1:]) for p in rest)
 
 
 def rename(text: str, naming: Naming) -> str:

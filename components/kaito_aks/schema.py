@@ -363,7 +363,9 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
         for c in constraints:
             why = c.check(result)
             if why:
-                out.append(Problem(path, why, "constraint"))
+                # A number out of bounds is not used at all (10 million replicas would make 10
+                # million names); a string that breaks a naming rule still is, for the other rules.
+                out.append(Problem(path, why, "range" if isinstance(c, Range) else "constraint"))
     return result
 
 

@@ -284,9 +284,10 @@ users:
 """
 
 
-# Environment the SDKs copy into resource inputs (the kubernetes Provider reads KUBECONFIG when
-# no kubeconfig is given); hidden during evaluation so results do not depend on the machine.
-AMBIENT_ENV = ("KUBECONFIG",)
+# Environment the SDKs read behind a program's back (the kubernetes Provider copies KUBECONFIG
+# into its inputs when given no kubeconfig; the runtime reads config from PULUMI_CONFIG): hidden
+# during a run, so its results depend on what the test gives, not on the machine.
+AMBIENT_ENV = ("KUBECONFIG", "PULUMI_CONFIG", "PULUMI_CONFIG_SECRET_KEYS")
 
 
 @contextlib.contextmanager

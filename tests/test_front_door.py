@@ -1,0 +1,203 @@
+"""Every class of bad stack file gets a clean error naming the file (and line) or the config path
+and the fix, before anything is registered: never a traceback, never silent acceptance. One test
+per class that `validate` and `render` crashed on or let through (issue #19); both read the file
+the same way."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from stacks.cli import main
+from tests.conftest import errors_of
+
+CLUSTER = "  kaito-aks:cluster: {kubeconfig: {context: c}}\n"
+AKS = "  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: kaito, location: eastus2}\n"
+PHI = "  kaito-aks:workspaces:\n    - {name: phi, model: phi-4-mini-instruct}\n"
+
+
+def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, command: str = "validate") -> str:
+    """What `command` prints for a stack file; it must not raise, and must exit 1."""
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    extra = ["--out", str(tmp_path / "out")] if command == "render" else []
+    start = time.monotonic()
+    code = main([command, "bad", "--dir", str(tmp_path), *extra])
+    took = time.monotonic() - start
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert code == 1, printed
+    assert "Traceback" not in printed
+    assert took < 30, f"{command} took {took:.0f} s"  # a hang guard, not a benchmark
+    return printed
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "config:\n  kaito-aks:workspaces: &r [*r]\n",
+            "Pulumi.bad.yaml:2: alias *r refers to the value that contains it",
+        ),
+        (
+            "config:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"  {chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)),
+            "expands to more than 100000 values through its aliases",
+        ),
+        ("config:\n  kaito-aks:workspaces: " + "[" * 500 + "]" * 500 + "\n", "nests maps and lists more than 40 deep"),
+        (
+            b"config:\n  kaito-aks:cluster: {kubeconfig: {context: \xff}}\n",
+            "Pulumi.bad.yaml:2: byte 0xff is not UTF-8 text",
+        ),
+        (
+            "config:\n  kaito-aks:cluster: {kubeconfig: {context: a\x00b}}\n",
+            "Pulumi.bad.yaml:2: character '\\x00' is not allowed in YAML",
+        ),
+    ],
+)
+def test_yaml_tricks_get_a_clean_error_with_the_line(tmp_path, capsys, command, text, expected):
+    assert expected in check(tmp_path, capsys, text, command)
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_key_written_twice_is_refused_not_last_one_wins(tmp_path, capsys, command):
+    text = "config:\n" + AKS.replace("location: eastus2}", "location: eastus2, protect: true, protect: false}") + PHI
+    assert "key 'protect' is written twice in this map" in check(tmp_path, capsys, text, command)
+
+
+def test_yaml_1_2_reads_yes_as_text_as_pulumi_does(tmp_path, capsys):
+    """The Pulumi CLI reads stack files as YAML 1.2: `yes` is text, so it is not a boolean."""
+    text = "config:\n" + CLUSTER + "  kaito-aks:createNamespaces: yes\n"
+    assert "createNamespaces: must be true or false, not 'yes'" in check(tmp_path, capsys, text)
+
+
+def test_max_model_len_of_1e309_is_refused_without_overflow():
+    errors = errors_of(
+        {
+            "kaito-aks:cluster": {"kubeconfig": {"context": "c"}},
+            "kaito-aks:workspaces": [
+                {"name": "phi", "model": "phi-4-mini-instruct", "config": {"vllm": {"max-model-len": float("inf")}}}
+            ],
+        }
+    )
+    assert errors == [
+        "workspaces[0].config.vllm.max-model-len: must be a whole number of tokens, not inf (KAITO parses it as an integer)"
+    ]
+
+
+def test_render_ignores_a_pulumi_config_it_was_not_given(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PULUMI_CONFIG", "{not json")
+    (tmp_path / "Pulumi.good.yaml").write_text("config:\n" + CLUSTER + PHI)
+    assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    assert os.environ["PULUMI_CONFIG"] == "{not json"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("replicas", 10_000_000, "workspaces[0].replicas: must be from 1 to 1000, not 10000000"),
+        ("replicas", 1_000_000, "workspaces[0].replicas: must be from 1 to 1000, not 1000000"),
+        ("readyTimeoutMinutes", 10**12, "workspaces[0].readyTimeoutMinutes: must be from 1 to 1440"),
+        ("image", "not an image!", "workspaces[0].image: 'not an image!' is not an image reference"),
+        (
+            "labelSelector",
+            {"matchLabels": {"bad key!": "x"}},
+            "workspaces[0].labelSelector.matchLabels: label key 'bad key!'",
+        ),
+    ],
+)
+def test_values_beyond_the_real_limits_are_refused(key, value, expected):
+    ws = {"name": "phi", "model": "phi-4-mini-instruct", key: value}
+    if key == "image":
+        ws.pop("model")
+    errors = errors_of({"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}, "kaito-aks:workspaces": [ws]})
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("cluster", "pool", "expected"),
+    [
+        ({"name": "phi.4"}, {}, "cluster.aks.name: 'phi.4' is not an AKS cluster name"),
+        ({"name": "phi--"}, {}, "cluster.aks.name: 'phi--' is not an AKS cluster name"),
+        ({"resourceGroup": "rg\x07"}, {}, "cluster.aks.resourceGroup: contains control characters"),
+        ({"systemPool": {"count": 2**63}}, {}, "cluster.aks.systemPool.count: must be from 1 to 1000"),
+        ({}, {"count": 10**9}, "gpuNodePools[0].count: must be from 0 to 1000"),
+        ({}, {"osDiskSizeGB": 10**7}, "gpuNodePools[0].osDiskSizeGB: must be from 30 to 2048"),
+        ({}, {"labels": {"kubernetes.io/bad key": "x"}}, "gpuNodePools[0].labels: label key 'kubernetes.io/bad key'"),
+    ],
+)
+def test_azure_names_and_counts_are_checked_against_azures_limits(cluster, pool, expected):
+    aks = {"resourceGroup": "rg", "name": "kaito", "location": "eastus2", **cluster}
+    pools = [{"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", **pool}]
+    errors = errors_of({"kaito-aks:cluster": {"aks": aks}, "kaito-aks:gpuNodePools": pools})
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+@pytest.mark.parametrize("path", ["", "missing", "dir", "/dev/null"])
+def test_a_kubeconfig_path_that_is_no_kubeconfig_is_refused(tmp_path, capsys, command, path):
+    if path == "dir":
+        (tmp_path / "dir").mkdir()
+        path = str(tmp_path / "dir")
+    elif path == "missing":
+        path = str(tmp_path / "missing")
+    text = "config:\n" + f"  kaito-aks:cluster: {{kubeconfig: {{path: {json.dumps(path)}}}}}\n" + PHI
+    assert "cluster.kubeconfig.path: " in check(tmp_path, capsys, text, command)
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_secure_values_on_keys_that_are_not_secrets_are_refused_by_both(tmp_path, capsys, command):
+    text = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    secure: v1:abc:def\n"
+    assert "is encrypted (secure:), but only hfToken and kubeconfig are secrets" in check(
+        tmp_path, capsys, text, command
+    )
+
+
+@pytest.mark.parametrize("key", ["kaito:workspaces", "kaitoaks:workspaces", "Kaito-aks:gpuOperator"])
+def test_keys_outside_the_namespace_that_look_like_ours_get_a_warning(tmp_path, capsys, key):
+    (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + f"  {key}: []\n")
+    assert main(["validate", "odd", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: {key}: not read by this program" in out
+    assert f"did you mean kaito-aks:{key.split(':')[1]}?" in out
+
+
+def test_another_packages_keys_are_left_alone(tmp_path, capsys):
+    (tmp_path / "Pulumi.ok.yaml").write_text(
+        "config:\n" + CLUSTER + PHI + "  azure-native:location: eastus2\n  aws:region: x\n"
+    )
+    assert main(["validate", "ok", "--dir", str(tmp_path)]) == 0
+    assert "warning" not in capsys.readouterr().out
+
+
+def test_did_you_mean_comes_from_the_map_in_play_and_never_repeats_the_key():
+    errors = errors_of(
+        {
+            "kaito-aks:cluster": {"aks": {"resourceGroup": "rg", "name": "kaito", "location": "x", "matchLabels": {}}},
+        }
+    )
+    (line,) = [e for e in errors if "matchLabels" in e]
+    assert line.startswith("cluster.aks.matchLabels: unknown key;")
+    assert "did you mean matchLabels" not in line
+
+
+def test_a_misspelt_secret_key_points_at_the_secret():
+    errors = errors_of({"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}, "kaito-aks:hftoken": "x"})
+    assert errors == ["kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?"]
+
+
+def test_no_message_is_pydantics_stock_wording():
+    errors = errors_of(
+        {
+            "kaito-aks:cluster": {"kubeconfig": {"context": 3}},
+            "kaito-aks:kaito": {"version": ["0.8.1"], "featureGates": {"vLLM": "maybe"}},
+            "kaito-aks:workspaces": [{"name": 7, "replicas": "two", "compute": "tpu", "adapters": "x"}],
+        }
+    )
+    assert errors
+    assert not [e for e in errors if "Input should be" in e or "valid string" in e]

@@ -1,0 +1,251 @@
+"""A seeded generator of realistic mistakes over this repository's stack files (wrong types at
+every key, typos, unknown and missing keys, out-of-range numbers, odd strings, YAML tricks, bad
+bytes, keys outside the namespace, misplaced secrets), fed to `validate` and `render`. Each
+mistake must get a clean answer: no traceback, no hang, bounded memory, every error naming the
+file and line or a config path, and no secret in any output. The seed and the count are fixed,
+so a failure reproduces; `FUZZ_CASES` and `FUZZ_SEED` run more."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import re
+import resource
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stacks.cli import main
+from stacks.stackfile import Yaml12Loader, stack_names
+from tests.conftest import ROOT
+
+SEED = int(os.environ.get("FUZZ_SEED", "19"))
+CASES = int(os.environ.get("FUZZ_CASES", "200"))
+RENDER_EVERY = 5  # render is slower (the whole program under mocks): every fifth case
+SECRET = "hf_FUZZ_not_a_real_token_51"
+HANG_SECONDS = 20
+# A problem line: "  [<file>:<line>: ]<config path>: <message>"; a file-level error: "<stack>: <file>:<line>: ..."
+PROBLEM_LINE = re.compile(
+    r'^  (Pulumi\.fuzz\.yaml:\d+: )?("?[A-Za-z_][\w\-:./"]*"?)(\[\d+\]|\.[\w\-:./"]+|\."[^"]+")*: \S'
+)
+FILE_ERROR = re.compile(r"^fuzz: (not rendered: )?Pulumi\.fuzz\.yaml(:\d+)?: \S")
+
+ODD_VALUES: list[Any] = [
+    123, -1, 0, 1.5, 1e9, 2**63, float("inf"), "", "text", "yes", True, None, [], {}, ["x"], {"x": 1},
+    "x" * 5000, "a\tb", "ünïcode", "1.30",
+]  # fmt: skip
+
+
+def leaves(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    yield path
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from leaves(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from leaves(v, (*path, i))
+
+
+def get(node: Any, path: tuple[Any, ...]) -> Any:
+    for p in path:
+        node = node[p]
+    return node
+
+
+def typo(rng: random.Random, word: str) -> str:
+    if len(word) < 2:
+        return word + "x"
+    i = rng.randrange(len(word) - 1)
+    return rng.choice(
+        [
+            word[:i] + word[i + 1 :],
+            word[:i] + word[i + 1] + word[i] + word[i + 2 :],
+            word.lower(),
+            word + "s",
+            word.upper(),
+        ]
+    )
+
+
+def data_mutation(rng: random.Random, config: dict[str, Any]) -> None:
+    """One realistic mistake in the parsed config."""
+    ours = [k for k in config if k.startswith("kaito-aks:")]
+    key = rng.choice(ours)
+    paths = [p for p in leaves(config[key], (key,)) if len(p) > 1] or [(key,)]
+    path = rng.choice(paths)
+    parent = get(config, path[:-1])
+    last = path[-1]
+    kind = rng.randrange(7)
+    if kind <= 2:  # a wrong value where a right one was
+        parent[last] = rng.choice(ODD_VALUES)
+    elif kind == 3 and isinstance(last, str):  # a misspelt key
+        parent[typo(rng, last)] = parent.pop(last)
+    elif kind == 4 and isinstance(parent, dict):  # an unknown key
+        parent[rng.choice(["bogus", "preferredNodes", "count", "instance", "matchLabels", "spec"])] = rng.choice(
+            ODD_VALUES
+        )
+    elif kind == 5 and isinstance(parent, dict):  # a key left out
+        parent.pop(last)
+    else:  # a number at its limits
+        parent[last] = rng.choice([0, -5, 10**7, 10**12, 1e309, 0.5])
+
+
+def namespace_mistake(rng: random.Random, config: dict[str, Any]) -> None:
+    key = rng.choice([k for k in config if k.startswith("kaito-aks:")])
+    config[rng.choice(["kaito:", "kaitoaks:", "Kaito-aks:", "kaito_aks:"]) + key.split(":", 1)[1]] = config.pop(key)
+
+
+def secret_mistake(rng: random.Random, config: dict[str, Any]) -> None:
+    if rng.random() < 0.5:
+        config["kaito-aks:hfToken"] = SECRET  # in plaintext: must be refused, never echoed
+    else:
+        key = rng.choice(
+            [k for k in config if k.startswith("kaito-aks:") and not k.endswith(("hfToken", "kubeconfig"))]
+        )
+        config[key] = {"secure": "v1:abc:" + SECRET}
+
+
+def text_trick(rng: random.Random, text: str) -> bytes:
+    """YAML tricks and bad bytes on the file as written."""
+    lines = text.splitlines(keepends=True)
+    kind = rng.randrange(9)
+    if kind == 0:  # a key written twice
+        candidates = [i for i, line in enumerate(lines) if re.match(r"\s+[\w-]+:", line)]
+        i = rng.choice(candidates)
+        lines.insert(i + 1, lines[i])
+    elif kind == 1:
+        lines.append("  kaito-aks:gpuOperator: &r [*r]\n")
+    elif kind == 2:
+        bomb = "".join(f"  x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]\n" for i in range(1, 9))
+        lines.append("  x0: &x0 [a, b, c, d, e, f, g, h, i]\n" + bomb)
+    elif kind == 3:
+        depth = rng.choice([45, 300, 2000])
+        lines.append("  kaito-aks:workspaces: " + "[" * depth + "]" * depth + "\n")
+    elif kind == 4:
+        i = rng.randrange(len(lines))
+        return (
+            ("".join(lines[:i])).encode() + rng.choice([b"\xff", b"\xc3\x28", b"\x80abc"]) + "".join(lines[i:]).encode()
+        )
+    elif kind == 5:
+        i = rng.randrange(len(lines))
+        lines[i] = lines[i].rstrip("\n") + rng.choice(["\x00", "\x07", "\x1b[31m"]) + "\n"
+    elif kind == 6:
+        i = rng.randrange(1, len(lines))
+        lines[i] = "\t" + lines[i]
+    elif kind == 7:
+        return "".join(lines)[: rng.randrange(1, max(2, len(text)))].encode()
+    else:
+        return ("\ufeff" + "".join(lines)).encode()
+    return "".join(lines).encode()
+
+
+def cases() -> list[tuple[str, bytes]]:
+    rng = random.Random(SEED)
+    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in stack_names(ROOT)}
+    out: list[tuple[str, bytes]] = []
+    for n in range(CASES):
+        name = rng.choice(sorted(stacks))
+        text = stacks[name]
+        choice = rng.random()
+        if choice < 0.2:
+            out.append((f"{n}:{name}:text", text_trick(rng, text)))
+            continue
+        document = yaml.load(text, Loader=Yaml12Loader)
+        config = document["config"]
+        mutate: Callable[[random.Random, dict[str, Any]], None]
+        mutate = namespace_mistake if choice < 0.3 else secret_mistake if choice < 0.4 else data_mutation
+        for _ in range(rng.choice([1, 1, 2, 3])):
+            mutate(rng, config)
+        out.append((f"{n}:{name}:{mutate.__name__}", yaml.safe_dump(document, allow_unicode=True).encode()))
+    return out
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: int) -> Iterator[None]:
+    def stop(*_: object) -> None:
+        raise TimeoutError(f"no answer after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def answer(command: str, directory: Path) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    extra = ["--out", str(directory / "out")] if command == "render" else []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), hang_guard(HANG_SECONDS):
+        code = main([command, "fuzz", "--dir", str(directory), *extra])
+    return code, out.getvalue() + err.getvalue()
+
+
+def judge(
+    all_cases: list[tuple[str, bytes]], directory: Path, respond: Callable[[str, Path], tuple[int, str]] = answer
+) -> list[str]:
+    """What is wrong with the answers to the cases (empty: every one was clean)."""
+    problems: list[str] = []
+    for n, (label, data) in enumerate(all_cases):
+        (directory / "Pulumi.fuzz.yaml").write_bytes(data)
+        for command in ("validate", "render") if n % RENDER_EVERY == 0 else ("validate",):
+            try:
+                code, printed = respond(command, directory)
+            except Exception as err:  # a traceback is the failure this test is for
+                problems.append(f"{label} {command}: {type(err).__name__}: {err}")
+                continue
+            if SECRET in printed:
+                problems.append(f"{label} {command}: printed the secret")
+            if code == 0:
+                continue
+            lines = printed.splitlines()
+            named = [line for line in lines if PROBLEM_LINE.match(line) or FILE_ERROR.match(line)]
+            unnamed = [line for line in lines if line.startswith("  ") and not PROBLEM_LINE.match(line)]
+            if not named or unnamed:
+                problems.append(f"{label} {command}: an error without a path: {(unnamed or lines)[:2]}")
+    return problems
+
+
+def test_every_mistake_gets_a_clean_answer(tmp_path: Path) -> None:
+    memory_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    problems = judge(cases(), tmp_path)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - memory_before) / 1024
+    assert not problems, "\n".join(problems[:20])
+    assert grown_mib < 500, f"memory grew {grown_mib:.0f} MiB over the cases"
+
+
+def test_the_judge_catches_a_traceback_a_leak_and_an_error_without_a_path(tmp_path: Path) -> None:
+    replies = iter(
+        [
+            KeyError("workspaces"),
+            (1, f"fuzz: 1 problem(s)\n  kaito-aks:hfToken: {SECRET} must be a secret"),
+            (1, "fuzz: 1 problem(s)\n  something went wrong"),
+        ]
+    )
+
+    def respond(command: str, directory: Path) -> tuple[int, str]:
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    three = [("a", b"x"), ("b", b"x"), ("c", b"x")]
+    problems = judge(three, tmp_path, lambda c, d: respond(c, d) if c == "validate" else (0, ""))
+    assert [p.split(":")[0] for p in problems] == ["a validate", "b validate", "c validate"]
+    assert "KeyError" in problems[0]
+    assert "printed the secret" in problems[1]
+    assert "without a path" in problems[2]
+
+
+@pytest.mark.parametrize("name", stack_names(ROOT))
+def test_the_unmutated_stack_files_pass(tmp_path: Path, name: str) -> None:
+    """The generator's baseline: every stack file of this repository is valid as written."""
+    (tmp_path / "Pulumi.fuzz.yaml").write_text((ROOT / f"Pulumi.{name}.yaml").read_text())
+    assert answer("validate", tmp_path)[0] == 0
