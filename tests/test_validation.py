@@ -261,9 +261,51 @@ def test_empty_label_selector_is_rejected():
 
 
 def test_byo_presets_need_match_labels():
-    selector = {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
+    selector = {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["gpu"]}]}
     err = one_error(config([{**PHI, "labelSelector": selector}]))
     assert err.startswith("workspaces[0].labelSelector: KAITO finds bring-your-own GPU nodes by matchLabels")
+
+
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ({"key": "zone", "operator": "NotIn", "values": ["1"]}, 'operator "NotIn" cannot be converted'),
+        ({"key": "zone", "operator": "Exists"}, 'operator "Exists" cannot be converted'),
+        (
+            {"key": "zone", "operator": "In", "values": ["1", "2"]},
+            'operator "In" without a single value cannot be converted',
+        ),
+    ],
+)
+@pytest.mark.parametrize("workspace", [PHI, CPU])
+def test_match_expressions_must_convert_to_match_labels(expression, why, workspace):
+    """KAITO denies a selector metav1.LabelSelectorAsMap cannot convert, presets and custom images alike
+    (workspace_validation.go 0.8.1:360-364, 0.12.0:508-511; on update 0.12.0:813-816)."""
+    selector = {"matchLabels": {"agentpool": "gpu"}, "matchExpressions": [expression]}
+    err = one_error(config([{**workspace, "labelSelector": selector}]))
+    assert err == (
+        f"workspaces[0].labelSelector.matchExpressions[0]: KAITO denies it ({why} into the old label selector "
+        "format): use In with one value, or matchLabels"
+    )
+    one = {"key": "zone", "operator": "In", "values": ["1"]}
+    run(config([{**workspace, "labelSelector": {**selector, "matchExpressions": [one]}}]))
+
+
+def test_labels_kaito_reserves_for_its_own_nodes_are_refused_in_a_selector_from_0_11():
+    """KAITO 0.11+ drops reserved keys from a selector, and denies one left empty
+    (workspace_validation.go 0.12.0:513-533, labels.go:218-259)."""
+    only = {"matchLabels": {"kaito.sh/workspace": "phi"}}
+    err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.12.0"}))
+    assert err == (
+        'workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.12.0 reserves this label for the '
+        'nodes it manages and ignores it in a selector (and denies a selector left empty: "matchLabels must contain '
+        'at least one non-reserved label"); select by another label'
+    )
+    mixed = {"matchLabels": {"agentpool": "gpu", "karpenter.kaito.sh/workspace-name": "phi"}}
+    err = one_error(config([{**PHI, "labelSelector": mixed}], kaito={"version": "0.12.0"}))
+    assert err.startswith('workspaces[0].labelSelector.matchLabels."karpenter.kaito.sh/workspace-name": KAITO 0.12.0 ')
+    assert err.endswith("ignores it in a selector; select by another label")
+    run(config([{**PHI, "labelSelector": only}]))  # 0.8.1 lists nodes by every label given
 
 
 def test_runtime_is_for_presets():

@@ -101,6 +101,12 @@ class KaitoChart(CamelModel):
     value_keys: list[str]
 
     @property
+    def minor(self) -> tuple[int, int]:
+        """(major, minor): for rules a KAITO minor introduced (a later release keeps them)."""
+        major, minor = _minor(self.version)[:2]
+        return major, minor
+
+    @property
     def known_gates(self) -> dict[str, bool]:
         """Every gate the controller accepts, with its default."""
         return {**self.controller_only_gates, **self.feature_gates}

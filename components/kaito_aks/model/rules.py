@@ -12,11 +12,12 @@ from collections.abc import Iterator
 
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing
+from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
-from kaito_aks.model.spec import KaitoModelArgs, is_gpu
+from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Problem
+from kaito_aks.problems import Key, Problem
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
@@ -37,7 +38,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
                 "kaito_version", f"KAITO {args.kaito_version} is not supported; use one of: {supported}", "version"
             )
         )
-    problems += [*_names(args, chart), *_source(args, chart), *_placement(args), *_tuning(args, chart)]
+    problems += [*_names(args, chart), *_source(args, chart), *_placement(args, chart), *_tuning(args, chart)]
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
@@ -207,7 +208,7 @@ def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Pro
 # ---------------------------------------------------------------- where it runs
 
 
-def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
+def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -223,6 +224,43 @@ def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
             "label_selector",
             'KAITO finds bring-your-own GPU nodes by matchLabels; add `match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
             "selector",
+        )
+    if selector is not None:
+        yield from _selector(selector, chart)
+
+
+def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """KAITO turns the selector into a map (metav1.LabelSelectorAsMap, on create and on every
+    update): only In with one value converts; and from 0.11 it drops the labels it reserves for
+    its own nodes, denying a selector left with none."""
+    for i, e in enumerate(selector.match_expressions or []):
+        if e.operator != "In":
+            why = f'operator "{e.operator}" cannot be converted into the old label selector format'
+        elif len(e.values or []) != 1:
+            why = 'operator "In" without a single value cannot be converted into the old label selector format'
+        else:
+            continue
+        yield Problem.at(
+            ("label_selector", "match_expressions", i),
+            f"KAITO denies it ({why}): use In with one value, or `match_labels`",
+            "selector-expression",
+        )
+    labels = selector.match_labels or {}
+    reserved = [k for k in labels if k in RESERVED_SELECTOR_LABELS]
+    if chart is None or chart.minor < (0, 11) or not reserved:
+        return
+    alone = len(reserved) == len(labels)
+    for key in reserved:
+        yield Problem.at(
+            ("label_selector", "match_labels", Key(key)),
+            f"KAITO {chart.version} reserves this label for the nodes it manages and ignores it in a selector"
+            + (
+                ' (and denies a selector left empty: "matchLabels must contain at least one non-reserved label")'
+                if alone
+                else ""
+            )
+            + "; select by another label",
+            "reserved-label",
         )
 
 

@@ -60,7 +60,8 @@ class LabelSelectorArgs:
     match_labels: Labels | None = None
     """Labels a node must carry."""
     match_expressions: list[LabelSelectorRequirementArgs] | None = None
-    """Further conditions (KAITO's node lookup ignores them)."""
+    """Further conditions: In with one value each, as KAITO turns the selector into labels (its
+    node lookup ignores them)."""
 
 
 @documented
