@@ -421,6 +421,75 @@ def test_max_model_len_is_an_integer_within_the_context_window(value, message):
     assert err == f"workspaces[0].config.vllm.max-model-len: {message}"
 
 
+@pytest.mark.parametrize(
+    ("given", "where", "message"),
+    [
+        (
+            {"vllm": ["--max-model-len", "4096"]},
+            "config.vllm",
+            "must be a map of vLLM arguments (KAITO: cannot unmarshal !!seq into map[string]string)",
+        ),
+        ({"vllm": "hello"}, "config.vllm", "must be a map of vLLM arguments (KAITO: cannot unmarshal !!str into"),
+        ({"vllm": None}, "config.vllm", "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out"),
+        (
+            {"vllm": {"served-model-name": ["a", "b"]}},
+            "config.vllm.served-model-name",
+            "must be one value (KAITO: cannot unmarshal !!seq into string)",
+        ),
+        (
+            {"vllm": {"speculative-config": {"method": "ngram"}}},
+            "config.vllm.speculative-config",
+            "must be one value (KAITO: cannot unmarshal !!map into string)",
+        ),
+        (
+            {"vllm": {"swap-space": None}},
+            "config.vllm.swap-space",
+            "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it",
+        ),
+        (
+            {"vllm": {"max_model_len": 8192}},
+            "config.vllm.max_model_len",
+            "write max-model-len: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
+        ),
+        (
+            {"vllm": {"max-model-len": "4096"}},
+            "config.vllm.max-model-len",
+            "write the number 4096, not the text '4096': KAITO's node estimator reads only an unquoted number (it "
+            "would size for 2048 tokens)",
+        ),
+        (
+            {"transformers": {"max_length": 4096}},
+            "config.transformers",
+            "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from inference_config.yaml",
+        ),
+        ({"vlm": {}}, "config.vlm", "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from"),
+        (
+            {"kv_cache_cpu_memory_utilization": "half"},
+            "config.kv_cache_cpu_memory_utilization",
+            "must be a number, not 'half' (KAITO's vLLM runtime compares it with 0)",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("model", "version"), [("phi-4-mini-instruct", "0.8.1"), ("Qwen/Qwen3.5-2B", "0.12.0")])
+def test_runtime_config_is_what_kaito_reads_from_inference_config_yaml(given, where, message, model, version):
+    """The webhook decodes `vllm` into map[string]string (inference_config_validation.go 0.8.1:35-39,
+    86-89; 0.12.0:34-38, 79-82); KAITO's vLLM runtime reads vllm, kv_cache_cpu_memory_utilization and
+    max_probe_steps and passes each vllm entry as --<name> str(value) (inference_api.py KaitoConfig); the
+    node estimator scans the text for an unquoted max-model-len (pkg/utils/config_parser.go)."""
+    err = one_error(config([{**PHI, "model": model, "config": given}], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].{where}: {message}"), err
+
+
+def test_runtime_config_has_no_effect_with_transformers():
+    """KAITO mounts inference_config.yaml for vLLM only (pkg/model/interface.go 0.8.1:294-296, 0.12.0:482-484)."""
+    ws = {**PHI, "runtime": "transformers", "config": {"vllm": {"max-model-len": 4096}}}
+    assert one_error(config([ws])) == (
+        "workspaces[0].config: KAITO passes inference_config.yaml to vLLM only; with runtime transformers it has no "
+        "effect: remove it, or use runtime vllm"
+    )
+    run(config([{**PHI, "config": {"kv_cache_cpu_memory_utilization": 0, "vllm": {"max-model-len": 4096}}}]))
+
+
 def test_presets_removed_in_0_12_are_refused():
     err = one_error(config([{**PHI, "model": "falcon-7b"}], kaito={"version": "0.12.0"}))
     assert err.startswith("workspaces[0].model: KAITO 0.12.0 no longer serves falcon-7b")

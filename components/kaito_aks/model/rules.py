@@ -16,8 +16,8 @@ from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
-from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, Problem
+from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.problems import Key, Problem, did_you_mean
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
@@ -97,6 +97,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             "ghcr.io/kaito-project/aikit/llama3.2:1b) instead of `model`, or use compute gpu",
             "cpu-preset",
         )
+    yield from _runtime_config(args)
     for j, adapter in enumerate(args.adapters):
         if any(a.name == adapter.name for a in args.adapters[:j]):
             yield Problem.at(
@@ -163,45 +164,124 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
         yield from _max_model_len(args, preset)
 
 
-def max_model_len_value(args: KaitoModelArgs) -> object | None:
-    vllm = (args.config or {}).get("vllm")
-    if not is_dict(vllm):
+# What KAITO's vLLM runtime reads from inference_config.yaml (KaitoConfig in
+# presets/workspace/inference/vllm/inference_api.py, 0.8.1 to 0.12.0). The webhook decodes only
+# `vllm`, into map[string]string (api/v1beta1/inference_config_validation.go, yaml.v2).
+CONFIG_SECTIONS = ("vllm", "kv_cache_cpu_memory_utilization", "max_probe_steps")
+MAX_MODEL_LEN = "max-model-len"
+_YAML_TAGS = ((bool, "!!bool"), (int, "!!int"), (float, "!!float"), (str, "!!str"), (list, "!!seq"), (dict, "!!map"))
+
+
+def _tag(value: object) -> str:
+    """The YAML tag yaml.v2 names in its decoding errors."""
+    return next((tag for kind, tag in _YAML_TAGS if isinstance(value, kind)), "!!null")
+
+
+def _atoi(text: str) -> int | None:
+    """Go's strconv.Atoi of the trimmed text: an optional sign and decimal digits, within int64."""
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
         return None
-    raw = vllm.get("max-model-len")
-    return None if raw is None or str(raw).strip() == "" else raw
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
-def max_model_len(args: KaitoModelArgs) -> int | None:
-    """The max-model-len KAITO's estimator reads from the model's config (None: its default)."""
-    raw = max_model_len_value(args)
-    return None if raw is None else _integer(raw)
-
-
-def _integer(raw: object) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    text = str(raw).strip()
-    return int(text) if text.lstrip("-").isdigit() and len(text) < 20 else None
-
-
-def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Problem]:
-    """KAITO's inference-config check (vLLM): max-model-len is an integer within the context window."""
-    raw = max_model_len_value(args)
-    if raw is None:
+def _runtime_config(args: KaitoModelArgs) -> Iterator[Problem]:
+    """`config` as KAITO reads inference_config.yaml: only for vLLM; `vllm` a map of single values
+    (each becomes `--<name> <value>`); max-model-len a plain number, as the node estimator scans
+    the file's text for it (pkg/utils/config_parser.go)."""
+    config = args.config
+    if config is None:
         return
-    where = ("config", "vllm", "max-model-len")
-    value = _integer(raw)
-    if value is None:
+    if (args.runtime or "vllm") != "vllm":
+        yield Problem.at(
+            "config",
+            "KAITO passes inference_config.yaml to vLLM only; with runtime transformers it has no effect: remove it, "
+            "or use runtime vllm",
+            "config-runtime",
+        )
+        return
+    for key, value in config.items():
+        if key not in CONFIG_SECTIONS:
+            close = did_you_mean(key, CONFIG_SECTIONS)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            yield Problem.at(
+                ("config", Key(key)),
+                f"KAITO reads only {', '.join(CONFIG_SECTIONS)} from inference_config.yaml{hint}",
+                "config",
+            )
+        elif key == "kv_cache_cpu_memory_utilization" and value is not None and _tag(value) not in ("!!int", "!!float"):
+            yield Problem.at(
+                ("config", Key(key)),
+                f"must be a number, not {value!r} (KAITO's vLLM runtime compares it with 0)",
+                "config",
+            )
+    vllm = config.get("vllm", {})
+    if vllm is None:
+        yield Problem.at(
+            ("config", "vllm"), "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out", "config"
+        )
+        return
+    if not is_dict(vllm):
+        yield Problem.at(
+            ("config", "vllm"),
+            f"must be a map of vLLM arguments (KAITO: cannot unmarshal {_tag(vllm)} into map[string]string)",
+            "config",
+        )
+        return
+    for name, value in vllm.items():
+        where = ("config", "vllm", Key(str(name)))
+        if is_dict(value) or is_list(value):
+            yield Problem.at(where, f"must be one value (KAITO: cannot unmarshal {_tag(value)} into string)", "config")
+        elif value is None:
+            yield Problem.at(
+                where, "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it", "config"
+            )
+        elif name == "max_model_len":
+            yield Problem.at(
+                where,
+                f"write {MAX_MODEL_LEN}: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
+                "max-model-len",
+            )
+        elif name == MAX_MODEL_LEN:
+            yield from _max_model_len_syntax(value)
+
+
+def _max_model_len_syntax(raw: object) -> Iterator[Problem]:
+    where = ("config", "vllm", Key(MAX_MODEL_LEN))
+    if isinstance(raw, str) and _atoi(raw) is not None:
+        yield Problem.at(
+            where,
+            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO's node estimator reads only an unquoted "
+            "number (it would size for 2048 tokens)",
+            "max-model-len",
+        )
+    elif isinstance(raw, bool) or not isinstance(raw, int):
         yield Problem.at(
             where, f"must be a whole number of tokens, not {raw!r} (KAITO parses it as an integer)", "max-model-len"
         )
-    elif value < 1:
-        yield Problem.at(where, f"must be at least 1 token, not {value}", "max-model-len")
-    elif value > preset.token_limit:
+    elif raw < 1:
+        yield Problem.at(where, f"must be at least 1 token, not {raw}", "max-model-len")
+    elif raw >= 1 << 63:
+        yield Problem.at(where, f"{raw} is out of range for KAITO (a 64-bit integer)", "max-model-len")
+
+
+def max_model_len(args: KaitoModelArgs) -> int | None:
+    """The max-model-len KAITO's node estimator reads from the model's config (None: its default,
+    2048): a plain positive number under `vllm`, as `_runtime_config` requires."""
+    vllm = (args.config or {}).get("vllm")
+    raw = vllm.get(MAX_MODEL_LEN) if is_dict(vllm) else None
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 1 << 63 else None
+
+
+def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Problem]:
+    """KAITO's inference-config check (vLLM): max-model-len within the preset's context window."""
+    value = max_model_len(args)
+    if value is not None and value > preset.token_limit:
         yield Problem.at(
-            where, f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens", "max-model-len"
+            ("config", "vllm", Key(MAX_MODEL_LEN)),
+            f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens",
+            "max-model-len",
         )
 
 
