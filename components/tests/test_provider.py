@@ -138,3 +138,22 @@ def test_construct_builds_the_component_from_wire_values():
     assert len(workspaces) == 2
     assert workspaces[0].inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
     assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes"}
+
+
+def test_whole_numbers_in_free_form_maps_arrive_as_the_integers_written():
+    """A YAML or TypeScript program's `config: {vllm: {max-model-len: 8192}}` crosses the wire as
+    8192.0; written so into inference_config.yaml, KAITO's webhook denies it (strconv.Atoi)."""
+    provider = KaitoAksProvider()
+
+    def program() -> None:
+        inputs = {
+            "kaitoVersion": "0.8.1",
+            "model": "phi-4-mini-instruct",
+            "config": {"vllm": {"max-model-len": 8192.0, "gpu-memory-utilization": 0.9}},
+            "waitForGpuNodes": False,
+            "waitForReady": False,
+        }
+        provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, pulumi.ResourceOptions())
+
+    (cm,) = run(program).of_type("kubernetes:core/v1:ConfigMap")
+    assert cm.inputs["data"]["inference_config.yaml"] == "vllm:\n  gpu-memory-utilization: 0.9\n  max-model-len: 8192\n"
