@@ -319,6 +319,26 @@ def test_at_most_ten_adapters():
     assert err == "workspaces[0].adapters: has 11 entries; at most 10 (KAITO serves at most 10 per workspace)"
 
 
+def test_adapter_names_fit_the_container_and_volume_kaito_names_after_them():
+    """KAITO names an adapter's init container puller-<name> and, with pull secrets, a volume
+    docker-config-<name>-inference-adapter (manifests.go 0.8.1:283-290, 0.12.0:252-260); both are
+    DNS-1123 labels, or the StatefulSet is refused after admission."""
+    long = "a" * 57
+    err = one_error(config([{**PHI, "adapters": [{"name": long, "image": "registry.example.com/sql:1"}]}]))
+    assert err == (
+        f"workspaces[0].adapters[0].name: {long!r} is not an adapter name: a DNS-1123 label of at most 56 characters "
+        "(KAITO names its init container puller-<name>)"
+    )
+    dotted = one_error(config([{**PHI, "adapters": [{"name": "sql.v1", "image": "registry.example.com/sql:1"}]}]))
+    assert dotted.startswith("workspaces[0].adapters[0].name: 'sql.v1' is not an adapter name")
+    secret = {"name": "a" * 32, "image": "registry.example.com/sql:1", "imagePullSecrets": ["acr"]}
+    assert one_error(config([{**PHI, "adapters": [secret]}])) == (
+        "workspaces[0].adapters[0].name: 32 characters; with imagePullSecrets KAITO names a volume "
+        "docker-config-<name>-inference-adapter, so at most 31"
+    )
+    run(config([{**PHI, "adapters": [{**secret, "name": "a" * 31}, {"name": "b" * 56, "image": "r.io/b:1"}]}]))
+
+
 def test_adapter_strength_between_zero_and_one():
     err = one_error(config([{**PHI, "adapters": [{"name": "a", "image": "r/a:1", "strength": 1.5}]}]))
     assert err == "workspaces[0].adapters[0].strength: must be from 0 to 1, not 1.5"

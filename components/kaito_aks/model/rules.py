@@ -14,7 +14,7 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
-from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, is_gpu
+from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, Problem, did_you_mean
@@ -103,6 +103,13 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             yield Problem.at(
                 ("adapters", j, "name"),
                 f'two adapters are named {adapter.name!r} (KAITO: "Duplicate adapter source name")',
+                "adapter-name",
+            )
+        elif adapter.image_pull_secrets and len(adapter.name) > MAX_ADAPTER_NAME_WITH_PULL_SECRETS:
+            yield Problem.at(
+                ("adapters", j, "name"),
+                f"{len(adapter.name)} characters; with `image_pull_secrets` KAITO names a volume "
+                f"docker-config-<name>-inference-adapter, so at most {MAX_ADAPTER_NAME_WITH_PULL_SECRETS}",
                 "adapter-name",
             )
     if chart is None:

@@ -22,6 +22,14 @@ DNS_SUBDOMAIN = Matches(
     r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
     "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
 )
+# KAITO names an adapter's init container puller-<name> (pkg/workspace/manifests/manifests.go):
+# a container name is a DNS-1123 label, so 63 - len("puller-") characters remain.
+ADAPTER_NAME = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,54}[a-z0-9])?",
+    "an adapter name: a DNS-1123 label of at most 56 characters (KAITO names its init container puller-<name>)",
+)
+# With image pull secrets KAITO also names a volume docker-config-<name>-inference-adapter.
+MAX_ADAPTER_NAME_WITH_PULL_SECRETS = 63 - len("docker-config-") - len("-inference-adapter")
 # An image reference as the container runtime parses it: [registry[:port]/]path[:tag][@digest].
 IMAGE = Matches(
     r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
@@ -69,8 +77,8 @@ class LabelSelectorArgs:
 class AdapterArgs:
     """A LoRA adapter served on top of a preset, from a container image."""
 
-    name: Annotated[str, DNS_SUBDOMAIN]
-    """Adapter name (it names a container)."""
+    name: Annotated[str, ADAPTER_NAME]
+    """Adapter name (it names a container): at most 56 characters, 31 with `image_pull_secrets`."""
     image: Annotated[str, IMAGE]
     """Image holding the adapter under /data."""
     strength: Annotated[float, Range(0, 1)] | None = None
