@@ -339,6 +339,37 @@ def test_adapter_names_fit_the_container_and_volume_kaito_names_after_them():
     run(config([{**PHI, "adapters": [{**secret, "name": "a" * 31}, {"name": "b" * 56, "image": "r.io/b:1"}]}]))
 
 
+@pytest.mark.parametrize(
+    ("image", "error"),
+    [
+        ("0" * 64, f"invalid repository name ({'0' * 64}), cannot specify 64-byte hexadecimal strings"),
+        ("-registry.example.com/sql:1", "invalid reference format"),
+        ("myorg/Sql:1", "invalid reference format: repository name (myorg/Sql) must be lowercase"),
+        ("registry.example.com/" + "s" * 256 + ":1", "repository name must not be more than 255 characters"),
+        ("registry.example.com/sql@md5:" + "0" * 32, "unsupported digest algorithm"),
+        ("registry.example.com/sql@sha256:" + "0" * 63, "invalid checksum digest length"),
+    ],
+)
+@pytest.mark.parametrize("where", ["adapters[0].image", "tuning.input.image", "tuning.output.image"])
+def test_images_must_parse_as_kaito_parses_them(image, error, where):
+    """KAITO parses adapter and tuning images with distribution/reference's ParseDockerRef
+    (workspace_validation.go 0.8.1:252-256, 288-290; 0.12.0:363-366, 431-433)."""
+    tuning = TUNING["tuning"]
+    ws = {
+        "adapters[0].image": {**PHI, "adapters": [{"name": "sql", "image": image}]},
+        "tuning.input.image": {**TUNING, "tuning": {**tuning, "input": {"image": image}}},
+        "tuning.output.image": {**TUNING, "tuning": {**tuning, "output": {**tuning["output"], "image": image}}},
+    }[where]
+    assert one_error(config([ws])) == (
+        f"workspaces[0].{where}: {image!r} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
+    )
+
+
+def test_images_kaito_parses_are_accepted():
+    for image in ("[fd00::1]:5000/adapters/sql:1", "registry.example.com/sql@sha512:" + "0" * 128, "Registry/sql:1"):
+        run(config([{**PHI, "adapters": [{"name": "sql", "image": image}]}]))
+
+
 def test_adapter_strength_between_zero_and_one():
     err = one_error(config([{**PHI, "adapters": [{"name": "a", "image": "r/a:1", "strength": 1.5}]}]))
     assert err == "workspaces[0].adapters[0].strength: must be from 0 to 1, not 1.5"

@@ -9,9 +9,10 @@ from typing import Annotated, Any, Literal
 
 import pulumi
 
+from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.operators.kaito_operator import NodeProvisioning
-from kaito_aks.schema import Matches, MaxItems, Range, Secret, documented
+from kaito_aks.schema import Check, Matches, MaxItems, Range, Secret, documented
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -30,12 +31,8 @@ ADAPTER_NAME = Matches(
 )
 # With image pull secrets KAITO also names a volume docker-config-<name>-inference-adapter.
 MAX_ADAPTER_NAME_WITH_PULL_SECRETS = 63 - len("docker-config-") - len("-inference-adapter")
-# An image reference as the container runtime parses it: [registry[:port]/]path[:tag][@digest].
-IMAGE = Matches(
-    r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?",
-    "an image reference (e.g. myacr.azurecr.io/adapters/sql:1)",
-)
+# An image reference as KAITO's webhook (adapters, tuning) and the container runtime parse it.
+IMAGE = Check(image_problem)
 MINUTES = Range(1, 1440, "at most a day")
 
 Compute = Literal["gpu", "cpu"]
