@@ -301,7 +301,7 @@ def test_adapters_are_named_image_sources(workspace_errors):
 
 def test_tuning_workspace_shape(workspace_errors):
     tuning = {
-        "method": "qlora",
+        "method": "lora",  # qlora would need QuantizationConfig.load_in_4bit (KAITO's webhook)
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
         "config": {"training_config": {"TrainingArguments": {"num_train_epochs": 1}}},
@@ -312,7 +312,7 @@ def test_tuning_workspace_shape(workspace_errors):
     assert "inference" not in ws.inputs
     assert ws.inputs["tuning"] == {
         "preset": {"name": "phi-4-mini-instruct"},
-        "method": "qlora",
+        "method": "lora",
         "config": ws.inputs["tuning"]["config"],
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},

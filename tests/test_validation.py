@@ -210,6 +210,85 @@ def test_tuning_output_image_needs_a_push_secret():
     assert err == "workspaces[0].tuning.output.imagePushSecret: required with image: a Secret to push the adapter with"
 
 
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("ftp://example.com/data.parquet", "data source URL must use HTTP or HTTPS"),
+        ("file:///data/train.parquet", "invalid data source URL"),
+        ("http://localhost:8080/data.parquet", "data source URL must not target a local or metadata endpoint"),
+        ("http://metadata.google.internal/x", "data source URL must not target a local or metadata endpoint"),
+        ("http://10.0.0.5/data.parquet", "data source URL must not target a loopback, private, or link-local address"),
+        ("http://[fe80::1%25eth0]/d", "data source URL must not target a loopback, private, or link-local address"),
+    ],
+)
+def test_tuning_urls_kaito_0_12_refuses(url, error):
+    """validateDataSourceURL, new in 0.12.0 (workspace_validation.go:355-361, 383-413)."""
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "input": {"urls": ["https://example.com/a.parquet", url]}}}
+    err = one_error(config([ws], kaito={"version": "0.12.0"}))
+    assert err == f"workspaces[0].tuning.input.urls[1]: KAITO 0.12.0 denies it: {error}"
+    run(config([ws]))  # 0.8.1 checks no URL
+
+
+QLORA = {"QuantizationConfig": {"load_in_4bit": True}, "TrainingArguments": {"output_dir": "/mnt/results"}}
+
+
+@pytest.mark.parametrize(
+    ("method", "given", "where", "message"),
+    [
+        ("qlora", {"lora": {}}, "training_config", "required: a map of sections (KAITO: \"Expected 'training_config'"),
+        (
+            "qlora",
+            {**QLORA, "LoRAConfig": {"r": 8}},
+            "training_config.LoRAConfig",
+            "Unrecognized section (KAITO); did ",
+        ),
+        ("qlora", {"LoraConfig": {"r": 8}}, "training_config.QuantizationConfig", "method qlora needs load_in_4bit or"),
+        (
+            "qlora",
+            {"QuantizationConfig": {"load_in_4bit": "yes"}},
+            "training_config.QuantizationConfig.load_in_4bit",
+            "must be true, false or null, not 'yes' (KAITO: value must be either nil or a boolean)",
+        ),
+        (
+            "qlora",
+            {"QuantizationConfig": {"load_in_4bit": True, "load_in_8bit": True}},
+            "training_config.QuantizationConfig",
+            "KAITO denies load_in_4bit and load_in_8bit both true",
+        ),
+        ("lora", QLORA, "training_config.QuantizationConfig", "KAITO denies load_in_4bit or load_in_8bit true with"),
+        (
+            "qlora",
+            {**QLORA, "TrainingArguments": {"output_dir": "../results"}},
+            "training_config.TrainingArguments.output_dir",
+            "must name a directory under /mnt (KAITO: Invalid output_dir specified: '../results', must be a directory)",
+        ),
+        (
+            "qlora",
+            {**QLORA, "TrainingArguments": {"output_dir": 1}},
+            "training_config.TrainingArguments.output_dir",
+            "must be text, not 1 (KAITO: output_dir is not a string)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("version", ["0.8.1", "0.12.0"])
+def test_tuning_config_is_checked_as_kaito_checks_training_config_yaml(method, given, where, message, version):
+    """tuning_config_validation.go (0.8.1:108-264, 0.12.0:108-263): the sections, the quantization
+    the method implies, and an output_dir under /mnt."""
+    body = given if "lora" in given else {"training_config": given}
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "method": method, "config": body}}
+    err = one_error(config([ws], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].tuning.config.{where}: {message}"), err
+
+
+def test_a_tuning_config_kaito_admits():
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "config": {"training_config": {**QLORA, "LoraConfig": {"r": 8}}}}}
+    run(config([ws], kaito={"version": "0.12.0"}))
+    lora = {
+        "training_config": {"QuantizationConfig": {"load_in_4bit": False}, "TrainingArguments": {"output_dir": "x"}}
+    }
+    run(config([{**ws, "tuning": {**ws["tuning"], "method": "lora", "config": lora}}]))
+
+
 def test_tuning_runs_once():
     err = one_error(config([{**TUNING, "replicas": 2}]))
     assert err == "workspaces[0].replicas: a tuning job runs once; replicas must be 1"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
+from kaito_aks.kaito.tuning import data_url_error, training_config_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
@@ -533,6 +534,16 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     source = args.tuning.input
     if len([s for s in (source.urls, source.image, source.volume_source) if s]) != 1:
         yield Problem.at(("tuning", "input"), "needs exactly one of `urls`, `image` or `volume_source`", "tuning-input")
+    if chart is not None and chart.minor >= (0, 12):
+        for i, url in enumerate(source.urls or []):
+            error = data_url_error(url)
+            if error is not None:
+                yield Problem.at(
+                    ("tuning", "input", "urls", i), f"KAITO {chart.version} denies it: {error}", "tuning-url"
+                )
+    if args.tuning.config is not None:
+        for problem in training_config_problems(args.tuning.config, args.tuning.method):
+            yield problem.under("tuning", "config")
     out = args.tuning.output
     if len([d for d in (out.image, out.volume_source) if d]) != 1:
         yield Problem.at(("tuning", "output"), "needs exactly one of `image` or `volume_source`", "tuning-output")
