@@ -195,7 +195,18 @@ def test_ensure_node_class_gate_exists_in_0_8():
 
 def test_tuning_only_on_presets_that_support_it():
     err = one_error(config([{**TUNING, "model": "falcon-7b-instruct"}]))
-    assert err.startswith("workspaces[0].tuning: KAITO cannot fine-tune falcon-7b-instruct; tunable presets:")
+    assert err.startswith("workspaces[0].tuning: KAITO 0.8.1 cannot fine-tune falcon-7b-instruct; tunable presets:")
+
+
+def test_mistral_7b_cannot_be_fine_tuned_on_0_12():
+    """0.12 serves mistral-7b as mistral-7b-v0.3; its tuning parameters call MustGet("mistral-7b-v0.3"),
+    which supported_models.yaml does not have (vllm_model.go:256-271): the controller panics, so
+    the webhook's admission would only lead to a tuning job that never starts."""
+    err = one_error(config([{**TUNING, "model": "mistral-7b"}], kaito={"version": "0.12.0"}))
+    assert err.startswith("workspaces[0].tuning: KAITO 0.12.0 cannot fine-tune mistral-7b; tunable presets: ")
+    assert "mistral-7b," not in err
+    assert "phi-4-mini-instruct" in err
+    run(config([{**TUNING, "model": "mistral-7b"}]))
 
 
 def test_tuning_input_needs_exactly_one_source():

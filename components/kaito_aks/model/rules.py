@@ -559,4 +559,8 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     preset = presets.get(args.model or "")
     if preset is not None and not preset.supports_tuning:
         tunable = ", ".join(p.name for p in presets.values() if p.supports_tuning)
-        yield Problem.at("tuning", f"KAITO cannot fine-tune {args.model}; tunable presets: {tunable}", "tuning-preset")
+        yield Problem.at(
+            "tuning",
+            f"KAITO {chart.version} cannot fine-tune {args.model}; tunable presets: {tunable}",
+            "tuning-preset",
+        )
