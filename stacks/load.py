@@ -20,7 +20,7 @@ from kaito_aks.model.component import check_model
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime, kaito_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from stacks import rules
 from stacks.config import (
@@ -163,6 +163,17 @@ def parse_stack_config(
         else None
     )
     stack_defaults = model_defaults(kaito)
+    stack_wide = dict(STACK_WIDE)
+    forced = forced_runtime(kaito_args)
+    if forced is not None:  # the vLLM gate is off: KAITO serves every model so, whatever it asks
+        stack_defaults["runtime"] = forced
+        written = operator.get("values", {}).get("featureGates")
+        in_values = isinstance(written, Mapping) and "vLLM" in written
+        stack_wide["runtime"] = (
+            "kaito",
+            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
+            Key("vLLM"),
+        )
     hf_token: Any = (
         secret_values.hf_token
         if secret_values.hf_token is not None
@@ -218,7 +229,7 @@ def parse_stack_config(
     for i, args in zip(model_index, models, strict=True):
         given = ws_values[i]
         for p in check_model(args)[1]:
-            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given), args))
+            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given, stack_wide), args))
     found += rules.check(cfg, model_index, pool_index)
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
@@ -299,16 +310,21 @@ STACK_WIDE: dict[str, tuple[PathPart, ...]] = {
 
 
 def _model_problem_at(
-    problem: Problem, index: int, pool_index: list[int], given: dict[type, dict[str, Any]] | None
+    problem: Problem,
+    index: int,
+    pool_index: list[int],
+    given: dict[type, dict[str, Any]] | None,
+    stack_wide: Mapping[str, tuple[PathPart, ...]] = STACK_WIDE,
 ) -> Problem:
     """A model's problem at its config path: the workspace entry, or the stack-wide key or pool
-    the arg came from."""
+    the arg came from (`stack_wide`: the args the stack set, by where they were set)."""
     at_pool = _at_pools(problem, pool_index)
     if at_pool is not None:
         return at_pool
     head = problem.path[0] if problem.path else None
-    if isinstance(head, str) and head in STACK_WIDE:
-        return dataclasses.replace(problem, path=(*STACK_WIDE[head], *problem.path[1:]))
+    own = given[KaitoModelArgs] if given is not None else {}
+    if isinstance(head, str) and head in stack_wide and head not in own:
+        return dataclasses.replace(problem, path=(*stack_wide[head], *problem.path[1:]))
     own_timeout = given is not None and given[KaitoModelArgs].get("ready_timeout_minutes") is not None
     if head == "ready_timeout_minutes" and not own_timeout:
         return dataclasses.replace(problem, path=("kaito", *problem.path))

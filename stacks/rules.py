@@ -13,6 +13,7 @@ from kaito_aks.model.names import claimed_names
 from kaito_aks.model.rules import match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import selects
+from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
 from kaito_aks.problems import Key, Problem
 from stacks.config import StackConfig
 from stacks.errors import secret_key
@@ -54,7 +55,13 @@ def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Probl
 
 def check(cfg: StackConfig, model_index: list[int], pool_index: list[int]) -> list[Problem]:
     """The stack-wide rules. `model_index`/`pool_index`: each model's and pool's config index."""
-    return [*_cluster(cfg), *_kaito(cfg), *_names(cfg, model_index), *_pools(cfg, pool_index)]
+    return [
+        *_cluster(cfg),
+        *_kaito(cfg),
+        *_gates(cfg, model_index),
+        *_names(cfg, model_index),
+        *_pools(cfg, pool_index),
+    ]
 
 
 def _cluster(cfg: StackConfig) -> Iterator[Problem]:
@@ -106,6 +113,33 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             ("kaito", "install"),
             "featureGates and values configure the chart we install; with install: false set them where KAITO is installed",
             "install",
+        )
+
+
+def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
+    """Gates that change how KAITO admits the stack's models."""
+    chart = catalog.kaito_charts().get(cfg.kaito.version)
+    if chart is None:
+        return
+    if forced_runtime(cfg.kaito) is not None:
+        for i, args in zip(model_index, cfg.models, strict=True):
+            if args.runtime == "vllm":
+                yield Problem(
+                    ("workspaces", i, "runtime"),
+                    "KAITO serves every model with transformers while kaito.featureGates.vLLM is false (it ignores "
+                    "kaito.sh/runtime): remove runtime, or turn the gate on",
+                    "runtime-gate",
+                )
+    streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    if streaming and created and any(m.model and m.tuning is None and m.runtime != "transformers" for m in cfg.models):
+        written = cfg.kaito.values.get("featureGates")
+        in_values = isinstance(written, dict) and "ModelStreaming" in written
+        yield Problem(
+            ("kaito", *(("values", Key("featureGates")) if in_values else ("feature_gates",)), Key("ModelStreaming")),
+            "KAITO's webhook then denies every vLLM preset unless the cluster has the blob.csi.azure.com CSI driver "
+            "(validateStreamingCSIDriver), which AKS clusters this stack creates do not enable: turn the gate off",
+            "gate",
         )
 
 

@@ -322,6 +322,34 @@ def test_node_provisioning_gate_is_owned_by_node_provisioning():
     assert err == "kaito.featureGates.disableNodeAutoProvisioning: set by nodeProvisioning (byo | auto); remove it"
 
 
+def test_model_streaming_needs_model_mirror():
+    """KAITO's controller exits at start-up otherwise (cmd/workspace/main.go 0.11.0:163-168, 0.12.0:166-171)."""
+    streaming = {"version": "0.12.0", "featureGates": {"ModelStreaming": True}}
+    assert one_error(config([PHI], kaito=streaming)) == (
+        "kaito.featureGates.ModelStreaming: KAITO's controller exits at start-up (\"ModelStreaming feature gate "
+        'requires ModelMirror to be enabled"); set ModelMirror true as well'
+    )
+    in_values = {"version": "0.12.0", "values": {"featureGates": {"ModelStreaming": True}}}
+    assert one_error(config([PHI], kaito=in_values)).startswith("kaito.values.featureGates.ModelStreaming: ")
+    run(config([PHI], kaito={"version": "0.12.0", "featureGates": {"ModelStreaming": True, "ModelMirror": True}}))
+
+
+def test_with_the_vllm_gate_off_every_model_runs_transformers():
+    """KAITO ignores kaito.sh/runtime when the vLLM gate is off (api/v1beta1/labels.go 0.8.1:49-66,
+    0.12.0:118-137), so its transformers rules apply to every model."""
+    off = {"featureGates": {"vLLM": False}}
+    ev = run(config([{**PHI, "adapters": [{"name": "sql", "image": "r.io/sql:1", "strength": 0.5}]}], kaito=off))
+    (ws,) = ev.of_type(WORKSPACE)
+    assert ws.inputs["metadata"]["annotations"] == {"kaito.sh/runtime": "transformers"}
+    assert one_error(config([{**PHI, "runtime": "vllm"}], kaito=off)) == (
+        "workspaces[0].runtime: KAITO serves every model with transformers while kaito.featureGates.vLLM is false "
+        "(it ignores kaito.sh/runtime): remove runtime, or turn the gate on"
+    )
+    assert one_error(config([PHI], kaito={**off, "version": "0.12.0"})) == (
+        "kaito.featureGates.vLLM: KAITO 0.12.0 cannot serve phi-4-mini-instruct with transformers; use vllm"
+    )
+
+
 def test_feature_gates_are_booleans():
     err = one_error(config([PHI], kaito={"featureGates": {"vLLM": "yes please"}}))
     assert err.startswith("kaito.featureGates.vLLM: must be true or false, not 'yes please'")

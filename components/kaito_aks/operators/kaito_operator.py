@@ -90,6 +90,19 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
                     "spot",
                 )
             )
+    gates = effective_gates(args, chart)
+    if gates.get("ModelStreaming") is True and gates.get("ModelMirror") is not True:
+        in_values = is_dict(args.values.get("featureGates")) and "ModelStreaming" in args.values["featureGates"]
+        problems.append(
+            Problem(
+                ("values", Key("featureGates"), Key("ModelStreaming"))
+                if in_values
+                else ("feature_gates", Key("ModelStreaming")),
+                "KAITO's controller exits at start-up (\"ModelStreaming feature gate requires ModelMirror to be "
+                'enabled"); set ModelMirror true as well',
+                "gate",
+            )
+        )
     if "nodeProvisioner" in args.values and chart.node_provisioner is not None:
         problems.append(
             Problem(
@@ -99,6 +112,23 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
         )
     return problems
+
+
+def effective_gates(args: KaitoOperatorArgs, chart: catalog.KaitoChart) -> dict[str, Any]:
+    """The gates KAITO's controller starts with: its defaults, then `feature_gates`, then
+    `values.featureGates` (the order `kaito_chart_values` merges them in)."""
+    extra = args.values.get("featureGates")
+    return {**chart.known_gates, **args.feature_gates, **(extra if is_dict(extra) else {})}
+
+
+def forced_runtime(args: KaitoOperatorArgs) -> Literal["transformers"] | None:
+    """The runtime KAITO uses for every model whatever it asks: with the vLLM gate off KAITO
+    ignores kaito.sh/runtime and serves with transformers (api/v1beta1/labels.go
+    GetWorkspaceRuntimeName, 0.8.1 to 0.12.0)."""
+    chart = catalog.kaito_charts().get(args.version)
+    if chart is None:
+        return None
+    return "transformers" if effective_gates(args, chart).get("vLLM") is False else None
 
 
 def gate_problems(path: tuple[PathPart, ...], gates: dict[str, Any], chart: catalog.KaitoChart) -> list[Problem]:
