@@ -140,7 +140,7 @@ class KaitoModel(pulumi.ComponentResource):
                 access,
                 selector=plan.gpu_nodes.selector,
                 demand=plan.gpu_nodes.demand,
-                workspaces=[m["metadata"]["name"] for m in manifests],
+                workspaces=plan.admitted(),
                 timeout_minutes=plan.gpu_nodes.timeout_minutes,
                 opts=child,
             )

@@ -4,6 +4,7 @@ a test can look at it without Pulumi."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,17 @@ class ModelPlan:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def admitted(self) -> list[str]:
+        """What KAITO's webhook admits against the GPU nodes, for the GPU-node wait to re-check
+        them when it changes: a Workspace by name (admitted once, when created), an InferenceSet
+        by name and content, since 0.12's webhook re-runs its Workspace's create checks, nodes
+        included, on every update (api/v1beta1/inferenceset_validation.go:54-56)."""
+        names = [ws.metadata.name for ws in self.workspaces]
+        if self.inference_set is not None:
+            manifest = json.dumps(self.inference_set.manifest(), sort_keys=True)
+            names.append(f"{self.inference_set.metadata.name}@{content_hash(manifest)}")
+        return names
 
     def manifests(self) -> list[dict[str, Any]]:
         """The KAITO objects as the API server receives them."""
