@@ -300,6 +300,51 @@ def test_a_tuning_config_kaito_admits():
     run(config([{**ws, "tuning": {**ws["tuning"], "method": "lora", "config": lora}}]))
 
 
+@pytest.mark.parametrize(
+    ("volume", "where", "message"),
+    [
+        (
+            {"persistentVolumeClaim": {"claim": "data"}},
+            "persistentVolumeClaim.claim",
+            "not a field of Kubernetes' PersistentVolumeClaimVolumeSource (KAITO decodes it strictly: json: unknown "
+            'field "claim"); did you mean claimName?',
+        ),
+        ({"pvc": {"claimName": "data"}}, "pvc", "not a field of Kubernetes' VolumeSource (KAITO decodes it strictly"),
+        ({"emptyDir": {"sizeLimit": "10 GB"}}, "emptyDir.sizeLimit", "'10 GB' is not a Kubernetes quantity"),
+        ({"hostPath": {"path": 1}}, "hostPath.path", "must be text, not 1"),
+        ({"emptyDir": {}, "hostPath": {"path": "/d"}}, "", "gives 2 volume types (emptyDir, hostPath); Kubernetes"),
+    ],
+)
+@pytest.mark.parametrize("side", ["input", "output"])
+def test_tuning_volume_sources_are_decoded_as_kaito_decodes_them(volume, where, message, side):
+    """KAITO's webhook decodes the Workspace strictly (pkg/workspace/webhooks/webhooks.go, knative with
+    DisallowUnknownFields); volumeSource is schemaless, so the API server prunes nothing before it."""
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], side: {"volumeSource": volume}}}
+    err = one_error(config([ws]))
+    path = f"workspaces[0].tuning.{side}.volumeSource" + (f".{where}" if where else "")
+    assert err.startswith(f"{path}: {message}"), err
+
+
+def test_a_volume_source_kaito_decodes():
+    pvc = {"persistentVolumeClaim": {"claimName": "data", "readOnly": True}}
+    run(config([{**TUNING, "tuning": {**TUNING["tuning"], "input": {"volumeSource": pvc}}}]))
+
+
+@pytest.mark.parametrize(
+    ("resources", "where", "message"),
+    [
+        ({"limit": {"cpu": "2"}}, "limit", "not a field of Kubernetes' ResourceRequirements (KAITO decodes it"),
+        ({"limits": {"memory": "8 GB"}}, "limits.memory", "'8 GB' is not a Kubernetes quantity (e.g. 500m, 2, 16Gi)"),
+        ({"requests": ["cpu"]}, "requests", "must be a map"),
+    ],
+)
+def test_custom_image_resources_are_decoded_as_kaito_decodes_them(resources, where, message):
+    """inference.template is schemaless too: KAITO's strict decoding sees the container's resources."""
+    err = one_error(config([{**CPU, "resources": resources}]))
+    assert err.startswith(f"workspaces[0].resources.{where}: {message}"), err
+    run(config([{**CPU, "resources": {"requests": {"cpu": 0.5, "memory": "4Gi"}, "limits": {"memory": "8Gi"}}}]))
+
+
 def test_tuning_runs_once():
     err = one_error(config([{**TUNING, "replicas": 2}]))
     assert err == "workspaces[0].replicas: a tuning job runs once; replicas must be 1"

@@ -134,3 +134,16 @@ def test_kaito_chart_table_matches_the_charts_values(version):
     assert (
         _bundled_gfd(version)["condition"] == "featureGates.disableNodeAutoProvisioning"
     )  # why KAITO's GFD exists only in BYO
+
+
+def test_the_kubernetes_fields_kaito_decodes_strictly_are_complete():
+    """catalog/kube_fields.yaml (scripts/kube_fields.py) defines every type its fields name."""
+    from kaito_aks import kube_json
+
+    scalars = {"string", "bool", "int32", "int64", "quantity", "intOrString", "time", "any"}
+    for name, fields in kube_json.types().items():
+        for field, kind in fields.items():
+            base = kind.removeprefix("[]").removeprefix("map[string]").removeprefix("[]")
+            assert base in scalars or base in kube_json.types(), (name, field, kind)
+    assert len(kube_json.types()["VolumeSource"]) == 30
+    assert set(kube_json.types()["ResourceRequirements"]) == {"limits", "requests", "claims"}

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from typing import Any
 
-from kaito_aks import catalog
+from kaito_aks import catalog, kube_json
 from kaito_aks.kaito import sizing
 from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.kaito.tuning import data_url_error, training_config_problems
@@ -18,7 +19,7 @@ from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, works
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.problems import Key, Problem, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
@@ -89,6 +90,8 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             )
         if args.model_access_secret:
             yield Problem.at("model_access_secret", "applies to presets only", "image-only")
+        if args.resources is not None:
+            yield from _decoded(("resources",), args.resources, "ResourceRequirements")
         return
     model = args.model or ""
     if args.compute == "cpu":
@@ -534,6 +537,9 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     source = args.tuning.input
     if len([s for s in (source.urls, source.image, source.volume_source) if s]) != 1:
         yield Problem.at(("tuning", "input"), "needs exactly one of `urls`, `image` or `volume_source`", "tuning-input")
+    for side, volume in (("input", source.volume_source), ("output", args.tuning.output.volume_source)):
+        if volume is not None:
+            yield from _volume(("tuning", side, "volume_source"), volume)
     if chart is not None and chart.minor >= (0, 12):
         for i, url in enumerate(source.urls or []):
             error = data_url_error(url)
@@ -563,4 +569,26 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             "tuning",
             f"KAITO {chart.version} cannot fine-tune {args.model}; tunable presets: {tunable}",
             "tuning-preset",
+        )
+
+
+# ---------------------------------------------------------------- Kubernetes values KAITO decodes
+
+
+def _decoded(where: tuple[PathPart, ...], value: Any, kind: str) -> Iterator[Problem]:
+    """A Kubernetes value inside a schemaless Workspace field, as KAITO's webhook decodes it."""
+    for inner, message in kube_json.problems(value, kind):
+        yield Problem.at((*where, *inner), message, "strict-decoding")
+
+
+def _volume(where: tuple[PathPart, ...], volume: dict[str, Any]) -> Iterator[Problem]:
+    found = list(_decoded(where, volume, "VolumeSource"))
+    yield from found
+    chosen = [k for k, v in volume.items() if v is not None]
+    if not found and len(chosen) != 1:
+        yield Problem.at(
+            where,
+            f"gives {len(chosen)} volume types ({', '.join(chosen) or 'none'}); Kubernetes takes exactly one (e.g. "
+            "persistentVolumeClaim: {claimName: data}), or refuses KAITO's tuning Job",
+            "volume-source",
         )
