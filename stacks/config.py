@@ -20,6 +20,7 @@ from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.model.spec import RETIRED, AdapterArgs, KaitoModelArgs, TuningArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.schema import Field, check_value, documented, fields, unusable
@@ -29,6 +30,10 @@ DEFAULT_KAITO_VERSION = "0.8.1"
 # Stands in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
+FROM_CLUSTER_ID = (
+    "/subscriptions/(from-the-cluster)/resourceGroups/(from-the-cluster)/providers/"
+    "Microsoft.ContainerService/managedClusters/(from-the-cluster)"
+)
 
 
 # ---------------------------------------------------------------- what only a stack has
@@ -59,6 +64,16 @@ class StackGpuOperator:
 
     enabled: bool | None = None
     """Default: on for AKS stacks with GPU pools, off for kubeconfig stacks."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackGpuProvisioner:
+    """Whether the stack installs gpu-provisioner."""
+
+    install: bool | None = None
+    """Default: on with kaito.nodeProvisioning auto when this stack installs KAITO on an AKS
+    cluster (cluster.aks or cluster.existing)."""
 
 
 @documented
@@ -176,7 +191,15 @@ AKS = Section(
     (
         Part(
             AksClusterArgs,
-            ("resource_group", "name", "location", "kubernetes_version", "system_pool", "tags"),
+            (
+                "resource_group",
+                "name",
+                "location",
+                "kubernetes_version",
+                "system_pool",
+                "tags",
+                "ai_toolchain_operator",
+            ),
             docs={
                 "location": "Azure region; default: `azure-native:location`",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
@@ -188,7 +211,16 @@ AKS = Section(
 EXISTING = Section(
     "cluster.existing",
     "An AKS cluster that already exists; the stack adopts it read-only.",
-    (Part(AksClusterArgs, ("resource_group", "name")),),
+    (
+        Part(
+            AksClusterArgs,
+            ("resource_group", "name", "ai_toolchain_operator"),
+            docs={
+                "ai_toolchain_operator": "The cluster runs the AKS AI toolchain operator add-on (AKS's KAITO); "
+                "checked at deploy time."
+            },
+        ),
+    ),
 )
 KAITO = Section(
     "kaito",
@@ -196,16 +228,49 @@ KAITO = Section(
     (
         Part(
             KaitoOperatorArgs,
-            ("version", "node_provisioning", "feature_gates", "values"),
-            defaults={"version": DEFAULT_KAITO_VERSION},
+            ("version", "node_provisioning", "node_provisioner", "feature_gates", "values"),
+            defaults={"version": None, "node_provisioning": None},
+            docs={
+                "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
+                "the AKS add-on the release it runs.",
+                "node_provisioning": "byo: your GPU nodes (gpuNodePools), auto-provisioning off; auto: KAITO creates "
+                "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
+            },
         ),
         Part(StackDiscovery, ("gpu_discovery",)),
-        Part(StackKaito, ("install",)),
+        Part(
+            StackKaito,
+            ("install",),
+            defaults={"install": None},
+            docs={
+                "install": "false: KAITO is already installed (a platform team's release, the AKS add-on); only "
+                "Workspaces are created. Default: true, false with the AKS add-on."
+            },
+        ),
         Part(
             KaitoModelArgs,
             WAITS,
             docs={
                 "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
+            },
+        ),
+    ),
+)
+GPU_PROVISIONER = Section(
+    "gpuProvisioner",
+    "gpu-provisioner, which turns KAITO's NodeClaims into AKS node pools (kaito.nodeProvisioning auto), and "
+    "its Azure workload identity (Contributor on the cluster).",
+    (
+        Part(StackGpuProvisioner, ("install",)),
+        Part(
+            GpuProvisionerArgs,
+            ("version", "identity_name", "values"),
+            defaults={"version": None},
+            docs={
+                "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3; default: the one KAITO's own install pairs with "
+                "kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3).",
+                "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
+                "gpu-provisioner-identity.",
             },
         ),
     ),
@@ -256,7 +321,7 @@ NESTED: Sequence[tuple[str, type]] = (
     ("workspaces[].tuning", TuningArgs),
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-TOP_KEYS = {"cluster", "kaito", "workspaces", "gpuNodePools", "gpuOperator", "createNamespaces"}
+TOP_KEYS = {"cluster", "kaito", "workspaces", "gpuNodePools", "gpuOperator", "gpuProvisioner", "createNamespaces"}
 SECRET_KEYS = ("hfToken", "kubeconfig")
 SECRET_DOCS = {
     "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
@@ -332,6 +397,8 @@ class StackConfig:
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
     gpu_operator_written: bool  # the gpuOperator key is there
+    gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
+    given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
     create_namespaces: bool
     has_hf_token: bool
     has_kubeconfig: bool
@@ -340,6 +407,11 @@ class StackConfig:
     @property
     def is_azure(self) -> bool:
         return self.aks_cluster is not None
+
+    @property
+    def add_on(self) -> bool:
+        """AKS runs KAITO (the AI toolchain operator add-on)."""
+        return self.aks_cluster is not None and self.aks_cluster.ai_toolchain_operator
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -353,11 +425,11 @@ def defaults(cls: type) -> dict[str, Any]:
     return {n: f.default_value() for n, f in fields(cls).items() if not f.required}
 
 
-def model_defaults(kaito: dict[type, dict[str, Any]]) -> dict[str, Any]:
-    """What every workspace gets from the `kaito` section."""
-    operator, waits = kaito[KaitoOperatorArgs], kaito[KaitoModelArgs]
+def model_defaults(kaito: dict[type, dict[str, Any]], operator: KaitoOperatorArgs) -> dict[str, Any]:
+    """What every workspace gets from the `kaito` section (with its defaults resolved)."""
+    waits = kaito[KaitoModelArgs]
     return {
-        "kaito_version": operator.get("version", DEFAULT_KAITO_VERSION),
-        "node_provisioning": operator.get("node_provisioning", "byo"),
+        "kaito_version": operator.version,
+        "node_provisioning": operator.node_provisioning,
         **{k: waits[k] for k in WAITS if k in waits},
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 import pulumi
 
+from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
@@ -20,6 +21,8 @@ from kaito_aks.model.component import check_model
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
+from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from stacks import rules
@@ -27,7 +30,9 @@ from stacks.config import (
     CLUSTER_CHOICES,
     DEFAULT_KAITO_VERSION,
     FROM_CLUSTER,
+    FROM_CLUSTER_ID,
     GPU_OPERATOR,
+    GPU_PROVISIONER,
     KAITO,
     POOL,
     PROJECT,
@@ -40,6 +45,7 @@ from stacks.config import (
     StackConfig,
     StackDiscovery,
     StackGpuOperator,
+    StackGpuProvisioner,
     StackKaito,
     StackNamespaces,
     StackProtect,
@@ -103,6 +109,9 @@ def parse_stack_config(
     gpu_operator = read_section(GPU_OPERATOR, raw.get("gpuOperator", {}), ("gpuOperator",), problems) or _empty(
         GPU_OPERATOR
     )
+    provisioner = read_section(GPU_PROVISIONER, raw.get("gpuProvisioner", {}), ("gpuProvisioner",), problems) or _empty(
+        GPU_PROVISIONER
+    )
     pool_values = _entries(POOL, raw.get("gpuNodePools", []), "gpuNodePools", problems)
     ws_values = _entries(WORKSPACE, raw.get("workspaces", []), "workspaces", problems)
     # A key with a wrong shape is reported once, here; the rules do not speak about it (nor, when
@@ -143,10 +152,19 @@ def parse_stack_config(
     discovery = kaito[StackDiscovery].get("gpu_discovery")
     stack_gpu = gpu_operator[StackGpuOperator]
     is_azure = cluster_kind in ("aks", "existing")
-    gpu_enabled = stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values))
+    # The AKS add-on runs KAITO (its release, auto-provisioning): the defaults follow it.
+    add_on = aks_cluster is not None and aks_cluster.ai_toolchain_operator
+    node_provisioning = operator.get("node_provisioning") or ("auto" if add_on else "byo")
+    kaito_install = kaito[StackKaito].get("install")
+    kaito_install = (not add_on) if kaito_install is None else kaito_install
+    auto = node_provisioning == "auto"
+    gpu_enabled = (
+        stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values) and not auto)
+    )
     kaito_args = KaitoOperatorArgs(
-        version=operator.get("version", DEFAULT_KAITO_VERSION),
-        node_provisioning=operator.get("node_provisioning", "byo"),
+        version=operator.get("version") or (catalog.aks_add_on().kaito_version if add_on else DEFAULT_KAITO_VERSION),
+        node_provisioning=node_provisioning,
+        node_provisioner=operator.get("node_provisioner", "gpu-provisioner"),
         feature_gates=operator.get("feature_gates", {}),
         values=operator.get("values", {}),
         gpu_discovery=discovery if discovery is not None else ("external" if gpu_enabled else "kaito"),
@@ -162,7 +180,38 @@ def parse_stack_config(
         if gpu_enabled
         else None
     )
-    stack_defaults = model_defaults(kaito)
+    install_provisioner = provisioner[StackGpuProvisioner].get("install")
+    if install_provisioner is None:
+        install_provisioner = auto and kaito_install and is_azure and kaito_args.node_provisioner == "gpu-provisioner"
+    gpu_provisioner_args = None
+    if install_provisioner:
+        chosen = provisioner[GpuProvisionerArgs]
+        version = (
+            chosen.get("version") or catalog.gpu_provisioner_for_kaito(kaito_args.version) or GPU_PROVISIONER_VERSION
+        )
+        gpu_provisioner_args = GpuProvisionerArgs(
+            # the cluster's outputs, filled in by the program; stand-ins the rules accept
+            cluster_id=FROM_CLUSTER_ID,
+            location=FROM_CLUSTER,
+            node_resource_group=FROM_CLUSTER,
+            oidc_issuer_url=FROM_CLUSTER,
+            version=version,
+            identity_name=chosen.get("identity_name"),
+            values=chosen.get("values", {}),
+        )
+    written = frozenset(
+        path
+        for path, present in {
+            "kaito.install": kaito[StackKaito].get("install") is not None,
+            "kaito.nodeProvisioning": operator.get("node_provisioning") is not None,
+            "kaito.version": operator.get("version") is not None,
+            "gpuOperator.enabled": stack_gpu.get("enabled") is not None,
+            "gpuProvisioner.install": provisioner[StackGpuProvisioner].get("install") is not None,
+            "gpuProvisioner": bool(provisioner[GpuProvisionerArgs]),
+        }.items()
+        if present
+    )
+    stack_defaults = model_defaults(kaito, kaito_args)
     hf_token: Any = (
         secret_values.hf_token
         if secret_values.hf_token is not None
@@ -189,12 +238,14 @@ def parse_stack_config(
         aks_cluster=aks_cluster,
         cluster_protect=cluster_protect,
         kaito=kaito_args,
-        kaito_install=kaito[StackKaito].get("install", True),
+        kaito_install=kaito_install,
         gpu_discovery_given=discovery is not None,
         models=tuple(models),
         pools=tuple(pools),
         gpu_operator=gpu_operator_args,
         gpu_operator_written="gpuOperator" in raw,
+        gpu_provisioner=gpu_provisioner_args,
+        given=written,
         create_namespaces=top[StackNamespaces].get("create_namespaces", True),
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
@@ -212,9 +263,14 @@ def parse_stack_config(
         found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
-    found += [_at_pools(p, pool_index) or p.under("kaito") for p in kaito_operator_problems(kaito_args)]
+    operator_problems = kaito_operator_problems(kaito_args)
+    if not kaito_install:  # only the release matters: the chart is installed elsewhere
+        operator_problems = [p for p in operator_problems if p.path == ("version",)]
+    found += [_at_pools(p, pool_index) or p.under("kaito") for p in operator_problems]
     if gpu_operator_args is not None:
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
+    if gpu_provisioner_args is not None:
+        found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(gpu_provisioner_args)]
     for i, args in zip(model_index, models, strict=True):
         given = ws_values[i]
         for p in check_model(args)[1]:

@@ -1,6 +1,6 @@
 """The Pulumi program: one checked stack config in, components out, in dependency order.
 
-    cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> models
+    cluster -> GPU node pools -> { GPU Operator || KAITO operator || gpu-provisioner } -> models
 
 No component reads config; each gets its args from StackConfig (stacks/load.py) and the outputs
 and provider of the ones before it. Every Kubernetes resource uses the cluster's provider.
@@ -20,6 +20,7 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
+from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
@@ -63,6 +64,20 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
 
     gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
     kaito = KaitoOperator("kaito", cfg.kaito, opts=on_cluster) if cfg.kaito_install else None
+    provisioner = None
+    if cfg.gpu_provisioner is not None:
+        assert isinstance(cluster, AksCluster)
+        provisioner = GpuProvisioner(
+            "gpu-provisioner",
+            dataclasses.replace(
+                cfg.gpu_provisioner,
+                cluster_id=cluster.cluster_id,
+                location=cluster.location,
+                node_resource_group=cluster.node_resource_group,
+                oidc_issuer_url=cluster.oidc_issuer_url,
+            ),
+            opts=on_cluster,
+        )
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
@@ -73,18 +88,23 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     }
     # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching GPU
     # nodes exist and GPU Feature Discovery has labelled them: the models wait for the pools,
-    # both operators (when this stack installs them) and the namespaces. Their waits are shared
+    # the operators (when this stack installs them) and the namespaces; in auto mode for the
+    # provisioner, so nothing asks for a node before something can make it (and on destroy the
+    # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
-    ready = [*pools, *(r for r in (kaito, gpu_operator) if r is not None), *namespaces.values()]
+    operators = (r for r in (kaito, gpu_operator, provisioner) if r is not None)
+    ready = [*pools, *operators, *namespaces.values()]
     group = deploy_models(
         "models",
         [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
-    _export(cfg, cluster, group)
+    _export(cfg, cluster, group, provisioner)
 
 
-def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: ModelGroup) -> None:
+def _export(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: ModelGroup, provisioner: GpuProvisioner | None
+) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("oidcIssuerUrl", cluster.oidc_issuer_url)
@@ -114,11 +134,23 @@ def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: Mo
             "kaito": {
                 "version": cfg.kaito.version,
                 "installed": cfg.kaito_install,
+                "byAksAddOn": cfg.add_on,
                 "nodeProvisioning": cfg.kaito.node_provisioning,
             },
             "gpuOperator": {"version": cfg.gpu_operator.version} if cfg.gpu_operator else None,
+            "gpuProvisioner": {"version": cfg.gpu_provisioner.version} if cfg.gpu_provisioner else None,
         },
     )
+    if provisioner is not None:
+        pulumi.export(
+            "gpuProvisioner",
+            {
+                "namespace": provisioner.namespace,
+                "identityName": provisioner.identity_name,
+                "clientId": provisioner.client_id,
+                "principalId": provisioner.principal_id,
+            },
+        )
     pulumi.export(
         "workspaces",
         {
@@ -128,6 +160,7 @@ def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: Mo
                 "endpoint": m.endpoint,
                 "replicas": m.replicas,
                 "gpuNodes": group.gpu_nodes_of(key),
+                "instanceType": m.instance_type,
             }
             for key, m in group.models.items()
         },

@@ -1,6 +1,6 @@
 """kaito-aks: Pulumi components that serve open LLMs on Kubernetes with KAITO.
 
-    from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoOperator, KaitoModel
+    from kaito_aks import AksCluster, GpuNodePool, GpuOperator, GpuProvisioner, KaitoOperator, KaitoModel
 
 Each component takes a frozen `...Args` dataclass (help(KaitoModelArgs) lists every arg) and
 checks it before it registers anything, raising `InvalidArgsError` with every problem at once.
@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _EXPORTS = {
     "AksCluster": "kaito_aks.azure.aks_cluster",
@@ -23,6 +23,11 @@ _EXPORTS = {
     "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
     "GpuNodePoolArgs": "kaito_aks.azure.gpu_node_pool",
     "AutoscaleArgs": "kaito_aks.azure.gpu_node_pool",
+    "WorkloadIdentity": "kaito_aks.azure.workload_identity",
+    "WorkloadIdentityArgs": "kaito_aks.azure.workload_identity",
+    "RoleGrantArgs": "kaito_aks.azure.workload_identity",
+    "GpuProvisioner": "kaito_aks.operators.gpu_provisioner",
+    "GpuProvisionerArgs": "kaito_aks.operators.gpu_provisioner",
     "KubeconfigCluster": "kaito_aks.cluster.kubeconfig_cluster",
     "KubeconfigClusterArgs": "kaito_aks.cluster.kubeconfig_cluster",
     "ClusterProvider": "kaito_aks.cluster.access",
@@ -85,6 +90,7 @@ _install_state_modules()
 if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
     from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.cluster.access import ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import KaitoModel
@@ -99,6 +105,7 @@ if TYPE_CHECKING:
     )
     from kaito_aks.nodes import NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
 
@@ -112,6 +119,8 @@ __all__ = [
     "GpuNodePoolArgs",
     "GpuOperator",
     "GpuOperatorArgs",
+    "GpuProvisioner",
+    "GpuProvisionerArgs",
     "InvalidArgsError",
     "KaitoModel",
     "KaitoModelArgs",
@@ -123,9 +132,12 @@ __all__ = [
     "LabelSelectorRequirementArgs",
     "NodeGroup",
     "Problem",
+    "RoleGrantArgs",
     "SystemPoolArgs",
     "TuningArgs",
     "TuningInputArgs",
     "TuningOutputArgs",
+    "WorkloadIdentity",
+    "WorkloadIdentityArgs",
     "__version__",
 ]

@@ -49,6 +49,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
     from kaito_aks.azure.gpu_node_pool import TYPE as POOL
     from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.workload_identity import TYPE as IDENTITY
+    from kaito_aks.azure.workload_identity import WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.cluster.kubeconfig_cluster import TYPE as KUBECONFIG
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import TYPE as MODEL
@@ -56,12 +58,16 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.model.spec import RETIRED, KaitoModelArgs
     from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.gpu_provisioner import TYPE as GPU_PROVISIONER
+    from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import TYPE as KAITO
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
 
     return {
         AKS: (AksCluster, AksClusterArgs, {}),
         POOL: (GpuNodePool, GpuNodePoolArgs, {}),
+        IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs, {}),
+        GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs, {}),
         KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs, {}),
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs, {}),
         KAITO: (KaitoOperator, KaitoOperatorArgs, {}),

@@ -11,6 +11,7 @@ from upstream_facts import kaito
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
+GPU_PROVISIONER_VERSIONS = list(catalog.gpu_provisioner_charts())
 
 
 def test_every_supported_version_has_upstream_data():
@@ -27,6 +28,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     """A folder nobody checks against is stale data."""
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
     wanted |= {f"nvidia-device-plugin-v{_bundled_gfd(v)['version']}" for v in KAITO_VERSIONS}
+    wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
@@ -134,3 +136,35 @@ def test_kaito_chart_table_matches_the_charts_values(version):
     assert (
         _bundled_gfd(version)["condition"] == "featureGates.disableNodeAutoProvisioning"
     )  # why KAITO's GFD exists only in BYO
+
+
+# ---------------------------------------------------------------- gpu-provisioner
+
+
+@pytest.mark.parametrize("version", GPU_PROVISIONER_VERSIONS)
+def test_gpu_provisioner_chart_facts_match_its_chart(version):
+    chart = catalog.gpu_provisioner_charts()[version]
+    assert upstream_facts.chart("gpu-provisioner", f"v{version}")["version"] == version
+    values = upstream_facts.chart_values("gpu-provisioner", f"v{version}")
+    assert chart.value_keys == list(values)
+    # the release replaces the chart's env list: it must set every entry the chart lists
+    assert chart.controller_env == [e["name"] for e in values["controller"]["env"]]
+    account = upstream_facts.load("gpu-provisioner", f"v{version}", "service-account.yaml")
+    assert catalog.gpu_provisioner_source().service_account == account["name"]
+    assert account["annotationsFromValues"] == {
+        "azure.workload.identity/client-id": "workloadIdentity.clientId",
+        "azure.workload.identity/tenant-id": "workloadIdentity.tenantId",
+    }
+
+
+def test_gpu_provisioner_pairs_name_supported_releases():
+    pairs = catalog.gpu_provisioner_source().for_kaito
+    assert {v for v in pairs.values() if v is not None} <= set(GPU_PROVISIONER_VERSIONS)
+    minors = {".".join(v.split(".")[:2]) for v in KAITO_VERSIONS}
+    assert minors <= set(pairs), "every supported KAITO minor says which gpu-provisioner goes with it"
+
+
+def test_role_names_are_azure_built_in_role_ids():
+    roles = catalog.azure_roles()
+    assert roles["Contributor"] == "b24988ac-6180-42a0-ab88-20f7382dd24c"
+    assert catalog.gpu_provisioner_source().role in roles

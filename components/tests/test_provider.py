@@ -7,7 +7,16 @@ import pulumi
 import pytest
 from pulumi.errors import InputPropertiesError
 
-from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoModel, KaitoOperator, KubeconfigCluster
+from kaito_aks import (
+    AksCluster,
+    GpuNodePool,
+    GpuOperator,
+    GpuProvisioner,
+    KaitoModel,
+    KaitoOperator,
+    KubeconfigCluster,
+    WorkloadIdentity,
+)
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.provider import KaitoAksProvider, schema
 from kaito_aks.schema import fields, walk_types
@@ -16,6 +25,8 @@ from kaito_aks.testing import run
 COMPONENTS = {
     "AksCluster": AksCluster,
     "GpuNodePool": GpuNodePool,
+    "WorkloadIdentity": WorkloadIdentity,
+    "GpuProvisioner": GpuProvisioner,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
@@ -75,6 +86,9 @@ def test_outputs_are_declared():
         "nodeResourceGroup",
         "kubeconfig",
         "oidcIssuerUrl",
+        "clusterId",
+        "location",
+        "aiToolchainOperator",
     }
     assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
@@ -83,8 +97,24 @@ def test_outputs_are_declared():
         "source",
         "replicas",
         "gpuNodes",
+        "instanceType",
     }
     assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize"}
+    assert set(resources["kaito-aks:index:GpuProvisioner"]["properties"]) == {
+        "namespace",
+        "chartVersion",
+        "clientId",
+        "principalId",
+        "identityName",
+    }
+    assert set(resources["kaito-aks:index:WorkloadIdentity"]["properties"]) == {
+        "clientId",
+        "principalId",
+        "tenantId",
+        "identityId",
+        "identityName",
+        "subject",
+    }
 
 
 def construct(token: str, inputs: dict[str, object]) -> None:
@@ -137,4 +167,4 @@ def test_construct_builds_the_component_from_wire_values():
     workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     assert len(workspaces) == 2
     assert workspaces[0].inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
-    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes"}
+    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes", "instanceType"}

@@ -85,6 +85,9 @@ class KaitoModel(pulumi.ComponentResource):
     """Serving instances."""
     gpu_nodes: pulumi.Output[dict[str, Any] | None]
     """What the GPU-node wait found: nodes, product, GPUs per node, MiB per GPU and node."""
+    instance_type: pulumi.Output[str | None]
+    """The Azure VM size KAITO creates this model's nodes of (node auto-provisioning); none with
+    bring-your-own nodes."""
 
     plan: ModelPlan
     """The objects it creates, as data."""
@@ -207,6 +210,7 @@ class KaitoModel(pulumi.ComponentResource):
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
         self.gpu_nodes = self.gpu_nodes_wait.found() if self.gpu_nodes_wait else pulumi.Output.from_input(None)
+        self.instance_type = pulumi.Output.from_input(plan.instance_type)
         self.register_outputs(
             {
                 "endpoint": self.endpoint,
@@ -214,6 +218,7 @@ class KaitoModel(pulumi.ComponentResource):
                 "source": self.source,
                 "replicas": self.replicas,
                 "gpuNodes": self.gpu_nodes,
+                "instanceType": self.instance_type,
             }
         )
 

@@ -82,8 +82,9 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     status: dict[str, Any] = obj.get("status") or {}
     conditions: list[dict[str, Any]] = status.get("conditions") or []
     condition = next((c for c in conditions if c.get("type") == watched.condition), None)
+    nodes = _node_progress(conditions)
     if condition is None:
-        return Check(False, f"{label} reports no {watched.condition} condition", hint)
+        return Check(False, f"{label} reports no {watched.condition} condition" + nodes, hint)
     if condition.get("status") == "True":
         # Not gated on observedGeneration: KAITO 0.8.1 writes a condition only when its status,
         # reason or message change (UpdateStatusConditionIfNotMatch), so after an edit a True
@@ -92,12 +93,35 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     observed = condition.get("observedGeneration", status.get("observedGeneration"))
     if generation is not None and observed is not None and observed < generation:
         return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
-    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
     return Check(
         False,
-        f"{label} is not ready: {watched.condition}={condition.get('status')}" + (f" ({why})" if why else ""),
+        f"{label} is not ready: {_said(condition)}" + nodes,
         f"kubectl describe {watched.kind.lower()} -n {watched.namespace} {watched.name}",
     )
+
+
+# Where KAITO says how getting the nodes goes: ResourceReady copies the first of its node
+# conditions that is not True; NodeClaimReady (0.9+; NodeClaimsReady before) carries, from 0.12,
+# the NodeClaim's own failure (quota, SKU unavailable), truncated to 256 characters.
+NODE_CONDITIONS = ("ResourceReady", "NodeClaimReady", "NodeClaimsReady", "NodesReady")
+
+
+def _node_progress(conditions: list[dict[str, Any]]) -> str:
+    """KAITO's node conditions that are not True, in its words ('' when there are none)."""
+    said: list[str] = []
+    for kind in NODE_CONDITIONS:
+        c = next((c for c in conditions if c.get("type") == kind), None)
+        if c is None or c.get("status") == "True":
+            continue
+        text = _said(c)
+        if not any(text.split("=", 1)[1] == s.split("=", 1)[1] for s in said):  # ResourceReady repeats one
+            said.append(text)
+    return f"; {'; '.join(said)}" if said else ""
+
+
+def _said(condition: dict[str, Any]) -> str:
+    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
+    return f"{condition.get('type')}={condition.get('status')}" + (f" ({why})" if why else "")
 
 
 def wait_for_models(
