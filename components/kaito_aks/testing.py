@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -245,14 +244,12 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "location": inputs.get("location") or "eastus",
             }
         if typ == "azure-native:managedidentity:UserAssignedIdentity":
-            seed = hashlib.sha256(name.encode()).hexdigest()
-            guid = f"{seed[:8]}-{seed[8:12]}-{seed[12:16]}-{seed[16:20]}-{seed[20:32]}"
-            group = inputs.get("resourceGroupName")
-            identity = inputs.get("resourceName", name)
+            group, identity = inputs.get("resourceGroupName"), inputs.get("resourceName", name)
+            # Azure assigns these when it creates the identity
             return (
                 f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/"
                 f"Microsoft.ManagedIdentity/userAssignedIdentities/{identity}",
-                {"name": identity, "clientId": guid, "principalId": guid[::-1], "tenantId": MOCK_TENANT},
+                {"name": identity, "clientId": AFTER_UP, "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
             )
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
@@ -287,8 +284,8 @@ class ProgramMocks(pulumi_mocks.Mocks):
         return {}
 
 
-MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
-MOCK_TENANT = "00000000-0000-0000-0000-0000000000aa"
+MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's, at `pulumi up`
+MOCK_TENANT = AFTER_UP
 
 
 def cluster_id(group: str | None, name: str) -> str:
