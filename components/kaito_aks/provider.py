@@ -78,6 +78,7 @@ class _Types:
     def __init__(self) -> None:
         self.types: dict[str, dict[str, Any]] = {}
         self._enums: dict[tuple[Any, ...], str] = {}
+        self._objects: dict[str, type] = {}  # token -> the args class it was made from
 
     def token(self, name: str) -> str:
         return f"{PACKAGE}:index:{name}"
@@ -109,7 +110,11 @@ class _Types:
 
     def object(self, cls: type) -> str:
         token = self.token(cls.__name__.removesuffix("Args"))
+        if token in self.types and self._objects.get(token) is not cls:
+            # two types under one name: a property would silently refer to the other one
+            raise TypeError(f"{cls.__name__}: the schema type {token} is taken; rename the class")
         if token not in self.types:
+            self._objects[token] = cls
             self.types[token] = {}  # recursion guard
             props, required = properties(cls, self)
             self.types[token] = {
