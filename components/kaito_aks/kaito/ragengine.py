@@ -57,7 +57,7 @@ class LocalEmbeddingSpec(ApiModel):
 
     image: str | None = None
     image_pull_secret: str | None = None
-    model_id: str | None = Field(default=None, alias="modelID")
+    model_id: str | None = Field(default=None, serialization_alias="modelID")
     model_access_secret: str | None = None
 
     @model_validator(mode="after")
@@ -142,7 +142,7 @@ class VectorDbConfig(ApiModel):
 
 class StorageSpecV1Beta1(ApiModel):
     persistent_volume: PersistentVolumeConfig | None = None
-    vector_db: VectorDbConfig | None = Field(default=None, alias="vectorDB")
+    vector_db: VectorDbConfig | None = Field(default=None, serialization_alias="vectorDB")
 
 
 class ConfigMapReference(ApiModel):
