@@ -38,6 +38,8 @@ _EXPORTS = {
     "TuningArgs": "kaito_aks.model.spec",
     "TuningInputArgs": "kaito_aks.model.spec",
     "TuningOutputArgs": "kaito_aks.model.spec",
+    "RagEngineOperator": "kaito_aks.operators.ragengine_operator",
+    "RagEngineOperatorArgs": "kaito_aks.operators.ragengine_operator",
     "NodeGroup": "kaito_aks.nodes",
     "InvalidArgsError": "kaito_aks.problems",
     "Problem": "kaito_aks.problems",
@@ -100,6 +102,7 @@ if TYPE_CHECKING:
     from kaito_aks.nodes import NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
 
 __all__ = [
@@ -123,6 +126,8 @@ __all__ = [
     "LabelSelectorRequirementArgs",
     "NodeGroup",
     "Problem",
+    "RagEngineOperator",
+    "RagEngineOperatorArgs",
     "SystemPoolArgs",
     "TuningArgs",
     "TuningInputArgs",

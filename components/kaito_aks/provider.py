@@ -58,6 +58,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.kaito_operator import TYPE as KAITO
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
+    from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
 
     return {
         AKS: (AksCluster, AksClusterArgs, {}),
@@ -66,6 +68,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs, {}),
         KAITO: (KaitoOperator, KaitoOperatorArgs, {}),
         MODEL: (KaitoModel, KaitoModelArgs, RETIRED),
+        RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs, {}),
     }
 
 
@@ -243,7 +246,7 @@ def schema() -> dict[str, Any]:
         "displayName": "KAITO on AKS",
         "version": __version__,
         "description": "Pulumi components that serve open LLMs on Kubernetes with KAITO: AKS cluster and GPU "
-        "pools, NVIDIA GPU Operator, KAITO operator, models",
+        "pools, NVIDIA GPU Operator, KAITO operators, models",
         "keywords": ["kaito", "aks", "llm", "kubernetes", "category/infrastructure", "kind/component"],
         "repository": "https://github.com/kaito-aks/kaito-aks",
         "resources": dict(sorted(resources.items())),

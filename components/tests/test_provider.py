@@ -7,7 +7,15 @@ import pulumi
 import pytest
 from pulumi.errors import InputPropertiesError
 
-from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoModel, KaitoOperator, KubeconfigCluster
+from kaito_aks import (
+    AksCluster,
+    GpuNodePool,
+    GpuOperator,
+    KaitoModel,
+    KaitoOperator,
+    KubeconfigCluster,
+    RagEngineOperator,
+)
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.provider import KaitoAksProvider, schema
 from kaito_aks.schema import fields, walk_types
@@ -20,6 +28,7 @@ COMPONENTS = {
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
     "KaitoModel": KaitoModel,
+    "RagEngineOperator": RagEngineOperator,
 }
 
 
@@ -85,6 +94,7 @@ def test_outputs_are_declared():
         "gpuNodes",
     }
     assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize"}
+    assert set(resources["kaito-aks:index:RagEngineOperator"]["properties"]) == {"namespace", "chartVersion"}
 
 
 def construct(token: str, inputs: dict[str, object]) -> None:
