@@ -60,6 +60,9 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
     from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
+    from kaito_aks.rag.component import TYPE as RAG
+    from kaito_aks.rag.component import RagEngine
+    from kaito_aks.rag.spec import RagEngineArgs
 
     return {
         AKS: (AksCluster, AksClusterArgs, {}),
@@ -69,6 +72,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
         KAITO: (KaitoOperator, KaitoOperatorArgs, {}),
         MODEL: (KaitoModel, KaitoModelArgs, RETIRED),
         RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs, {}),
+        RAG: (RagEngine, RagEngineArgs, {}),
     }
 
 
@@ -246,7 +250,7 @@ def schema() -> dict[str, Any]:
         "displayName": "KAITO on AKS",
         "version": __version__,
         "description": "Pulumi components that serve open LLMs on Kubernetes with KAITO: AKS cluster and GPU "
-        "pools, NVIDIA GPU Operator, KAITO operators, models",
+        "pools, NVIDIA GPU Operator, KAITO operators, models, RAG engines",
         "keywords": ["kaito", "aks", "llm", "kubernetes", "category/infrastructure", "kind/component"],
         "repository": "https://github.com/kaito-aks/kaito-aks",
         "resources": dict(sorted(resources.items())),
