@@ -25,6 +25,7 @@ subset directory has no Go sources):
     chart.yaml          the chart's name, version, appVersion and dependencies
     chart-values.yaml   every value path of the chart's values.yaml with its type and default
     crds/<name>.yaml    KAITO's CRDs as applied to a cluster, descriptions stripped
+    ragengine/chart.yaml, ragengine/chart-values.yaml   the same for KAITO's ragengine chart
     presets.yaml        KAITO's preset table: supported_models.yaml and the model catalog (0.11+)
     preset-definitions.yaml  the numbers in the presets' Go definitions (before 0.11)
     skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
@@ -190,9 +191,18 @@ KAITO_CRDS = {
         "charts/kaito/workspace/crds/kaito.sh_inferencesets.yaml",
         "config/crd/bases/kaito.sh_inferencesets.yaml",
     ),
+    # the ragengine chart's CRD: under its crds/ up to 0.9.0, a template since 0.9.1 (identical
+    # to config/crd/bases, which the reference folders hold)
+    "ragengines.kaito.sh": (
+        "charts/kaito/ragengine/crds/kaito.sh_ragengines.yaml",
+        "config/crd/bases/kaito.sh_ragengines.yaml",
+    ),
 }
 KAITO_VALUES = "charts/kaito/workspace/values.yaml"
 KAITO_CHART = "charts/kaito/workspace/Chart.yaml"
+# KAITO's second operator, the RAGEngine controller: its own chart beside the workspace chart
+RAGENGINE_VALUES = "charts/kaito/ragengine/values.yaml"
+RAGENGINE_CHART = "charts/kaito/ragengine/Chart.yaml"
 MODELS = "presets/workspace/models"
 
 
@@ -406,6 +416,12 @@ def derive_kaito(src: Source) -> dict[str, Any]:
     chart = src.read(KAITO_CHART)
     if chart is not None:
         files["chart.yaml"] = chart_facts(chart[1])
+    rag_values = src.read(RAGENGINE_VALUES)
+    if rag_values is not None:
+        files["ragengine/chart-values.yaml"] = {"values": value_paths(yaml.safe_load(rag_values[1]))}
+    rag_chart = src.read(RAGENGINE_CHART)
+    if rag_chart is not None:
+        files["ragengine/chart.yaml"] = chart_facts(rag_chart[1])
     for name, derive in (
         ("presets.yaml", kaito_presets),
         ("preset-definitions.yaml", kaito_preset_definitions),

@@ -168,3 +168,34 @@ def test_role_names_are_azure_built_in_role_ids():
     roles = catalog.azure_roles()
     assert roles["Contributor"] == "b24988ac-6180-42a0-ab88-20f7382dd24c"
     assert catalog.gpu_provisioner_source().role in roles
+
+
+RAGENGINE_VERSIONS = list(catalog.ragengine_charts())
+
+
+def test_the_ragengine_operator_ships_with_every_supported_kaito_release():
+    assert RAGENGINE_VERSIONS == KAITO_VERSIONS
+    source = catalog.ragengine_chart_source()
+    assert source.repository == catalog.kaito_chart_source().repository  # published side by side
+    # both charts create ConfigMap kaito-logging-config: never the same namespace
+    assert source.namespace != catalog.kaito_chart_source().namespace
+
+
+@pytest.mark.parametrize("version", RAGENGINE_VERSIONS)
+def test_ragengine_chart_table_matches_the_chart_and_the_crd(version):
+    chart = catalog.ragengine_charts()[version]
+    facts = upstream_facts.chart("kaito", version, "ragengine")
+    assert (facts["name"], facts["version"]) == ("ragengine", version)
+    assert chart.value_keys == list(upstream_facts.chart_values("kaito", version, "ragengine"))
+    crd = upstream_facts.crd(version, "ragengines.kaito.sh")
+    versions = {v["name"]: v for v in crd["spec"]["versions"]}
+    emitted = versions[chart.api_version.split("/")[1]]
+    assert emitted["storage"] is True  # the version KAITO keeps
+    assert emitted["served"] is True
+    spec = emitted["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    storage = spec["properties"]["storage"]["properties"]
+    assert chart.inference_service_required == ("inferenceService" in spec["required"])
+    assert chart.vector_db == ("vectorDB" in storage)
+    assert chart.guardrails == ("guardrails" in spec["properties"])
+    assert chart.storage == ("flat" if "persistentVolumeClaim" in storage else "persistentVolume")
+    assert set(catalog.gpu_skus(chart.sku_catalog)) == set(kaito(version, "skus")["skus"])

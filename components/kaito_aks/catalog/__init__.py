@@ -111,6 +111,25 @@ class KaitoChart(CamelModel):
         return {**self.controller_only_gates, **self.feature_gates}
 
 
+class RagEngineChart(CamelModel):
+    """What kaito-aks knows about one KAITO ragengine chart release (catalog/ragengine_charts.yaml)."""
+
+    version: str = ""
+    api_version: Literal["kaito.sh/v1alpha1", "kaito.sh/v1beta1"]
+    sku_catalog: str
+    compute_required: bool
+    gpu_table_only: bool
+    sku_case_sensitive: bool
+    inference_service_required: bool
+    storage: Literal["flat", "persistentVolume"]
+    vector_db: bool
+    guardrails: bool
+    retrieve_api: bool
+    embedding_checked: bool
+    dropped_selector_labels: list[str]
+    value_keys: list[str]
+
+
 class GpuOperatorChart(CamelModel):
     version: str = ""
     daemonset_tolerations: list[Toleration]
@@ -272,6 +291,18 @@ def kaito_charts() -> dict[str, KaitoChart]:
     versions = _charts_file("kaito_charts.yaml")["versions"]
     ordered = sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
     return {v: KaitoChart.model_validate({"version": v, **versions[v]}) for v in ordered}
+
+
+def ragengine_chart_source() -> ChartSource:
+    return _chart_source("ragengine_charts.yaml")
+
+
+@cache
+def ragengine_charts() -> dict[str, RagEngineChart]:
+    """Supported releases of KAITO's RAGEngine operator, oldest first."""
+    versions = _charts_file("ragengine_charts.yaml")["versions"]
+    ordered = sorted(versions, key=_minor)
+    return {v: RagEngineChart.model_validate({"version": v, **versions[v]}) for v in ordered}
 
 
 def gpu_operator_chart_source() -> ChartSource:

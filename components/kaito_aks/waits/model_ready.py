@@ -2,7 +2,7 @@
 own reason when it does not.
 
 KAITO reports progress as status conditions: a Workspace's `InferenceReady` (tuning:
-`JobStarted`), an InferenceSet's `InferenceSetReady`. `ModelReady` sits after those objects in
+`JobStarted`), an InferenceSet's `InferenceSetReady`, a RAGEngine's `RAGEngineSucceeded`. `ModelReady` sits after those objects in
 the graph and polls them, as `kubectl wait --for=condition=...` does, and runs again when the
 objects change. pulumi-kubernetes' `pulumi.com/waitFor` annotation waits the same way but fails with "timed out waiting for the
 condition" alone; this wait puts the condition's reason and message into the error.
@@ -29,17 +29,22 @@ FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, 
 NO_CONTROLLER_HINT = (
     "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
 )
+# RAGEngines have an operator of their own (the ragengine chart).
+CONTROLLER_HINTS = {
+    "RAGEngine": "is the KAITO RAGEngine controller running? (kubectl -n kaito-ragengine get pods; kubectl describe "
+    "{kind} {name})"
+}
 
 
 @dataclass(frozen=True)
 class Watched:
     """One KAITO object and the condition that says it is serving."""
 
-    kind: str  # Workspace or InferenceSet
+    kind: str  # Workspace, InferenceSet or RAGEngine
     api_version: str  # kaito.sh/v1beta1, kaito.sh/v1alpha1
     namespace: str
     name: str
-    condition: str  # InferenceReady, InferenceSetReady, JobStarted
+    condition: str  # InferenceReady, InferenceSetReady, JobStarted, RAGEngineSucceeded
     timeout_seconds: float | None = None  # its own limit, when one wait watches several models
 
     @property
@@ -75,7 +80,7 @@ class Watched:
 def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     """Whether one object reports its condition True."""
     label = f"{watched.kind} {watched.namespace}/{watched.name}"
-    hint = NO_CONTROLLER_HINT.format(kind=watched.kind.lower(), name=watched.name)
+    hint = CONTROLLER_HINTS.get(watched.kind, NO_CONTROLLER_HINT).format(kind=watched.kind.lower(), name=watched.name)
     if obj is None:
         return Check(False, f"{label} does not exist", "was it deleted?")
     generation = obj["metadata"].get("generation")
@@ -201,7 +206,7 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
         name: str,
         access: ClusterAccess,
         watched: list[Watched],
-        revision: str,
+        revision: pulumi.Input[str],
         timeout_minutes: float,
         opts: pulumi.ResourceOptions | None = None,
     ):
