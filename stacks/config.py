@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from kaito_aks.azure.aks_cluster import AksClusterArgs, SystemPoolArgs
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePoolArgs
@@ -22,8 +22,17 @@ from kaito_aks.model.spec import RETIRED, AdapterArgs, KaitoModelArgs, TuningArg
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
+from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
-from kaito_aks.schema import Field, check_value, documented, fields, unusable
+from kaito_aks.rag.spec import (
+    EmbeddingArgs,
+    GuardrailsArgs,
+    InferenceServiceArgs,
+    RagComputeArgs,
+    RagEngineArgs,
+    StorageArgs,
+)
+from kaito_aks.schema import Field, Range, check_value, documented, fields, unusable
 
 PROJECT = "kaito-aks"
 DEFAULT_KAITO_VERSION = "0.8.1"
@@ -74,6 +83,28 @@ class StackGpuProvisioner:
     install: bool | None = None
     """Default: on with kaito.nodeProvisioning auto when this stack installs KAITO on an AKS
     cluster (cluster.aks or cluster.existing)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackRagEngineOperator:
+    """Whether the stack installs KAITO's RAGEngine operator."""
+
+    install: bool | None = None
+    """Default: on when the stack has ragEngines and installs KAITO (kaito.install)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackRagEngine:
+    """What ties a RAG engine to a model of this stack."""
+
+    workspace: str | None = None
+    """A workspaces[] entry of the same namespace whose model answers the engine's chat
+    completions (instead of inferenceService): its endpoint, and the engine waits for it to serve."""
+    context_window_size: Annotated[int, Range(1, None, "a positive number of tokens")] | None = None
+    """With workspace: the model's context window; default: the workspace's config.vllm.max-model-len
+    (without one, KAITO sizes it from the GPU at start-up, so say it here)."""
 
 
 @documented
@@ -313,15 +344,60 @@ WORKSPACE = Section(
     retired=RETIRED,
 )
 
+RAG_ENGINE_OPERATOR = Section(
+    "ragEngineOperator",
+    "KAITO's RAGEngine operator (the `kaito/ragengine` chart, the version of kaito.version).",
+    (Part(StackRagEngineOperator, ("install",)), Part(RagEngineOperatorArgs, ("values",))),
+)
+RAG_ENGINE = Section(
+    "ragEngines[]",
+    "A KAITO RAGEngine: documents indexed and retrieved into the prompts of a model of this stack (workspace) "
+    "or any OpenAI-compatible LLM (inferenceService).",
+    (
+        Part(
+            RagEngineArgs,
+            (
+                "name",
+                "namespace",
+                "embedding",
+                "inference_service",
+                "compute",
+                "storage",
+                "guardrails",
+                "load_balancer",
+                "ready_timeout_minutes",
+            ),
+            required=("name",),
+            docs={"namespace": "Created unless `default` (see createNamespaces)."},
+        ),
+        Part(StackRagEngine, ("workspace", "context_window_size")),
+    ),
+)
+
 # The nested arg classes the README documents under their section.
 NESTED: Sequence[tuple[str, type]] = (
     ("cluster.aks.systemPool", SystemPoolArgs),
     ("gpuNodePools[].autoscale", AutoscaleArgs),
     ("workspaces[].adapters[]", AdapterArgs),
     ("workspaces[].tuning", TuningArgs),
+    ("ragEngines[].inferenceService", InferenceServiceArgs),
+    ("ragEngines[].compute", RagComputeArgs),
+    ("ragEngines[].storage", StorageArgs),
+    ("ragEngines[].guardrails", GuardrailsArgs),
+    ("ragEngines[].embedding", EmbeddingArgs),
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-TOP_KEYS = {"cluster", "kaito", "workspaces", "gpuNodePools", "gpuOperator", "gpuProvisioner", "createNamespaces"}
+TOP_KEYS = {
+    "cluster",
+    "kaito",
+    "workspaces",
+    "gpuNodePools",
+    "gpuOperator",
+    "gpuProvisioner",
+    "ragEngineOperator",
+    "ragEngines",
+    "createNamespaces",
+}
 SECRET_KEYS = ("hfToken", "kubeconfig")
 SECRET_DOCS = {
     "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
@@ -384,6 +460,12 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class RagEngineConfig:
+    args: RagEngineArgs  # a workspace's endpoint: its in-cluster URL, the Output at `up`
+    workspace: str | None = None  # the workspaces[] entry it answers with
+
+
+@dataclass(frozen=True)
 class StackConfig:
     """A stack's config, checked, as the components' args."""
 
@@ -399,6 +481,8 @@ class StackConfig:
     gpu_operator_written: bool  # the gpuOperator key is there
     gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
     given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
+    rag_engines: tuple[RagEngineConfig, ...]
+    rag_operator: RagEngineOperatorArgs | None  # None: not installed
     create_namespaces: bool
     has_hf_token: bool
     has_kubeconfig: bool
@@ -418,7 +502,8 @@ class StackConfig:
         """The namespaces this stack creates."""
         if not self.create_namespaces:
             return ()
-        return tuple(sorted({m.namespace for m in self.models} - {"default"}))
+        used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
+        return tuple(sorted(used - {"default"}))
 
 
 def defaults(cls: type) -> dict[str, Any]:

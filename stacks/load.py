@@ -18,13 +18,18 @@ from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.model.component import check_model
+from kaito_aks.model.names import endpoint_of
+from kaito_aks.model.rules import max_model_len
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.rag.component import check_rag_engine
+from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from stacks import rules
 from stacks.config import (
     CLUSTER_CHOICES,
@@ -36,11 +41,14 @@ from stacks.config import (
     KAITO,
     POOL,
     PROJECT,
+    RAG_ENGINE,
+    RAG_ENGINE_OPERATOR,
     SECRET_KEYS,
     TOP,
     TOP_KEYS,
     WORKSPACE,
     PoolConfig,
+    RagEngineConfig,
     Section,
     StackConfig,
     StackDiscovery,
@@ -49,6 +57,8 @@ from stacks.config import (
     StackKaito,
     StackNamespaces,
     StackProtect,
+    StackRagEngine,
+    StackRagEngineOperator,
     model_defaults,
     read_section,
 )
@@ -114,6 +124,10 @@ def parse_stack_config(
     )
     pool_values = _entries(POOL, raw.get("gpuNodePools", []), "gpuNodePools", problems)
     ws_values = _entries(WORKSPACE, raw.get("workspaces", []), "workspaces", problems)
+    rag_values = _entries(RAG_ENGINE, raw.get("ragEngines", []), "ragEngines", problems)
+    rag_operator = read_section(
+        RAG_ENGINE_OPERATOR, raw.get("ragEngineOperator", {}), ("ragEngineOperator",), problems
+    ) or _empty(RAG_ENGINE_OPERATOR)
     # A key with a wrong shape is reported once, here; the rules do not speak about it (nor, when
     # its value was unusable, about its entry as a whole, which they judged without it).
     shaped = [p.path for p in problems]
@@ -233,6 +247,20 @@ def parse_stack_config(
             )
             model_index.append(i)
 
+    rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
+    install_rag = rag_operator[StackRagEngineOperator].get("install")
+    if install_rag is None:
+        install_rag = bool(rag_values) and kaito_install
+    rag_operator_args = (
+        RagEngineOperatorArgs(version=kaito_args.version, values=rag_operator[RagEngineOperatorArgs].get("values", {}))
+        if install_rag
+        else None
+    )
+    if rag_operator[StackRagEngineOperator].get("install") is not None:
+        written |= {"ragEngineOperator.install"}
+    if rag_operator[RagEngineOperatorArgs]:
+        written |= {"ragEngineOperator"}
+
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
@@ -246,6 +274,8 @@ def parse_stack_config(
         gpu_operator_written="gpuOperator" in raw,
         gpu_provisioner=gpu_provisioner_args,
         given=written,
+        rag_engines=tuple(rag_engines),
+        rag_operator=rag_operator_args,
         create_namespaces=top[StackNamespaces].get("create_namespaces", True),
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
@@ -275,11 +305,90 @@ def parse_stack_config(
         given = ws_values[i]
         for p in check_model(args)[1]:
             found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given), args))
-    found += rules.check(cfg, model_index, pool_index)
+    if rag_operator_args is not None:
+        operator_found = ragengine_operator_problems(rag_operator_args)
+        found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
+    found += rag_problems
+    found += rules.check(cfg, model_index, pool_index, rag_index)
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
         raise StackConfigError(problems)
     return cfg
+
+
+def _rag_engines(
+    entries: list[dict[type, dict[str, Any]] | None], models: list[KaitoModelArgs], version: str
+) -> tuple[list[RagEngineConfig], list[int], list[Problem]]:
+    """Each ragEngines entry as RagEngine args, checked by the component's own rules at its
+    config path; an engine over a workspace answers with that model's endpoint."""
+    engines: list[RagEngineConfig] = []
+    index: list[int] = []
+    problems: list[Problem] = []
+    by_key = {(m.namespace, m.name): m for m in models}
+    for i, entry in enumerate(entries):
+        if entry is None:
+            continue
+        given = {k: v for k, v in entry[RagEngineArgs].items() if v is not None}
+        tie = entry[StackRagEngine]
+        workspace = tie.get("workspace")
+        at = ("ragEngines", i)
+        if workspace is not None:
+            model = by_key.get((given.get("namespace", "default"), workspace))
+            if "inference_service" in given:
+                problems.append(
+                    Problem(
+                        (*at, "workspace"),
+                        "give workspace (a model of this stack) or inferenceService, not both",
+                        "rag-llm",
+                    )
+                )
+            elif model is None:
+                problems.append(
+                    Problem(
+                        (*at, "workspace"),
+                        f"no workspaces[] entry named {workspace!r} in namespace {given.get('namespace', 'default')}",
+                        "rag-workspace",
+                    )
+                )
+            elif model.tuning is not None:
+                problems.append(
+                    Problem((*at, "workspace"), f"{workspace} is a tuning job; it serves nothing", "rag-workspace")
+                )
+            else:
+                window = tie.get("context_window_size") or max_model_len(model)
+                if window is None:
+                    problems.append(
+                        Problem(
+                            (*at, "context_window_size"),
+                            f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context window "
+                            "from the GPU at start-up; give the window here (or set max-model-len on the workspace)",
+                            "required",
+                        )
+                    )
+                else:
+                    url = endpoint_of(model)
+                    given["inference_service"] = InferenceServiceArgs(url=url, context_window_size=window)
+        elif tie.get("context_window_size") is not None:
+            problems.append(
+                Problem(
+                    (*at, "context_window_size"),
+                    "only with workspace; give inferenceService.contextWindowSize for another LLM",
+                    "rag-llm",
+                )
+            )
+        args = RagEngineArgs(kaito_version=version, **given)
+        checked, found = check_rag_engine(args)
+        problems += [_rag_problem_at(p, i) for p in found]
+        if checked is not None:
+            engines.append(RagEngineConfig(checked, workspace))
+            index.append(i)
+    return engines, index, problems
+
+
+def _rag_problem_at(problem: Problem, index: int) -> Problem:
+    if problem.path[:1] == ("kaito_version",):
+        return dataclasses.replace(problem, path=("kaito", "version", *problem.path[1:]))
+    return problem.under("ragEngines", index)
 
 
 def _spoken_for(path: tuple[PathPart, ...], shaped: list[tuple[PathPart, ...]]) -> bool:

@@ -22,6 +22,8 @@ from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
+from kaito_aks.operators.ragengine_operator import RagEngineOperator
+from kaito_aks.rag.component import RagEngine
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 
@@ -99,11 +101,53 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
-    _export(cfg, cluster, group, provisioner)
+    rag_engines = _rag_engines(cfg, cluster, group, kaito, namespaces)
+    _export(cfg, cluster, group, provisioner, rag_engines)
+
+
+def _rag_engines(
+    cfg: StackConfig,
+    cluster: AksCluster | KubeconfigCluster,
+    group: ModelGroup,
+    kaito: KaitoOperator | None,
+    namespaces: dict[str, k8s.core.v1.Namespace],
+) -> dict[str, RagEngine]:
+    """KAITO's RAGEngine operator and the engines. An engine over a workspace takes the model's
+    endpoint (an Output) and waits for the model to serve; the operator follows the workspace
+    operator (on 0.8 its controller watches the NodeClaim CRD that chart installs)."""
+    if not cfg.rag_engines and cfg.rag_operator is None:
+        return {}
+    operator = None
+    if cfg.rag_operator is not None:
+        operator = RagEngineOperator(
+            "ragengine",
+            cfg.rag_operator,
+            opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[kaito] if kaito else []),
+        )
+    engines: dict[str, RagEngine] = {}
+    for engine in cfg.rag_engines:
+        args = engine.args
+        key = f"{args.namespace}/{args.name}"
+        after: list[pulumi.Resource] = [r for r in (operator,) if r is not None]
+        if args.namespace in namespaces:
+            after.append(namespaces[args.namespace])
+        if engine.workspace is not None and args.inference_service is not None:
+            model_key = f"{args.namespace}/{engine.workspace}"
+            model = group.models[model_key]
+            args = dataclasses.replace(
+                args, inference_service=dataclasses.replace(args.inference_service, url=model.endpoint)
+            )
+            after += [model, *group.waits_of(model_key)]
+        engines[key] = RagEngine(key, args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=after))
+    return engines
 
 
 def _export(
-    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: ModelGroup, provisioner: GpuProvisioner | None
+    cfg: StackConfig,
+    cluster: AksCluster | KubeconfigCluster,
+    group: ModelGroup,
+    provisioner: GpuProvisioner | None,
+    rag_engines: dict[str, RagEngine],
 ) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -139,8 +183,23 @@ def _export(
             },
             "gpuOperator": {"version": cfg.gpu_operator.version} if cfg.gpu_operator else None,
             "gpuProvisioner": {"version": cfg.gpu_provisioner.version} if cfg.gpu_provisioner else None,
+            "ragEngineOperator": {"version": cfg.rag_operator.version} if cfg.rag_operator else None,
         },
     )
+    if rag_engines:
+        workspaces = {f"{e.args.namespace}/{e.args.name}": e.workspace for e in cfg.rag_engines}
+        pulumi.export(
+            "ragEngines",
+            {
+                key: {
+                    "endpoint": engine.endpoint,
+                    "chatEndpoint": engine.chat_endpoint,
+                    "retrieveEndpoint": engine.retrieve_endpoint,
+                    "workspace": workspaces[key],
+                }
+                for key, engine in rag_engines.items()
+            },
+        )
     if provisioner is not None:
         pulumi.export(
             "gpuProvisioner",

@@ -52,16 +52,70 @@ def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Probl
     return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
-def check(cfg: StackConfig, model_index: list[int], pool_index: list[int]) -> list[Problem]:
-    """The stack-wide rules. `model_index`/`pool_index`: each model's and pool's config index."""
+def check(
+    cfg: StackConfig, model_index: list[int], pool_index: list[int], rag_index: list[int] | None = None
+) -> list[Problem]:
+    """The stack-wide rules. `model_index`/`pool_index`/`rag_index`: each model's, pool's and
+    RAG engine's config index."""
     return [
         *_cluster(cfg),
         *_kaito(cfg),
         *_nodes(cfg),
         *_add_on(cfg),
         *_names(cfg, model_index),
+        *_rag(cfg, rag_index or []),
         *_pools(cfg, pool_index),
     ]
+
+
+def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
+    """RAG engines next to the models: their own names, their operator, no tokens in the file."""
+    if "ragEngineOperator" in cfg.given and cfg.rag_operator is None:
+        yield Problem(
+            ("ragEngineOperator",),
+            "configures a RAGEngine operator this stack does not install (it installs one when it has ragEngines and "
+            "installs KAITO, or with ragEngineOperator.install: true); remove it",
+            "rag-operator",
+        )
+    if cfg.add_on and (cfg.rag_engines or cfg.rag_operator is not None):
+        yield Problem(
+            ("ragEngines",),
+            "the AKS add-on runs no RAGEngine operator, and KAITO's ragengine chart of its release is not one this "
+            "program installs; remove ragEngines, or install KAITO with this stack instead of the add-on",
+            "add-on",
+        )
+    chart = catalog.kaito_charts().get(cfg.kaito.version)
+    taken: dict[tuple[str, str], str] = {}
+    if chart is not None:
+        for i, args in enumerate(cfg.models):
+            for name in claimed_names(args, chart):
+                taken.setdefault((args.namespace, name), f"workspaces[{i}]")
+    for i, engine in zip(rag_index, cfg.rag_engines, strict=True):
+        args = engine.args
+        at = ("ragEngines", i)
+        owner = taken.get((args.namespace, args.name or ""))
+        if owner is not None:
+            yield Problem(
+                (*at, "name"),
+                f"{args.namespace}/{args.name} is also a name {owner} creates; KAITO names the engine's Service after "
+                "it, so choose another",
+                "name-collision",
+            )
+        taken.setdefault((args.namespace, args.name or ""), f"ragEngines[{i}]")
+        service = args.inference_service
+        if service is not None and service.access_token is not None:
+            yield Problem(
+                (*at, "inference_service", "access_token"),
+                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
+                "plaintext-secret",
+            )
+        db = args.storage.vector_db if args.storage is not None else None
+        if db is not None and db.access_token is not None:
+            yield Problem(
+                (*at, "storage", "vector_db", "access_token"),
+                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
+                "plaintext-secret",
+            )
 
 
 def _nodes(cfg: StackConfig) -> Iterator[Problem]:

@@ -15,6 +15,7 @@ from kaito_aks.cluster.access import ClusterAccess, access_of
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
+from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_problems
 from kaito_aks.model.spec import RETIRED, KaitoModelArgs
@@ -201,9 +202,8 @@ class KaitoModel(pulumi.ComponentResource):
                 },
                 opts=child,
             )
-            endpoint = service.metadata.apply(
-                lambda m: f"http://{m['name']}.{m['namespace']}.svc.cluster.local/v1/chat/completions"
-            )
+            url = endpoint_of(args)
+            endpoint = service.metadata.apply(lambda _: url)  # known once the Service exists
 
         self.endpoint = endpoint
         self.model = pulumi.Output.from_input(plan.served_model)

@@ -41,6 +41,17 @@ class ModelGroup:
         wait = self.gpu_nodes.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
         return wait.found() if wait is not None else pulumi.Output.from_input(None)
 
+    def waits_of(self, name: str) -> list[pulumi.Resource]:
+        """The waits a model's readiness is decided by (its GPU-node wait and its ready wait)."""
+        plan = self.plans[name]
+        key = selector_text(plan.gpu_nodes.selector) if plan.gpu_nodes else ""
+        waits: list[pulumi.Resource] = []
+        if plan.gpu_nodes is not None and key in self.gpu_nodes:
+            waits.append(self.gpu_nodes[key])
+        if key in self.ready:
+            waits.append(self.ready[key])
+        return waits
+
 
 def deploy_models(
     name: str,
