@@ -21,6 +21,7 @@ from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, N
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 
+AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
 
@@ -41,6 +42,8 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
             )
         )
     problems += [*_names(args, chart), *_source(args, chart), *_placement(args, chart), *_tuning(args, chart)]
+    if chart is not None and args.node_provisioning == "auto" and not problems:
+        problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
@@ -356,12 +359,148 @@ def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> 
 
 
 def match_labels(args: KaitoModelArgs) -> dict[str, str]:
-    """The labels the model's Workspaces select nodes by (the default per compute)."""
+    """The labels the model's Workspaces select nodes by. Default, bring-your-own: GPU-present
+    (gpu) or Linux (cpu); auto: apps=<name>, as KAITO's docs write it: KAITO puts the labels on
+    the nodes it creates, and a label no other node has keeps it from counting them as its own."""
     if args.label_selector is not None and args.label_selector.match_labels:
         return dict(args.label_selector.match_labels)
     if args.label_selector is not None:
         return {}
+    if args.node_provisioning == "auto":
+        return {AUTO_LABEL: args.name or ""}
     return dict(GPU_PRESENT_LABEL if is_gpu(args) else LINUX_LABEL)
+
+
+# ---------------------------------------------------------------- nodes KAITO creates (auto)
+
+
+def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
+    """The SKU-table entry KAITO finds for `name`: an exact match before 0.10, case-insensitive since."""
+    skus = catalog.gpu_skus(chart.sku_catalog)
+    if chart.sku_names_case_sensitive:
+        return skus.get(name)
+    return next((sku for key, sku in skus.items() if key.lower() == name.lower()), None)
+
+
+def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """KAITO's node auto-provisioning branch of the webhook (instanceType required; a size it
+    knows; GPU memory for the transformers runtime), stricter where KAITO admits what then
+    fails: it admits any Standard_N*/Standard_D* name, but cannot size a preset on a size outside
+    its table. Then KAITO's vLLM estimator on that size, as its controller runs it."""
+    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    transformers = args.runtime == "transformers" or args.tuning is not None
+    mml = max_model_len(args)
+    if not args.instance_type:
+        fit = (
+            sizing.smallest_instance_type(
+                preset,
+                catalog.gpu_skus(chart.sku_catalog),
+                chart.preset_catalog,
+                transformers=transformers,
+                max_model_len=mml,
+            )
+            if preset is not None
+            else None
+        )
+        hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        yield Problem.at(
+            "instance_type",
+            'required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "instanceType is '
+            f'required when node auto-provisioning is enabled"){hint}',
+            "instance-type",
+        )
+        return
+    name = args.instance_type
+    prefix = ("Standard_N", "Standard_D")
+    has_prefix = (
+        name.startswith(prefix)
+        if chart.sku_names_case_sensitive
+        else name.lower().startswith(tuple(p.lower() for p in prefix))
+    )
+    if not args.model:
+        if not has_prefix:
+            yield Problem.at(
+                "instance_type",
+                f'KAITO {chart.version} creates nodes only of Azure N-series (GPU) or D-series sizes ("Unsupported '
+                f'instance type {name}"); use e.g. Standard_D8s_v5 for a CPU image',
+                "instance-type",
+            )
+        return
+    sku = find_instance_type(name, chart)
+    if sku is None:
+        yield _unknown_instance_type(name, chart)
+        return
+    if sku.vendor != "nvidia":
+        yield Problem.at(
+            "instance_type",
+            f"{name} has {sku.gpu_model} GPUs; KAITO's preset images run on NVIDIA GPUs only (the AKS add-on docs list "
+            "AMD sizes as unsupported)",
+            "instance-type-gpu",
+        )
+        return
+    if sku.unusable:
+        yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
+        return
+    if preset is None:
+        return
+    release = chart.preset_catalog
+    if transformers:
+        need = preset.tuning_gib if args.tuning is not None and preset.tuning_gib else preset.model_gib
+        demand = catalog.Preset.model_validate({**preset.model_dump(by_alias=True), "modelGiB": need})
+        denial = sizing.transformers_denial(demand, sku, release)
+        if denial is not None:
+            fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
+            hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
+            what = "a tuning job" if args.tuning is not None else "the transformers runtime"
+            yield Problem.at(
+                "instance_type",
+                f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
+                "instance-type-fit",
+            )
+        return
+    try:
+        sizing.nodes_on_instance_type(preset, sku, release, mml)
+    except sizing.SizingError as err:
+        fit = sizing.smallest_instance_type(
+            preset, catalog.gpu_skus(chart.sku_catalog), release, transformers=False, max_model_len=mml
+        )
+        hint = f"; the smallest that fits: {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version}'s vLLM node estimator refuses {args.model} on {name}: {err}{hint}",
+            "instance-type-fit",
+        )
+
+
+def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
+    every = catalog.all_gpu_skus()
+    spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
+    if spelled is not None:
+        return Problem.at(
+            "instance_type",
+            f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
+            "instance-type",
+        )
+    known = every.get(name)
+    if known is not None:
+        return Problem.at(
+            "instance_type",
+            f"KAITO {chart.version} no longer supports {known.gpu_model} ({name}): it needs CUDA compute capability 8.0 "
+            "or newer (A10, A100, H100, H200)",
+            "instance-type",
+        )
+    close = catalog.closest_skus(name)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return Problem.at(
+        "instance_type",
+        f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
+        f"Standard_N*/Standard_D* name, then its node estimator fails); {hint}`models list` shows the sizes it knows",
+        "instance-type",
+    )
+
+
+def _nodes(n: int) -> str:
+    return "1 node" if n == 1 else f"{n} nodes"
 
 
 def _kaito_tolerates(taint: str) -> bool:
