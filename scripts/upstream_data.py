@@ -262,12 +262,21 @@ def go_model_definitions(text: str) -> dict[str, dict[str, Any]]:
     tuning = go_func_bodies(text, "GetTuningParameters")
     distributed = go_func_bodies(text, "SupportDistributedInference")
     tunable = go_func_bodies(text, "SupportTuning")
+    # The name a type is registered under (plugin.Registration{Name: C, Instance: &v}, var v T):
+    # KAITO serves that name with T's parameters, whatever metadata T reads (0.6's deepseekV3
+    # reads deepseek-r1-0528's).
+    types = dict(re.findall(r"^var (\w+)\s+(\w+)\s*$", text, re.M))
+    registered = {
+        types[var]: consts[const]
+        for const, var in re.findall(r"Name:\s*(\w+),\s*Instance:\s*&(\w+)", text)
+        if var in types and const in consts
+    }
     presets: dict[str, dict[str, Any]] = {}
     for receiver, body in inference.items():
         name_ref = re.search(r"metadata\.MustGet\((\w+)\)", body)
         if name_ref is None:
             continue
-        name = consts[name_ref.group(1)]
+        name = registered.get(receiver, consts[name_ref.group(1)])
         entry: dict[str, Any] = {
             "gpuCount": int(_go_field(body, "GPUCountRequirement", str)),
             **_memory_fields(body),

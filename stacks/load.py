@@ -17,6 +17,7 @@ from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.model.component import check_model
+from kaito_aks.model.rules import model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
@@ -183,6 +184,11 @@ def parse_stack_config(
                 )
             )
             model_index.append(i)
+    warnings = tuple(
+        _model_problem_at(w, i, pool_index, ws_values[i])
+        for i, args in zip(model_index, models, strict=True)
+        for w in model_warnings(args)
+    )
 
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
@@ -199,6 +205,7 @@ def parse_stack_config(
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
         azure_location=azure_location,
+        warnings=warnings,
     )
 
     # ---- the components' own rules, at config paths; then what only a whole stack can get wrong

@@ -157,17 +157,7 @@ def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
                 "enable it or use gpuDriver: aks",
                 "driver",
             )
+        dropped = catalog.dropped_sku(pool.args.vm_size, chart.sku_catalog, chart.version) if chart else None
         sku = catalog.all_gpu_skus().get(pool.args.vm_size)
-        if (
-            chart is not None
-            and sku is not None
-            and sku.vendor == "nvidia"
-            and not sku.unusable
-            and pool.args.vm_size not in catalog.gpu_skus(chart.sku_catalog)
-        ):
-            yield Problem(
-                ("gpuNodePools", i, "vm_size"),
-                f"KAITO {chart.version} no longer supports {sku.gpu_model} ({pool.args.vm_size}): it needs CUDA compute "
-                "capability 8.0 or newer (A10, A100, H100, H200)",
-                "pool-sku-version",
-            )
+        if dropped is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
+            yield Problem(("gpuNodePools", i, "vm_size"), dropped, "pool-sku-version")

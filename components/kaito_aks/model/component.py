@@ -16,7 +16,7 @@ from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.rules import model_problems
+from kaito_aks.model.rules import model_problems, model_warnings
 from kaito_aks.model.spec import RETIRED, KaitoModelArgs
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_mapping
@@ -108,6 +108,8 @@ class KaitoModel(pulumi.ComponentResource):
         assert checked is not None
         args = checked
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        for warning in model_warnings(args):  # what only KAITO can check: said, never silent
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_model(args)
         child = child_options(self, opts)
         prerequisites: list[pulumi.Resource] = []

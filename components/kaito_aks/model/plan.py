@@ -129,7 +129,7 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     """The objects that serve (or tune) a model whose args passed `model_problems`."""
     chart = catalog.kaito_charts()[args.kaito_version]
     name = args.name or ""
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
     annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
@@ -233,10 +233,16 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
 
     gpu_nodes = None
     selector = resource.label_selector.match_labels
-    if preset is not None and not auto and selector:
+    if args.model and not auto and selector:
         # KAITO's webhook checks the matched nodes for presets with bring-your-own nodes only
-        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes).
-        demand = GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes). A
+        # Hugging Face id outside KAITO's catalog has no size offline: its nodes must still exist
+        # and be labelled.
+        demand = (
+            GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+            if preset is not None
+            else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
+        )
         gpu_nodes = GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
 
     return ModelPlan(

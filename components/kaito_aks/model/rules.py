@@ -20,6 +20,8 @@ from kaito_aks.problems import Problem
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
+# KAITO 0.6's inference-config check: vLLM on several GPUs of less memory needs max-model-len.
+MAX_MODEL_LEN_REQUIRED_BELOW_GIB = 20
 
 
 def chart_of(args: KaitoModelArgs) -> catalog.KaitoChart | None:
@@ -30,17 +32,46 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
     """Every rule the model breaks (its args already have the right types)."""
     chart = chart_of(args)
     problems: list[Problem] = []
-    if chart is None:
-        supported = ", ".join(catalog.kaito_charts())
-        problems.append(
-            Problem.at(
-                "kaito_version", f"KAITO {args.kaito_version} is not supported; use one of: {supported}", "version"
-            )
-        )
-    problems += [*_names(args, chart), *_source(args, chart), *_placement(args), *_tuning(args, chart)]
+    unsupported = catalog.unsupported_kaito_version(args.kaito_version)
+    if unsupported is not None:
+        problems.append(Problem.at("kaito_version", unsupported, "version"))
+    problems += [
+        *_names(args, chart),
+        *_source(args, chart),
+        *_placement(args, chart),
+        *_tuning(args, chart),
+    ]
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
+
+
+def model_warnings(args: KaitoModelArgs) -> list[Problem]:
+    """What about the model cannot be checked before KAITO sees it: not errors (the model may
+    well deploy), said so nothing is accepted silently. The components log them (pulumi.log.warn)
+    and `validate` prints them."""
+    chart = chart_of(args)
+    model = args.model or ""
+    if chart is None or args.image or not model or not is_hugging_face_id(model, chart):
+        return []
+    if catalog.find_preset(model, chart.preset_catalog) is not None:
+        return []
+    return [
+        Problem.at(
+            "model",
+            f"{model} is not in KAITO {chart.version}'s model catalog: KAITO sizes it from Hugging Face when the "
+            "Workspace is created, so its size, context window, runtimes and architecture are not checked here "
+            "(nor whether it fits the GPU nodes); KAITO's admission webhook must reach huggingface.co over HTTPS "
+            "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
+            "repository needs `hf_token` or `model_access_secret`",
+            "hugging-face-unchecked",
+        )
+    ]
+
+
+def is_hugging_face_id(model: str, chart: catalog.KaitoChart) -> bool:
+    """Whether the release takes `model` as a Hugging Face id (org/model) rather than a preset."""
+    return chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model) is not None
 
 
 # ---------------------------------------------------------------- names
@@ -105,32 +136,40 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             )
     if chart is None:
         return
-    deprecated = catalog.deprecated_presets()
-    presets = catalog.presets(chart.preset_catalog)
-    removed = catalog.removed_presets(chart.preset_catalog)
-    if model in deprecated:
-        yield Problem.at(
-            "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
-        )
-    elif model in removed:
-        yield Problem.at(
-            "model",
-            f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
-            f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
-            "removed-preset",
-        )
-    elif model not in presets and not (chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model)):
-        close = catalog.closest_presets(model, chart.preset_catalog)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
-    preset = presets.get(model)
+    release = chart.preset_catalog
+    preset = catalog.find_preset(model, release)
     if preset is None:
+        deprecated = catalog.deprecated_presets(release)
+        removed = catalog.removed_presets(release)
+        if model in deprecated:
+            yield Problem.at(
+                "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
+            )
+        elif model in removed:
+            yield Problem.at(
+                "model",
+                f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
+                f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
+                "removed-preset",
+            )
+        elif not is_hugging_face_id(model, chart):  # an id outside the catalog: model_warnings
+            close = catalog.closest_presets(model, release)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
         return
-    if preset.gated and args.hf_token is None and not args.model_access_secret:
+    has_token = args.hf_token is not None or bool(args.model_access_secret)
+    if preset.gated and preset.download_at_runtime and not has_token:
         yield Problem.at(
             "model",
             f"{model} is gated on Hugging Face: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
             "gated",
+        )
+    elif chart.secret_for_every_download and preset.download_at_runtime and not has_token:
+        yield Problem.at(
+            "model",
+            f"KAITO {chart.version} downloads {model} from Hugging Face at start-up and admits it only with a "
+            "modelAccessSecret: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
+            "download-secret",
         )
     if args.model_access_secret and not preset.download_at_runtime and not chart.access_secret_on_any_preset:
         yield Problem.at(
@@ -198,7 +237,7 @@ def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Pro
         )
     elif value < 1:
         yield Problem.at(where, f"must be at least 1 token, not {value}", "max-model-len")
-    elif value > preset.token_limit:
+    elif preset.token_limit is not None and value > preset.token_limit:
         yield Problem.at(
             where, f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens", "max-model-len"
         )
@@ -207,7 +246,16 @@ def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Pro
 # ---------------------------------------------------------------- where it runs
 
 
-def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
+def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    if chart is not None and args.node_provisioning not in chart.node_provisioning_modes:
+        yield Problem.at(
+            "node_provisioning",
+            f"KAITO {chart.version} ({chart.installed_by or 'this release'}) always creates the nodes of its "
+            f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
+            "node-provisioning",
+        )
+    elif chart is not None and args.node_provisioning == "auto" and chart.default_instance_type and not args.image:
+        yield from _provisioned_fit(args, chart)
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -223,6 +271,60 @@ def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
             "label_selector",
             'KAITO finds bring-your-own GPU nodes by matchLabels; add `match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
             "selector",
+        )
+
+
+def _provisioned_fit(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """A release that sizes a preset against the instance type it provisions (0.6, for every
+    runtime): the size must be in its SKU table, and one node of it (resource.count, which this
+    component never sets, defaults to 1) must have the GPUs and memory the preset requires."""
+    if not args.instance_type:
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version} provisions a node of this size for each Workspace and would pick its default, "
+            f"{chart.default_instance_type}; name the GPU size",
+            "instance-type",
+        )
+        return
+    skus = catalog.gpu_skus(chart.sku_catalog)
+    sku = skus.get(args.instance_type)
+    if sku is None or sku.vendor != "nvidia" or sku.unusable:
+        close = [s for s in catalog.closest_skus(args.instance_type) if s in skus]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        why = sku.unusable if sku is not None and sku.unusable else None
+        yield Problem.at(
+            "instance_type",
+            why
+            or f"{args.instance_type} is not an NVIDIA GPU size of KAITO {chart.version}'s SKU table, which it sizes "
+            f"presets by{hint}",
+            "instance-type",
+        )
+        return
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    if preset is None or args.tuning is not None:
+        return
+    hw = sizing.NodeGpus.of_sku(sku)
+    denial = sizing.admission_denial(preset, hw, 1, chart.preset_catalog)
+    if denial is not None:
+        fits = [
+            n
+            for _, found in sizing.estimate(preset, chart.preset_catalog, max_nodes=1)
+            for n in (s.name for s in found)
+        ]
+        hint = f"; {', '.join(fits)} would do" if fits else ""
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version}'s admission webhook would deny {args.model} on one {args.instance_type} node: "
+            f"{denial}{hint}",
+            "admission",
+        )
+    several_small_gpus = sku.gpu_count > 1 and hw.gib_per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
+    if (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
+        yield Problem.at(
+            ("config", "vllm", "max-model-len"),
+            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
+            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({args.instance_type}); set it (e.g. 4096)",
+            "max-model-len",
         )
 
 
@@ -284,19 +386,15 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
     pools = [g for _, g in candidates]
     size = pools[0].vm_size
     sku = catalog.all_gpu_skus().get(size)
-    if sku is not None and size not in catalog.gpu_skus(chart.sku_catalog):
+    dropped = catalog.dropped_sku(size, chart.sku_catalog, chart.version)
+    if dropped is not None:
         for i, _ in candidates:
-            yield Problem.at(
-                ("node_groups", i, "vm_size"),
-                f"KAITO {chart.version} no longer supports {sku.gpu_model} ({size}): it needs CUDA compute capability 8.0 "
-                "or newer (A10, A100, H100, H200)",
-                "pool-sku-version",
-            )
+            yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
         return
     if all(g.max_nodes == 0 for g in pools):
         yield Problem.at("model", "every GPU pool it may use has no nodes; give one at least a node", "empty-pools")
         return
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     if preset is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
         problem = _tuning_fit(args, preset, pools) if args.tuning else _serving_fit(args, preset, pools, chart)
         if problem is not None:
@@ -420,7 +518,8 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     if chart is None:
         return
     presets = catalog.presets(chart.preset_catalog)
-    preset = presets.get(args.model or "")
-    if preset is not None and not preset.supports_tuning:
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    unknown_id = preset is None and is_hugging_face_id(args.model or "", chart)
+    if unknown_id or (preset is not None and not preset.supports_tuning):
         tunable = ", ".join(p.name for p in presets.values() if p.supports_tuning)
         yield Problem.at("tuning", f"KAITO cannot fine-tune {args.model}; tunable presets: {tunable}", "tuning-preset")
