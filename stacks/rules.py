@@ -93,7 +93,12 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
         )
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
-    if chart.replicas == "workspacePerReplica" and gates.get("enableInferenceSetController") is True and cfg.models:
+    # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
+    # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name.
+    adopts_anywhere = (
+        chart.replicas == "workspacePerReplica" and not chart.feature_gates["enableInferenceSetController"]
+    )
+    if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.models:
         yield Problem(
             ("kaito", "feature_gates", Key("enableInferenceSetController")),
             f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "

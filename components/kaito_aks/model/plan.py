@@ -89,8 +89,8 @@ class ModelPlan:
     hf_token_secret: str | None  # Secret to create from the Hugging Face token
     service: ServicePlan | None
     # The model id clients send (OpenAI `model`): KAITO 0.8 serves a preset under its preset
-    # name; 0.12 serves an InferenceSet's Workspaces under the InferenceSet's name. None for a
-    # custom image (ask it: GET /v1/models) and for tuning.
+    # name; 0.11 and 0.12 under the model's name (the created-by label, the InferenceSet's name).
+    # None for a custom image (ask it: GET /v1/models) and for tuning.
     served_model: str | None = None
     gpu_nodes: GpuNodesPlan | None = None  # what KAITO's webhook will look for before admitting it
     readiness: ReadinessPlan | None = None  # what says it serves
@@ -267,10 +267,12 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
 
 
 def served_model_id(args: KaitoModelArgs, chart: catalog.KaitoChart) -> str | None:
-    """What a client puts in `model` (KAITO 0.8: the preset; 0.12: the InferenceSet's name)."""
+    """What a client puts in `model`: KAITO 0.8 serves the preset name; 0.11 a Workspace
+    labelled inferenceset.kaito.sh/created-by (every replica here) under that label's value, the
+    model's name; 0.12 an InferenceSet's Workspaces under the InferenceSet's name, the same."""
     if not args.model or args.tuning is not None:
         return None
-    return args.name if chart.served_model_id == "inferenceSet" else args.model
+    return args.model if chart.served_model_id == "preset" else args.name
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:
