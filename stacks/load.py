@@ -219,7 +219,8 @@ def parse_stack_config(
         found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
-    found += [_at_pools(p, pool_index) or p.under("kaito") for p in kaito_operator_problems(kaito_args)]
+    if cfg.kaito_install:  # a KAITO installed elsewhere is judged by what the models need of it
+        found += [_at_pools(p, pool_index) or p.under("kaito") for p in kaito_operator_problems(kaito_args)]
     if gpu_operator_args is not None:
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
     for i, args in zip(model_index, models, strict=True):

@@ -94,9 +94,10 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
     # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
-    # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name.
+    # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name;
+    # 0.6 has none.
     adopts_anywhere = (
-        chart.replicas == "workspacePerReplica" and not chart.feature_gates["enableInferenceSetController"]
+        chart.replicas == "workspacePerReplica" and chart.feature_gates.get("enableInferenceSetController") is False
     )
     if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.models:
         yield Problem(

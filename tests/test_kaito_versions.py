@@ -4,6 +4,10 @@ other release refused by name with the supported list. What the program emits fo
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 import upstream_facts
 from kaito_aks import catalog
 from kube_schema import crd_validator
@@ -78,3 +82,37 @@ def test_0_11_has_its_own_51_model_catalog(capsys):
     # on 0.11 DeepSeek-V3.2 is an id outside the catalog: KAITO sizes it from Hugging Face
     ev = run(aks(workspaces=[{"name": "ds", "model": "deepseek-ai/DeepSeek-V3.2"}], kaito=V11))
     assert len(ev.of_type(WORKSPACE)) == 1
+
+
+# ---------------------------------------------------------------- 0.6.0, the AKS add-on's
+
+
+def test_a_stack_does_not_install_the_add_ons_release():
+    errs = errors_of(config([PHI], kaito={"version": "0.6.0"}))
+    assert (
+        "kaito.version: KAITO 0.6.0 is what the AKS add-on runs; this program installs 0.8.0, 0.8.1, 0.11.0 or 0.12.0"
+        in errs
+    )
+    err = one_error(config([PHI], kaito={"version": "0.6.0", "install": False}))
+    assert err.startswith("kaito.nodeProvisioning: KAITO 0.6.0 (the AKS add-on) always creates the nodes")
+
+
+def test_models_list_shows_the_add_ons_presets(capsys):
+    rows = {r["model"]: r for r in cli_json(capsys, "models", "list", "--version", "0.6.0")}
+    assert len(rows) == 22
+    assert "phi-2" in rows
+    assert "gpt-oss-20b" not in rows
+    assert (rows["llama-3.3-70b-instruct"]["gpus"], rows["llama-3.3-70b-instruct"]["gpuMemoryGiB"]) == (4, 320)
+
+
+@pytest.mark.parametrize("version", ["0.13.0", "0.13.0-rc.1", "0.7.2", "v0.12.0"])
+def test_other_releases_are_refused_by_name_with_the_supported_list(version):
+    err = one_error(config([PHI], kaito={"version": version}))
+    assert err.startswith(f"kaito.version: KAITO {version} is not supported")
+    assert err.endswith("use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0")
+    assert ("release candidates" in err) == version.startswith("0.13")
+
+
+def cli_json(capsys, *argv: str):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)

@@ -26,16 +26,16 @@ def test_every_supported_version_has_upstream_data():
 def test_upstream_folders_are_all_for_supported_versions():
     """A folder nobody checks against is stale data."""
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
-    wanted |= {f"nvidia-device-plugin-v{_bundled_gfd(v)['version']}" for v in KAITO_VERSIONS}
+    wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
 
-def _bundled_gfd(version: str) -> dict:
+def _bundled_gfd(version: str) -> dict | None:
     """The gpu-feature-discovery chart KAITO bundles (NVIDIA publishes it from the
-    nvidia-device-plugin chart source)."""
+    nvidia-device-plugin chart source); None before 0.8 (no BYO mode)."""
     deps = upstream_facts.chart("kaito", version)["dependencies"]
-    return next(d for d in deps if d["name"] == "gpu-feature-discovery")
+    return next((d for d in deps if d["name"] == "gpu-feature-discovery"), None)
 
 
 def _has_catalog(version: str) -> bool:
@@ -77,23 +77,29 @@ def test_gated_models_are_catalog_ids_or_presets_with_evidence():
                 assert m["huggingFaceId"].lower() in catalog.gated_models(), (version, name)
 
 
-@pytest.mark.parametrize("version", [v for v in KAITO_VERSIONS if v.startswith("0.8")])
-def test_preset_requirements_match_kaito_0_8_go_definitions(version):
+@pytest.mark.parametrize("version", [v for v in KAITO_VERSIONS if not _has_catalog(v)])
+def test_preset_requirements_match_kaitos_go_definitions(version):
+    """Before the catalog (0.6, 0.8) presets are Go definitions: 0.8 sizes by the weights'
+    size, 0.6 by a total and a per-GPU GPU memory requirement."""
     chart = catalog.kaito_charts()[version]
     real = kaito(version, "preset-definitions")["presets"]
     presets = catalog.presets(chart.preset_catalog)
     for name, p in presets.items():
         d = real[name]
         assert p.gpu_count == d["gpuCount"], name
-        assert p.model_gib == pytest.approx(d["modelGiB"]), name
+        assert p.model_gib == pytest.approx(d.get("modelGiB", d.get("totalGpuMemoryGiB"))), name
+        assert p.per_gpu_gib == pytest.approx(d.get("perGpuMemoryGiB", 0)), name
         assert p.distributed == d["distributed"], name
-        assert p.bytes_per_token == d["bytesPerToken"], name
+        if d["bytesPerToken"] is not None:
+            assert p.bytes_per_token == d["bytesPerToken"], name
         assert p.disallow_lo_ra == d["disallowLoRA"], name
         assert p.disable_tensor_parallelism == d["disableTensorParallelism"], name
-        assert p.token_limit == d["tokenLimit"], name
+        if d["tokenLimit"] is not None:
+            assert p.token_limit == d["tokenLimit"], name
         assert p.supports_tuning == ("tuning" in d), name
         if p.supports_tuning:
-            assert p.tuning_gib == pytest.approx(d["tuning"]["modelGiB"]), name
+            tuning = d["tuning"]
+            assert p.tuning_gib == pytest.approx(tuning.get("modelGiB", tuning.get("totalGpuMemoryGiB"))), name
     assert set(presets) <= set(real)
 
 
@@ -228,7 +234,8 @@ def test_sku_table_matches_kaitos_azure_sku_handler(version):
 def test_kaito_chart_table_matches_the_charts_values(version):
     chart = catalog.kaito_charts()[version]
     values = upstream_facts.chart_values("kaito", version)
-    assert chart.feature_gates == values["featureGates"]
+    # 0.6's chart writes its one gate as the string "true"
+    assert chart.feature_gates == {k: v in (True, "true") for k, v in values["featureGates"].items()}
     assert chart.known_gates == kaito(version, "feature-gates")["featureGates"]  # what the controller parses
     assert chart.value_keys == list(values)
     assert (chart.node_provisioner is not None) == ("nodeProvisioner" in values)
@@ -240,7 +247,9 @@ def test_kaito_chart_table_matches_the_charts_values(version):
     for toggle in chart.subchart_toggles:  # a value or a dependency condition of the bundled chart
         subchart, _, key = toggle.partition(".")
         assert subchart == "gpu-feature-discovery", toggle
-        gfd = f"v{_bundled_gfd(version)['version']}"
+        bundled = _bundled_gfd(version)
+        assert bundled is not None
+        gfd = f"v{bundled['version']}"
         conditions = {
             c
             for d in upstream_facts.chart("nvidia-device-plugin", gfd)["dependencies"]
@@ -252,6 +261,22 @@ def test_kaito_chart_table_matches_the_charts_values(version):
         assert key in conditions or key.split(".")[-1] in node, toggle
     facts = upstream_facts.chart("kaito", version)
     assert facts["version"] == version
-    assert (
-        _bundled_gfd(version)["condition"] == "featureGates.disableNodeAutoProvisioning"
-    )  # why KAITO's GFD exists only in BYO
+    bundled = _bundled_gfd(version)
+    assert ("byo" in chart.node_provisioning_modes) == (bundled is not None)
+    if bundled is not None:  # why KAITO's GFD exists only in BYO
+        assert bundled["condition"] == "featureGates.disableNodeAutoProvisioning"
+    crd = upstream_facts.crd(version, "workspaces.kaito.sh")  # the v1beta1 instanceType default, if any
+    (v1beta1,) = (v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+    resource = v1beta1["schema"]["openAPIV3Schema"]["properties"]["resource"]["properties"]
+    assert resource["instanceType"].get("default") == chart.default_instance_type, version
+
+
+def test_kaito_releases_this_program_does_not_install_say_who_does():
+    for version, chart in catalog.kaito_charts().items():
+        assert chart.helm_install == (chart.installed_by is None), version
+        assert (catalog.unsupported_kaito_version(version, install=True) is None) == chart.helm_install
+        assert catalog.unsupported_kaito_version(version) is None
+    assert catalog.installable_kaito_versions() == ["0.8.0", "0.8.1", "0.11.0", "0.12.0"]
+    assert catalog.unsupported_kaito_version("0.6.0", install=True) == (
+        "KAITO 0.6.0 is what the AKS add-on runs; this program installs 0.8.0, 0.8.1, 0.11.0 or 0.12.0"
+    )

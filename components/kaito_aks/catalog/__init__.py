@@ -210,7 +210,9 @@ def _charts_file(name: str) -> _ChartsFile:
 
 
 def _chart_source(name: str) -> ChartSource:
-    return ChartSource.model_validate({k: v for k, v in _load(name).items() if k != "versions"})
+    return ChartSource.model_validate(
+        {k: v for k, v in _load(name).items() if k not in ("versions", "notYetSupported")}
+    )
 
 
 @cache
@@ -453,7 +455,7 @@ def installable_kaito_versions() -> list[str]:
 def unsupported_kaito_version(version: str, *, install: bool = False) -> str | None:
     """Why KAITO `version` cannot be used, or None: the one rule every component and the stack
     apply. `install`: this program is to install it (KaitoOperator), not only create Workspaces
-    for it. The message names the supported versions."""
+    for it. The message names the supported versions (and which of them this program installs)."""
     charts = kaito_charts()
     chart = charts.get(version)
     installable = installable_kaito_versions()
@@ -461,8 +463,8 @@ def unsupported_kaito_version(version: str, *, install: bool = False) -> str | N
         return None
     if chart is not None:
         return f"KAITO {version} is what {chart.installed_by} runs; this program installs {_either(installable)}"
-    usable = [f"{v} ({c.installed_by}'s)" if not c.helm_install else v for v, c in charts.items()]
-    listing = ", ".join(installable if install else usable)
+    # one message whoever asks (the operator and the models of one stack say it once)
+    listing = ", ".join(f"{v} ({c.installed_by}'s)" if not c.helm_install else v for v, c in charts.items())
     minor = ".".join(version.split(".")[:2])
     upcoming = _charts_file("kaito_charts.yaml").get("notYetSupported", {}).get(minor)
     if upcoming is not None:

@@ -1,5 +1,5 @@
-"""`KaitoModel`: one model KAITO serves or fine-tunes, as a component. Its Workspaces (KAITO 0.8:
-one per replica) or InferenceSet (0.12), the ConfigMaps and Hugging Face Secret they read, the
+"""`KaitoModel`: one model KAITO serves or fine-tunes, as a component. Its Workspaces (KAITO 0.6,
+0.8, 0.11: one per replica) or InferenceSet (0.12), the ConfigMaps and Hugging Face Secret they read, the
 Service that is its endpoint, and the waits that make `pulumi up` end with it serving."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class KaitoModel(pulumi.ComponentResource):
     endpoint: pulumi.Output[str | None]
     """In-cluster OpenAI-compatible URL (/v1/chat/completions) of the model's Service; none for tuning."""
     model: pulumi.Output[str | None]
-    """The model id clients send (0.8: the preset; 0.12: the InferenceSet's name); none for an image."""
+    """The model id clients send (0.6, 0.8: the preset; 0.11, 0.12: the model's name); none for an image."""
     source: pulumi.Output[str]
     """The preset, Hugging Face id or image it runs."""
     replicas: pulumi.Output[int]

@@ -339,7 +339,7 @@ def match_labels(args: KaitoModelArgs) -> dict[str, str]:
 
 def _kaito_tolerates(taint: str) -> bool:
     """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
-    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.12 with
+    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.11 with
     spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
     m = TAINT.match(taint)
     if m is None:
