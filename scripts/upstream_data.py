@@ -14,6 +14,8 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     # KAITO bundles NVIDIA's gpu-feature-discovery chart, which NVIDIA publishes from the
     # nvidia-device-plugin chart source (same values.yaml and dependencies)
     python scripts/upstream_data.py nvidia-device-plugin --git <k8s-device-plugin repo> --tag v0.17.4
+    # the node provisioner KAITO's auto-provisioning mode drives on AKS
+    python scripts/upstream_data.py gpu-provisioner --git <gpu-provisioner repo> --tag v0.4.3
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -23,6 +25,7 @@ subset directory has no Go sources):
     chart.yaml          the chart's name, version, appVersion and dependencies
     chart-values.yaml   every value path of the chart's values.yaml with its type and default
     crds/<name>.yaml    KAITO's CRDs as applied to a cluster, descriptions stripped
+    ragengine/chart.yaml, ragengine/chart-values.yaml   the same for KAITO's ragengine chart
     presets.yaml        KAITO's preset table: supported_models.yaml and the model catalog (0.11+)
     preset-definitions.yaml  the numbers in the presets' Go definitions (before 0.11)
     model-catalog.yaml  every model of the Hugging Face model catalog (0.11+): licence and the
@@ -32,6 +35,7 @@ subset directory has no Go sources):
                         the models it fine-tunes, with their tuning GPU memory
     skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
     feature-gates.yaml  the feature gates KAITO's controller knows, with their defaults
+    service-account.yaml  gpu-provisioner: the service account its controller runs as
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ REPOSITORIES = {
     "kaito": "https://github.com/kaito-project/kaito",
     "gpu-operator": "https://github.com/NVIDIA/gpu-operator",
     "nvidia-device-plugin": "https://github.com/NVIDIA/k8s-device-plugin",
+    "gpu-provisioner": "https://github.com/Azure/gpu-provisioner",
 }
 
 
@@ -191,9 +196,18 @@ KAITO_CRDS = {
         "charts/kaito/workspace/crds/kaito.sh_inferencesets.yaml",
         "config/crd/bases/kaito.sh_inferencesets.yaml",
     ),
+    # the ragengine chart's CRD: under its crds/ up to 0.9.0, a template since 0.9.1 (identical
+    # to config/crd/bases, which the reference folders hold)
+    "ragengines.kaito.sh": (
+        "charts/kaito/ragengine/crds/kaito.sh_ragengines.yaml",
+        "config/crd/bases/kaito.sh_ragengines.yaml",
+    ),
 }
 KAITO_VALUES = "charts/kaito/workspace/values.yaml"
 KAITO_CHART = "charts/kaito/workspace/Chart.yaml"
+# KAITO's second operator, the RAGEngine controller: its own chart beside the workspace chart
+RAGENGINE_VALUES = "charts/kaito/ragengine/values.yaml"
+RAGENGINE_CHART = "charts/kaito/ragengine/Chart.yaml"
 MODELS = "presets/workspace/models"
 
 
@@ -515,6 +529,12 @@ def derive_kaito(src: Source) -> dict[str, Any]:
     chart = src.read(KAITO_CHART)
     if chart is not None:
         files["chart.yaml"] = chart_facts(chart[1])
+    rag_values = src.read(RAGENGINE_VALUES)
+    if rag_values is not None:
+        files["ragengine/chart-values.yaml"] = {"values": value_paths(yaml.safe_load(rag_values[1]))}
+    rag_chart = src.read(RAGENGINE_CHART)
+    if rag_chart is not None:
+        files["ragengine/chart.yaml"] = chart_facts(rag_chart[1])
     for name, derive in (
         ("presets.yaml", kaito_presets),
         ("preset-definitions.yaml", kaito_preset_definitions),
@@ -550,10 +570,31 @@ def chart_deriver(chart_dir: str) -> Callable[[Source], dict[str, Any]]:
     return derive
 
 
+GPU_PROVISIONER_CHART = "charts/gpu-provisioner"
+
+
+def derive_gpu_provisioner(src: Source) -> dict[str, Any]:
+    """The chart, and the service account its controller runs as: the template fixes the name
+    (no value sets it), and a workload identity's federated credential must name it exactly."""
+    files = chart_deriver(GPU_PROVISIONER_CHART)(src)
+    found = src.read(f"{GPU_PROVISIONER_CHART}/templates/serviceaccount.yaml")
+    if found is not None:
+        text = found[1]
+        name = re.search(r"^kind: ServiceAccount\nmetadata:\n  name: ([\w.-]+)$", text, re.M)
+        annotations = re.findall(r"^    ([\w./-]+): \{\{ \.Values\.([\w.]+) \}\}$", text, re.M)
+        files["service-account.yaml"] = {
+            "name": name[1] if name else None,
+            "namespace": "the release namespace" if "namespace: {{ .Release.Namespace }}" in text else None,
+            "annotationsFromValues": {key: value for key, value in annotations},
+        }
+    return files
+
+
 PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     "kaito": derive_kaito,
     "gpu-operator": chart_deriver("deployments/gpu-operator"),
     "nvidia-device-plugin": chart_deriver("deployments/helm/nvidia-device-plugin"),
+    "gpu-provisioner": derive_gpu_provisioner,
 }
 
 

@@ -9,12 +9,14 @@ python -m stacks models estimate <model> [--version V] [--pool VMSIZE] [--region
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing as kaito_sizing
+from stacks.config import StackConfig
 from stacks.cost import DEFAULT_REGION
 from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
 
@@ -121,11 +123,31 @@ def _validate(stacks: list[str], root: Path) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
+        nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
-            f"{stack_cost(cfg).summary()})"
+            f"{nodes})"
         )
     return 1 if failed else 0
+
+
+def _kaito_nodes(cfg: StackConfig) -> str:
+    """The nodes KAITO will create in auto mode, by instance type (serving: replicas x the
+    estimator's nodes per replica on that size)."""
+    from kaito_aks.model.rules import find_instance_type, max_model_len
+
+    chart = catalog.kaito_charts()[cfg.kaito.version]
+    counts: dict[str, int] = {}
+    for m in cfg.models:
+        preset = catalog.find_preset(m.model or "", chart.preset_catalog)
+        sku = find_instance_type(m.instance_type or "", chart)
+        per_replica = 1
+        if preset is not None and sku is not None and m.tuning is None and m.runtime != "transformers":
+            with contextlib.suppress(kaito_sizing.SizingError):  # refused by the rules already
+                per_replica = kaito_sizing.nodes_on_instance_type(preset, sku, chart.preset_catalog, max_model_len(m))
+        counts[m.instance_type or "?"] = counts.get(m.instance_type or "?", 0) + per_replica * m.replicas
+    listed = ", ".join(f"{n} x {size}" for size, n in sorted(counts.items()))
+    return f"KAITO creates the GPU nodes: {listed or 'none'}"
 
 
 def _model_rows(version: str) -> list[dict]:

@@ -13,22 +13,36 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from kaito_aks.azure.aks_cluster import AksClusterArgs, SystemPoolArgs
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.model.spec import RETIRED, AdapterArgs, KaitoModelArgs, TuningArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
+from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
-from kaito_aks.schema import Field, check_value, documented, fields, unusable
+from kaito_aks.rag.spec import (
+    EmbeddingArgs,
+    GuardrailsArgs,
+    InferenceServiceArgs,
+    RagComputeArgs,
+    RagEngineArgs,
+    StorageArgs,
+)
+from kaito_aks.schema import Field, Range, check_value, documented, fields, unusable
 
 PROJECT = "kaito-aks"
 DEFAULT_KAITO_VERSION = "0.8.1"
 # Stands in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
+FROM_CLUSTER_ID = (
+    "/subscriptions/(from-the-cluster)/resourceGroups/(from-the-cluster)/providers/"
+    "Microsoft.ContainerService/managedClusters/(from-the-cluster)"
+)
 
 
 # ---------------------------------------------------------------- what only a stack has
@@ -59,6 +73,38 @@ class StackGpuOperator:
 
     enabled: bool | None = None
     """Default: on for AKS stacks with GPU pools, off for kubeconfig stacks."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackGpuProvisioner:
+    """Whether the stack installs gpu-provisioner."""
+
+    install: bool | None = None
+    """Default: on with kaito.nodeProvisioning auto when this stack installs KAITO on an AKS
+    cluster (cluster.aks or cluster.existing)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackRagEngineOperator:
+    """Whether the stack installs KAITO's RAGEngine operator."""
+
+    install: bool | None = None
+    """Default: on when the stack has ragEngines and installs KAITO (kaito.install)."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class StackRagEngine:
+    """What ties a RAG engine to a model of this stack."""
+
+    workspace: str | None = None
+    """A workspaces[] entry of the same namespace whose model answers the engine's chat
+    completions (instead of inferenceService): its endpoint, and the engine waits for it to serve."""
+    context_window_size: Annotated[int, Range(1, None, "a positive number of tokens")] | None = None
+    """With workspace: the model's context window; default: the workspace's config.vllm.max-model-len
+    (without one, KAITO sizes it from the GPU at start-up, so say it here)."""
 
 
 @documented
@@ -176,7 +222,15 @@ AKS = Section(
     (
         Part(
             AksClusterArgs,
-            ("resource_group", "name", "location", "kubernetes_version", "system_pool", "tags"),
+            (
+                "resource_group",
+                "name",
+                "location",
+                "kubernetes_version",
+                "system_pool",
+                "tags",
+                "ai_toolchain_operator",
+            ),
             docs={
                 "location": "Azure region; default: `azure-native:location`",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
@@ -188,7 +242,16 @@ AKS = Section(
 EXISTING = Section(
     "cluster.existing",
     "An AKS cluster that already exists; the stack adopts it read-only.",
-    (Part(AksClusterArgs, ("resource_group", "name")),),
+    (
+        Part(
+            AksClusterArgs,
+            ("resource_group", "name", "ai_toolchain_operator"),
+            docs={
+                "ai_toolchain_operator": "The cluster runs the AKS AI toolchain operator add-on (AKS's KAITO); "
+                "checked at deploy time."
+            },
+        ),
+    ),
 )
 KAITO = Section(
     "kaito",
@@ -196,16 +259,49 @@ KAITO = Section(
     (
         Part(
             KaitoOperatorArgs,
-            ("version", "node_provisioning", "feature_gates", "values"),
-            defaults={"version": DEFAULT_KAITO_VERSION},
+            ("version", "node_provisioning", "node_provisioner", "feature_gates", "values"),
+            defaults={"version": None, "node_provisioning": None},
+            docs={
+                "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
+                "the AKS add-on the release it runs.",
+                "node_provisioning": "byo: your GPU nodes (gpuNodePools), auto-provisioning off; auto: KAITO creates "
+                "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
+            },
         ),
         Part(StackDiscovery, ("gpu_discovery",)),
-        Part(StackKaito, ("install",)),
+        Part(
+            StackKaito,
+            ("install",),
+            defaults={"install": None},
+            docs={
+                "install": "false: KAITO is already installed (a platform team's release, the AKS add-on); only "
+                "Workspaces are created. Default: true, false with the AKS add-on."
+            },
+        ),
         Part(
             KaitoModelArgs,
             WAITS,
             docs={
                 "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
+            },
+        ),
+    ),
+)
+GPU_PROVISIONER = Section(
+    "gpuProvisioner",
+    "gpu-provisioner, which turns KAITO's NodeClaims into AKS node pools (kaito.nodeProvisioning auto), and "
+    "its Azure workload identity (Contributor on the cluster).",
+    (
+        Part(StackGpuProvisioner, ("install",)),
+        Part(
+            GpuProvisionerArgs,
+            ("version", "identity_name", "values"),
+            defaults={"version": None},
+            docs={
+                "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3; default: the one KAITO's own install pairs with "
+                "kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3).",
+                "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
+                "gpu-provisioner-identity.",
             },
         ),
     ),
@@ -240,12 +336,43 @@ WORKSPACE = Section(
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
                 "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
-                "instance_type": "GPU VM size KAITO provisions; only with kaito.nodeProvisioning auto.",
+                "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
+                "kaito.nodeProvisioning auto, refused with byo.",
             },
             defaults={"ready_timeout_minutes": None},
         ),
     ),
     retired=RETIRED,
+)
+
+RAG_ENGINE_OPERATOR = Section(
+    "ragEngineOperator",
+    "KAITO's RAGEngine operator (the `kaito/ragengine` chart, the version of kaito.version).",
+    (Part(StackRagEngineOperator, ("install",)), Part(RagEngineOperatorArgs, ("values",))),
+)
+RAG_ENGINE = Section(
+    "ragEngines[]",
+    "A KAITO RAGEngine: documents indexed and retrieved into the prompts of a model of this stack (workspace) "
+    "or any OpenAI-compatible LLM (inferenceService).",
+    (
+        Part(
+            RagEngineArgs,
+            (
+                "name",
+                "namespace",
+                "embedding",
+                "inference_service",
+                "compute",
+                "storage",
+                "guardrails",
+                "load_balancer",
+                "ready_timeout_minutes",
+            ),
+            required=("name",),
+            docs={"namespace": "Created unless `default` (see createNamespaces)."},
+        ),
+        Part(StackRagEngine, ("workspace", "context_window_size")),
+    ),
 )
 
 # The nested arg classes the README documents under their section.
@@ -254,9 +381,24 @@ NESTED: Sequence[tuple[str, type]] = (
     ("gpuNodePools[].autoscale", AutoscaleArgs),
     ("workspaces[].adapters[]", AdapterArgs),
     ("workspaces[].tuning", TuningArgs),
+    ("ragEngines[].inferenceService", InferenceServiceArgs),
+    ("ragEngines[].compute", RagComputeArgs),
+    ("ragEngines[].storage", StorageArgs),
+    ("ragEngines[].guardrails", GuardrailsArgs),
+    ("ragEngines[].embedding", EmbeddingArgs),
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-TOP_KEYS = {"cluster", "kaito", "workspaces", "gpuNodePools", "gpuOperator", "createNamespaces"}
+TOP_KEYS = {
+    "cluster",
+    "kaito",
+    "workspaces",
+    "gpuNodePools",
+    "gpuOperator",
+    "gpuProvisioner",
+    "ragEngineOperator",
+    "ragEngines",
+    "createNamespaces",
+}
 SECRET_KEYS = ("hfToken", "kubeconfig")
 SECRET_DOCS = {
     "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
@@ -319,6 +461,12 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class RagEngineConfig:
+    args: RagEngineArgs  # a workspace's endpoint: its in-cluster URL, the Output at `up`
+    workspace: str | None = None  # the workspaces[] entry it answers with
+
+
+@dataclass(frozen=True)
 class StackConfig:
     """A stack's config, checked, as the components' args."""
 
@@ -332,6 +480,10 @@ class StackConfig:
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
     gpu_operator_written: bool  # the gpuOperator key is there
+    gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
+    given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
+    rag_engines: tuple[RagEngineConfig, ...]
+    rag_operator: RagEngineOperatorArgs | None  # None: not installed
     create_namespaces: bool
     has_hf_token: bool
     has_kubeconfig: bool
@@ -345,22 +497,28 @@ class StackConfig:
         return self.aks_cluster is not None
 
     @property
+    def add_on(self) -> bool:
+        """AKS runs KAITO (the AI toolchain operator add-on)."""
+        return self.aks_cluster is not None and self.aks_cluster.ai_toolchain_operator
+
+    @property
     def namespaces(self) -> tuple[str, ...]:
         """The namespaces this stack creates."""
         if not self.create_namespaces:
             return ()
-        return tuple(sorted({m.namespace for m in self.models} - {"default"}))
+        used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
+        return tuple(sorted(used - {"default"}))
 
 
 def defaults(cls: type) -> dict[str, Any]:
     return {n: f.default_value() for n, f in fields(cls).items() if not f.required}
 
 
-def model_defaults(kaito: dict[type, dict[str, Any]]) -> dict[str, Any]:
-    """What every workspace gets from the `kaito` section."""
-    operator, waits = kaito[KaitoOperatorArgs], kaito[KaitoModelArgs]
+def model_defaults(kaito: dict[type, dict[str, Any]], operator: KaitoOperatorArgs) -> dict[str, Any]:
+    """What every workspace gets from the `kaito` section (with its defaults resolved)."""
+    waits = kaito[KaitoModelArgs]
     return {
-        "kaito_version": operator.get("version", DEFAULT_KAITO_VERSION),
-        "node_provisioning": operator.get("node_provisioning", "byo"),
+        "kaito_version": operator.version,
+        "node_provisioning": operator.node_provisioning,
         **{k: waits[k] for k in WAITS if k in waits},
     }

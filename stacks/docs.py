@@ -17,7 +17,10 @@ SECTIONS: list[config.Section] = [
     config.KAITO,
     config.POOL,
     config.GPU_OPERATOR,
+    config.GPU_PROVISIONER,
     config.WORKSPACE,
+    config.RAG_ENGINE_OPERATOR,
+    config.RAG_ENGINE,
 ]
 
 

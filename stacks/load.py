@@ -13,37 +13,52 @@ from typing import Any
 
 import pulumi
 
+from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.model.component import check_model
-from kaito_aks.model.rules import model_warnings
+from kaito_aks.model.names import endpoint_of
+from kaito_aks.model.rules import max_model_len, model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
+from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.rag.component import check_rag_engine
+from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from stacks import rules
 from stacks.config import (
     CLUSTER_CHOICES,
     DEFAULT_KAITO_VERSION,
     FROM_CLUSTER,
+    FROM_CLUSTER_ID,
     GPU_OPERATOR,
+    GPU_PROVISIONER,
     KAITO,
     POOL,
     PROJECT,
+    RAG_ENGINE,
+    RAG_ENGINE_OPERATOR,
     SECRET_KEYS,
     TOP,
     TOP_KEYS,
     WORKSPACE,
     PoolConfig,
+    RagEngineConfig,
     Section,
     StackConfig,
     StackDiscovery,
     StackGpuOperator,
+    StackGpuProvisioner,
     StackKaito,
     StackNamespaces,
     StackProtect,
+    StackRagEngine,
+    StackRagEngineOperator,
     model_defaults,
     read_section,
 )
@@ -104,8 +119,15 @@ def parse_stack_config(
     gpu_operator = read_section(GPU_OPERATOR, raw.get("gpuOperator", {}), ("gpuOperator",), problems) or _empty(
         GPU_OPERATOR
     )
+    provisioner = read_section(GPU_PROVISIONER, raw.get("gpuProvisioner", {}), ("gpuProvisioner",), problems) or _empty(
+        GPU_PROVISIONER
+    )
     pool_values = _entries(POOL, raw.get("gpuNodePools", []), "gpuNodePools", problems)
     ws_values = _entries(WORKSPACE, raw.get("workspaces", []), "workspaces", problems)
+    rag_values = _entries(RAG_ENGINE, raw.get("ragEngines", []), "ragEngines", problems)
+    rag_operator = read_section(
+        RAG_ENGINE_OPERATOR, raw.get("ragEngineOperator", {}), ("ragEngineOperator",), problems
+    ) or _empty(RAG_ENGINE_OPERATOR)
     # A key with a wrong shape is reported once, here; the rules do not speak about it (nor, when
     # its value was unusable, about its entry as a whole, which they judged without it).
     shaped = [p.path for p in problems]
@@ -144,10 +166,19 @@ def parse_stack_config(
     discovery = kaito[StackDiscovery].get("gpu_discovery")
     stack_gpu = gpu_operator[StackGpuOperator]
     is_azure = cluster_kind in ("aks", "existing")
-    gpu_enabled = stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values))
+    # The AKS add-on runs KAITO (its release, auto-provisioning): the defaults follow it.
+    add_on = aks_cluster is not None and aks_cluster.ai_toolchain_operator
+    node_provisioning = operator.get("node_provisioning") or ("auto" if add_on else "byo")
+    kaito_install = kaito[StackKaito].get("install")
+    kaito_install = (not add_on) if kaito_install is None else kaito_install
+    auto = node_provisioning == "auto"
+    gpu_enabled = (
+        stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values) and not auto)
+    )
     kaito_args = KaitoOperatorArgs(
-        version=operator.get("version", DEFAULT_KAITO_VERSION),
-        node_provisioning=operator.get("node_provisioning", "byo"),
+        version=operator.get("version") or (catalog.aks_add_on().kaito_version if add_on else DEFAULT_KAITO_VERSION),
+        node_provisioning=node_provisioning,
+        node_provisioner=operator.get("node_provisioner", "gpu-provisioner"),
         feature_gates=operator.get("feature_gates", {}),
         values=operator.get("values", {}),
         gpu_discovery=discovery if discovery is not None else ("external" if gpu_enabled else "kaito"),
@@ -163,7 +194,38 @@ def parse_stack_config(
         if gpu_enabled
         else None
     )
-    stack_defaults = model_defaults(kaito)
+    install_provisioner = provisioner[StackGpuProvisioner].get("install")
+    if install_provisioner is None:
+        install_provisioner = auto and kaito_install and is_azure and kaito_args.node_provisioner == "gpu-provisioner"
+    gpu_provisioner_args = None
+    if install_provisioner:
+        chosen = provisioner[GpuProvisionerArgs]
+        version = (
+            chosen.get("version") or catalog.gpu_provisioner_for_kaito(kaito_args.version) or GPU_PROVISIONER_VERSION
+        )
+        gpu_provisioner_args = GpuProvisionerArgs(
+            # the cluster's outputs, filled in by the program; stand-ins the rules accept
+            cluster_id=FROM_CLUSTER_ID,
+            location=FROM_CLUSTER,
+            node_resource_group=FROM_CLUSTER,
+            oidc_issuer_url=FROM_CLUSTER,
+            version=version,
+            identity_name=chosen.get("identity_name"),
+            values=chosen.get("values", {}),
+        )
+    written = frozenset(
+        path
+        for path, present in {
+            "kaito.install": kaito[StackKaito].get("install") is not None,
+            "kaito.nodeProvisioning": operator.get("node_provisioning") is not None,
+            "kaito.version": operator.get("version") is not None,
+            "gpuOperator.enabled": stack_gpu.get("enabled") is not None,
+            "gpuProvisioner.install": provisioner[StackGpuProvisioner].get("install") is not None,
+            "gpuProvisioner": bool(provisioner[GpuProvisionerArgs]),
+        }.items()
+        if present
+    )
+    stack_defaults = model_defaults(kaito, kaito_args)
     hf_token: Any = (
         secret_values.hf_token
         if secret_values.hf_token is not None
@@ -190,17 +252,35 @@ def parse_stack_config(
         for w in model_warnings(args)
     )
 
+    rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
+    install_rag = rag_operator[StackRagEngineOperator].get("install")
+    if install_rag is None:
+        install_rag = bool(rag_values) and kaito_install
+    rag_operator_args = (
+        RagEngineOperatorArgs(version=kaito_args.version, values=rag_operator[RagEngineOperatorArgs].get("values", {}))
+        if install_rag
+        else None
+    )
+    if rag_operator[StackRagEngineOperator].get("install") is not None:
+        written |= {"ragEngineOperator.install"}
+    if rag_operator[RagEngineOperatorArgs]:
+        written |= {"ragEngineOperator"}
+
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
         cluster_protect=cluster_protect,
         kaito=kaito_args,
-        kaito_install=kaito[StackKaito].get("install", True),
+        kaito_install=kaito_install,
         gpu_discovery_given=discovery is not None,
         models=tuple(models),
         pools=tuple(pools),
         gpu_operator=gpu_operator_args,
         gpu_operator_written="gpuOperator" in raw,
+        gpu_provisioner=gpu_provisioner_args,
+        given=written,
+        rag_engines=tuple(rag_engines),
+        rag_operator=rag_operator_args,
         create_namespaces=top[StackNamespaces].get("create_namespaces", True),
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
@@ -219,19 +299,103 @@ def parse_stack_config(
         found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
-    if cfg.kaito_install:  # a KAITO installed elsewhere is judged by what the models need of it
-        found += [_at_pools(p, pool_index) or p.under("kaito") for p in kaito_operator_problems(kaito_args)]
+    operator_problems = kaito_operator_problems(kaito_args)
+    if not kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
+        unsupported = catalog.unsupported_kaito_version(kaito_args.version)
+        operator_problems = [Problem.at("version", unsupported, "version")] if unsupported else []
+    found += [_at_pools(p, pool_index) or p.under("kaito") for p in operator_problems]
     if gpu_operator_args is not None:
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
+    if gpu_provisioner_args is not None:
+        found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(gpu_provisioner_args)]
     for i, args in zip(model_index, models, strict=True):
         given = ws_values[i]
         for p in check_model(args)[1]:
             found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given), args))
-    found += rules.check(cfg, model_index, pool_index)
+    if rag_operator_args is not None:
+        operator_found = ragengine_operator_problems(rag_operator_args)
+        found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
+    found += rag_problems
+    found += rules.check(cfg, model_index, pool_index, rag_index)
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
         raise StackConfigError(problems)
     return cfg
+
+
+def _rag_engines(
+    entries: list[dict[type, dict[str, Any]] | None], models: list[KaitoModelArgs], version: str
+) -> tuple[list[RagEngineConfig], list[int], list[Problem]]:
+    """Each ragEngines entry as RagEngine args, checked by the component's own rules at its
+    config path; an engine over a workspace answers with that model's endpoint."""
+    engines: list[RagEngineConfig] = []
+    index: list[int] = []
+    problems: list[Problem] = []
+    by_key = {(m.namespace, m.name): m for m in models}
+    for i, entry in enumerate(entries):
+        if entry is None:
+            continue
+        given = {k: v for k, v in entry[RagEngineArgs].items() if v is not None}
+        tie = entry[StackRagEngine]
+        workspace = tie.get("workspace")
+        at = ("ragEngines", i)
+        if workspace is not None:
+            model = by_key.get((given.get("namespace", "default"), workspace))
+            if "inference_service" in given:
+                problems.append(
+                    Problem(
+                        (*at, "workspace"),
+                        "give workspace (a model of this stack) or inferenceService, not both",
+                        "rag-llm",
+                    )
+                )
+            elif model is None:
+                problems.append(
+                    Problem(
+                        (*at, "workspace"),
+                        f"no workspaces[] entry named {workspace!r} in namespace {given.get('namespace', 'default')}",
+                        "rag-workspace",
+                    )
+                )
+            elif model.tuning is not None:
+                problems.append(
+                    Problem((*at, "workspace"), f"{workspace} is a tuning job; it serves nothing", "rag-workspace")
+                )
+            else:
+                window = tie.get("context_window_size") or max_model_len(model)
+                if window is None:
+                    problems.append(
+                        Problem(
+                            (*at, "context_window_size"),
+                            f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context window "
+                            "from the GPU at start-up; give the window here (or set max-model-len on the workspace)",
+                            "required",
+                        )
+                    )
+                else:
+                    url = endpoint_of(model)
+                    given["inference_service"] = InferenceServiceArgs(url=url, context_window_size=window)
+        elif tie.get("context_window_size") is not None:
+            problems.append(
+                Problem(
+                    (*at, "context_window_size"),
+                    "only with workspace; give inferenceService.contextWindowSize for another LLM",
+                    "rag-llm",
+                )
+            )
+        args = RagEngineArgs(kaito_version=version, **given)
+        checked, found = check_rag_engine(args)
+        problems += [_rag_problem_at(p, i) for p in found]
+        if checked is not None:
+            engines.append(RagEngineConfig(checked, workspace))
+            index.append(i)
+    return engines, index, problems
+
+
+def _rag_problem_at(problem: Problem, index: int) -> Problem:
+    if problem.path[:1] == ("kaito_version",):
+        return dataclasses.replace(problem, path=("kaito", "version", *problem.path[1:]))
+    return problem.under("ragEngines", index)
 
 
 def _spoken_for(path: tuple[PathPart, ...], shaped: list[tuple[PathPart, ...]]) -> bool:

@@ -1,6 +1,6 @@
 """The Pulumi program: one checked stack config in, components out, in dependency order.
 
-    cluster -> GPU node pools -> { GPU Operator || KAITO operator } -> models
+    cluster -> GPU node pools -> { GPU Operator || KAITO operator || gpu-provisioner } -> models
 
 No component reads config; each gets its args from StackConfig (stacks/load.py) and the outputs
 and provider of the ones before it. Every Kubernetes resource uses the cluster's provider.
@@ -20,7 +20,10 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
+from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
+from kaito_aks.operators.ragengine_operator import RagEngineOperator
+from kaito_aks.rag.component import RagEngine
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 
@@ -63,6 +66,20 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
 
     gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
     kaito = KaitoOperator("kaito", cfg.kaito, opts=on_cluster) if cfg.kaito_install else None
+    provisioner = None
+    if cfg.gpu_provisioner is not None:
+        assert isinstance(cluster, AksCluster)
+        provisioner = GpuProvisioner(
+            "gpu-provisioner",
+            dataclasses.replace(
+                cfg.gpu_provisioner,
+                cluster_id=cluster.cluster_id,
+                location=cluster.location,
+                node_resource_group=cluster.node_resource_group,
+                oidc_issuer_url=cluster.oidc_issuer_url,
+            ),
+            opts=on_cluster,
+        )
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
@@ -73,18 +90,65 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     }
     # KAITO's webhook fails closed, and in BYO mode it admits a preset only once matching GPU
     # nodes exist and GPU Feature Discovery has labelled them: the models wait for the pools,
-    # both operators (when this stack installs them) and the namespaces. Their waits are shared
+    # the operators (when this stack installs them) and the namespaces; in auto mode for the
+    # provisioner, so nothing asks for a node before something can make it (and on destroy the
+    # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
-    ready = [*pools, *(r for r in (kaito, gpu_operator) if r is not None), *namespaces.values()]
+    operators = (r for r in (kaito, gpu_operator, provisioner) if r is not None)
+    ready = [*pools, *operators, *namespaces.values()]
     group = deploy_models(
         "models",
         [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
-    _export(cfg, cluster, group)
+    rag_engines = _rag_engines(cfg, cluster, group, kaito, namespaces)
+    _export(cfg, cluster, group, provisioner, rag_engines)
 
 
-def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: ModelGroup) -> None:
+def _rag_engines(
+    cfg: StackConfig,
+    cluster: AksCluster | KubeconfigCluster,
+    group: ModelGroup,
+    kaito: KaitoOperator | None,
+    namespaces: dict[str, k8s.core.v1.Namespace],
+) -> dict[str, RagEngine]:
+    """KAITO's RAGEngine operator and the engines. An engine over a workspace takes the model's
+    endpoint (an Output) and waits for the model to serve; the operator follows the workspace
+    operator (on 0.8 its controller watches the NodeClaim CRD that chart installs)."""
+    if not cfg.rag_engines and cfg.rag_operator is None:
+        return {}
+    operator = None
+    if cfg.rag_operator is not None:
+        operator = RagEngineOperator(
+            "ragengine",
+            cfg.rag_operator,
+            opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[kaito] if kaito else []),
+        )
+    engines: dict[str, RagEngine] = {}
+    for engine in cfg.rag_engines:
+        args = engine.args
+        key = f"{args.namespace}/{args.name}"
+        after: list[pulumi.Resource] = [r for r in (operator,) if r is not None]
+        if args.namespace in namespaces:
+            after.append(namespaces[args.namespace])
+        if engine.workspace is not None and args.inference_service is not None:
+            model_key = f"{args.namespace}/{engine.workspace}"
+            model = group.models[model_key]
+            args = dataclasses.replace(
+                args, inference_service=dataclasses.replace(args.inference_service, url=model.endpoint)
+            )
+            after += [model, *group.waits_of(model_key)]
+        engines[key] = RagEngine(key, args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=after))
+    return engines
+
+
+def _export(
+    cfg: StackConfig,
+    cluster: AksCluster | KubeconfigCluster,
+    group: ModelGroup,
+    provisioner: GpuProvisioner | None,
+    rag_engines: dict[str, RagEngine],
+) -> None:
     if isinstance(cluster, AksCluster):
         pulumi.export("kubeconfig", cluster.kubeconfig)
         pulumi.export("oidcIssuerUrl", cluster.oidc_issuer_url)
@@ -114,11 +178,38 @@ def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: Mo
             "kaito": {
                 "version": cfg.kaito.version,
                 "installed": cfg.kaito_install,
+                "byAksAddOn": cfg.add_on,
                 "nodeProvisioning": cfg.kaito.node_provisioning,
             },
             "gpuOperator": {"version": cfg.gpu_operator.version} if cfg.gpu_operator else None,
+            "gpuProvisioner": {"version": cfg.gpu_provisioner.version} if cfg.gpu_provisioner else None,
+            "ragEngineOperator": {"version": cfg.rag_operator.version} if cfg.rag_operator else None,
         },
     )
+    if rag_engines:
+        workspaces = {f"{e.args.namespace}/{e.args.name}": e.workspace for e in cfg.rag_engines}
+        pulumi.export(
+            "ragEngines",
+            {
+                key: {
+                    "endpoint": engine.endpoint,
+                    "chatEndpoint": engine.chat_endpoint,
+                    "retrieveEndpoint": engine.retrieve_endpoint,
+                    "workspace": workspaces[key],
+                }
+                for key, engine in rag_engines.items()
+            },
+        )
+    if provisioner is not None:
+        pulumi.export(
+            "gpuProvisioner",
+            {
+                "namespace": provisioner.namespace,
+                "identityName": provisioner.identity_name,
+                "clientId": provisioner.client_id,
+                "principalId": provisioner.principal_id,
+            },
+        )
     pulumi.export(
         "workspaces",
         {
@@ -128,6 +219,7 @@ def _export(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, group: Mo
                 "endpoint": m.endpoint,
                 "replicas": m.replicas,
                 "gpuNodes": group.gpu_nodes_of(key),
+                "instanceType": m.instance_type,
             }
             for key, m in group.models.items()
         },

@@ -52,9 +52,160 @@ def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Probl
     return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
-def check(cfg: StackConfig, model_index: list[int], pool_index: list[int]) -> list[Problem]:
-    """The stack-wide rules. `model_index`/`pool_index`: each model's and pool's config index."""
-    return [*_cluster(cfg), *_kaito(cfg), *_names(cfg, model_index), *_pools(cfg, pool_index)]
+def check(
+    cfg: StackConfig, model_index: list[int], pool_index: list[int], rag_index: list[int] | None = None
+) -> list[Problem]:
+    """The stack-wide rules. `model_index`/`pool_index`/`rag_index`: each model's, pool's and
+    RAG engine's config index."""
+    return [
+        *_cluster(cfg),
+        *_kaito(cfg),
+        *_nodes(cfg),
+        *_add_on(cfg),
+        *_names(cfg, model_index),
+        *_rag(cfg, rag_index or []),
+        *_pools(cfg, pool_index),
+    ]
+
+
+def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
+    """RAG engines next to the models: their own names, their operator, no tokens in the file."""
+    if "ragEngineOperator" in cfg.given and cfg.rag_operator is None:
+        yield Problem(
+            ("ragEngineOperator",),
+            "configures a RAGEngine operator this stack does not install (it installs one when it has ragEngines and "
+            "installs KAITO, or with ragEngineOperator.install: true); remove it",
+            "rag-operator",
+        )
+    if cfg.add_on and (cfg.rag_engines or cfg.rag_operator is not None):
+        yield Problem(
+            ("ragEngines",),
+            "the AKS add-on runs no RAGEngine operator, and KAITO's ragengine chart of its release is not one this "
+            "program installs; remove ragEngines, or install KAITO with this stack instead of the add-on",
+            "add-on",
+        )
+    chart = catalog.kaito_charts().get(cfg.kaito.version)
+    taken: dict[tuple[str, str], str] = {}
+    if chart is not None:
+        for i, args in enumerate(cfg.models):
+            for name in claimed_names(args, chart):
+                taken.setdefault((args.namespace, name), f"workspaces[{i}]")
+    for i, engine in zip(rag_index, cfg.rag_engines, strict=True):
+        args = engine.args
+        at = ("ragEngines", i)
+        owner = taken.get((args.namespace, args.name or ""))
+        if owner is not None:
+            yield Problem(
+                (*at, "name"),
+                f"{args.namespace}/{args.name} is also a name {owner} creates; KAITO names the engine's Service after "
+                "it, so choose another",
+                "name-collision",
+            )
+        taken.setdefault((args.namespace, args.name or ""), f"ragEngines[{i}]")
+        service = args.inference_service
+        if service is not None and service.access_token is not None:
+            yield Problem(
+                (*at, "inference_service", "access_token"),
+                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
+                "plaintext-secret",
+            )
+        db = args.storage.vector_db if args.storage is not None else None
+        if db is not None and db.access_token is not None:
+            yield Problem(
+                (*at, "storage", "vector_db", "access_token"),
+                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
+                "plaintext-secret",
+            )
+
+
+def _nodes(cfg: StackConfig) -> Iterator[Problem]:
+    """Who makes the GPU nodes: this stack's pools (byo) or KAITO (auto), never both."""
+    auto = cfg.kaito.node_provisioning == "auto"
+    if auto and cfg.pools:
+        yield Problem(
+            ("gpuNodePools",),
+            "with kaito.nodeProvisioning auto KAITO creates a node of each workspace's instanceType and never uses "
+            "these pools (bring-your-own and auto-provisioning are mutually exclusive); remove them, or use byo",
+            "auto-pools",
+        )
+    if auto and cfg.gpu_operator is not None and "gpuOperator.enabled" in cfg.given:
+        yield Problem(
+            ("gpuOperator", "enabled"),
+            "the nodes KAITO creates get AKS's GPU driver and KAITO's device plugin; the GPU Operator would install a "
+            "second driver on them: remove it",
+            "auto-gpu-operator",
+        )
+    provisioner_asked = "gpuProvisioner.install" in cfg.given and cfg.gpu_provisioner is not None
+    if cfg.gpu_provisioner is not None and not auto:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "gpu-provisioner serves kaito.nodeProvisioning auto; with byo nothing asks it for nodes: remove it",
+            "provisioner",
+        )
+    elif provisioner_asked and not cfg.is_azure:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "gpu-provisioner creates AKS node pools with an Azure identity federated to the cluster's OIDC issuer; "
+            "it needs cluster.aks or cluster.existing",
+            "provisioner",
+        )
+    if "gpuProvisioner" in cfg.given and cfg.gpu_provisioner is None:
+        yield Problem(
+            ("gpuProvisioner",),
+            "configures a gpu-provisioner this stack does not install (it installs one with kaito.nodeProvisioning "
+            "auto and its own KAITO on AKS, or with gpuProvisioner.install: true); remove it",
+            "provisioner",
+        )
+    if not auto or not cfg.kaito_install or cfg.add_on:
+        return
+    if cfg.kaito.node_provisioner == "gpu-provisioner" and not cfg.is_azure and cfg.gpu_provisioner is None:
+        yield Problem(
+            ("kaito", "node_provisioning"),
+            "auto needs gpu-provisioner, which creates AKS node pools with an Azure identity federated to the "
+            "cluster; with cluster.kubeconfig this stack cannot create that identity: use cluster.aks or "
+            "cluster.existing, or install KAITO and its provisioner elsewhere and set kaito.install: false",
+            "auto-kubeconfig",
+        )
+    elif cfg.kaito.node_provisioner == "gpu-provisioner" and cfg.gpu_provisioner is None:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "with kaito.nodeProvisioning auto KAITO's NodeClaims stay Pending without gpu-provisioner; leave it on "
+            "(the default), or set kaito.install: false where KAITO and its provisioner are installed already",
+            "provisioner",
+        )
+
+
+def _add_on(cfg: StackConfig) -> Iterator[Problem]:
+    """The AKS add-on runs KAITO: nothing of ours may install or configure it."""
+    if not cfg.add_on:
+        return
+    at = ("cluster", "existing" if cfg.aks_cluster is not None and cfg.aks_cluster.existing else "aks")
+    if cfg.kaito_install:
+        yield Problem(
+            ("kaito", "install"),
+            "the AI toolchain operator add-on installs KAITO; a second KAITO release would fight it over the same "
+            "CRDs and admission webhooks: remove kaito.install (it defaults to false with the add-on)",
+            "add-on",
+        )
+    if cfg.kaito.node_provisioning == "byo":
+        yield Problem(
+            ("kaito", "node_provisioning"),
+            "the add-on's KAITO provisions its own nodes (its node provisioner runs in AKS's control plane) and offers "
+            f"no bring-your-own mode; remove it (auto is the default), or drop {'.'.join(at)}.aiToolchainOperator",
+            "add-on",
+        )
+    if cfg.gpu_provisioner is not None:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "the add-on runs its node provisioner in AKS's control plane; remove gpuProvisioner",
+            "add-on",
+        )
+    if cfg.kaito.node_provisioner != "gpu-provisioner":
+        yield Problem(
+            ("kaito", "node_provisioner"),
+            "the add-on's KAITO uses its own provisioner; AKS offers no other",
+            "add-on",
+        )
 
 
 def _cluster(cfg: StackConfig) -> Iterator[Problem]:
@@ -83,14 +234,6 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             "fights it over GPUs and node labels: use external (the default) or disable gpuOperator",
             "discovery",
         )
-    if cfg.kaito.node_provisioning == "auto":
-        yield Problem(
-            ("kaito", "node_provisioning"),
-            "auto is not available yet: KAITO creates nodes only through gpu-provisioner (its own Helm chart and an "
-            "Azure workload identity with Contributor on the cluster) or, from 0.12, Karpenter, and this program "
-            "installs neither, so Workspaces would wait forever for nodes; use byo with gpuNodePools (the default)",
-            "auto",
-        )
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
     # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
@@ -110,7 +253,10 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.kaito_install and (cfg.kaito.feature_gates or cfg.kaito.values):
         yield Problem(
             ("kaito", "install"),
-            "featureGates and values configure the chart we install; with install: false set them where KAITO is installed",
+            "the AKS add-on offers no KAITO feature gates or chart values; remove them"
+            if cfg.add_on
+            else "featureGates and values configure the chart we install; with install: false set them where KAITO "
+            "is installed",
             "install",
         )
 

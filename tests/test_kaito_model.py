@@ -91,6 +91,7 @@ def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
         "replicas": 3,
         "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
         "gpuNodes": dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP),  # what the wait finds at `up`
+        "instanceType": None,  # bring-your-own nodes
     }
 
 

@@ -96,6 +96,12 @@ def test_rendered_helm_values_exist_in_the_pinned_charts(rendered):
             version = release["version"]
             chart_values = upstream_facts.chart_values("kaito", version)
             allowed = tuple(catalog.kaito_charts()[version].subchart_toggles)
+        elif release["chart"] == "ragengine":
+            chart_values = upstream_facts.chart_values("kaito", release["version"], "ragengine")
+            allowed = ()
+        elif release["chart"] == "gpu-provisioner":
+            chart_values = upstream_facts.chart_values("gpu-provisioner", f"v{release['version']}")
+            allowed = ()
         else:
             chart_values = upstream_facts.chart_values("gpu-operator", release["version"])
             allowed = ()

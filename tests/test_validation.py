@@ -170,16 +170,6 @@ def test_instance_type_is_rejected_in_byo_mode():
     assert err.startswith("workspaces[0].instanceType: KAITO rejects an instance type with bring-your-own nodes")
 
 
-def test_auto_node_provisioning_is_refused_with_what_is_missing():
-    errors = errors_of(config([CPU], kaito={"nodeProvisioning": "auto"}))
-    assert errors == [
-        "kaito.nodeProvisioning: auto is not available yet: KAITO creates nodes only through gpu-provisioner (its "
-        "own Helm chart and an Azure workload identity with Contributor on the cluster) or, from 0.12, Karpenter, "
-        "and this program installs neither, so Workspaces would wait forever for nodes; use byo with gpuNodePools "
-        "(the default)"
-    ]
-
-
 def test_the_inference_set_gate_is_refused_with_per_replica_workspaces():
     err = one_error(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
     assert err.startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program serves")

@@ -1,6 +1,6 @@
 """kaito-aks: Pulumi components that serve open LLMs on Kubernetes with KAITO.
 
-    from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoOperator, KaitoModel
+    from kaito_aks import AksCluster, GpuNodePool, GpuOperator, GpuProvisioner, KaitoOperator, KaitoModel
 
 Each component takes a frozen `...Args` dataclass (help(KaitoModelArgs) lists every arg) and
 checks it before it registers anything, raising `InvalidArgsError` with every problem at once.
@@ -14,7 +14,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _EXPORTS = {
     "AksCluster": "kaito_aks.azure.aks_cluster",
@@ -23,6 +23,11 @@ _EXPORTS = {
     "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
     "GpuNodePoolArgs": "kaito_aks.azure.gpu_node_pool",
     "AutoscaleArgs": "kaito_aks.azure.gpu_node_pool",
+    "WorkloadIdentity": "kaito_aks.azure.workload_identity",
+    "WorkloadIdentityArgs": "kaito_aks.azure.workload_identity",
+    "RoleGrantArgs": "kaito_aks.azure.workload_identity",
+    "GpuProvisioner": "kaito_aks.operators.gpu_provisioner",
+    "GpuProvisionerArgs": "kaito_aks.operators.gpu_provisioner",
     "KubeconfigCluster": "kaito_aks.cluster.kubeconfig_cluster",
     "KubeconfigClusterArgs": "kaito_aks.cluster.kubeconfig_cluster",
     "ClusterProvider": "kaito_aks.cluster.access",
@@ -38,6 +43,18 @@ _EXPORTS = {
     "TuningArgs": "kaito_aks.model.spec",
     "TuningInputArgs": "kaito_aks.model.spec",
     "TuningOutputArgs": "kaito_aks.model.spec",
+    "RagEngineOperator": "kaito_aks.operators.ragengine_operator",
+    "RagEngineOperatorArgs": "kaito_aks.operators.ragengine_operator",
+    "RagEngine": "kaito_aks.rag.component",
+    "RagEngineArgs": "kaito_aks.rag.spec",
+    "EmbeddingArgs": "kaito_aks.rag.spec",
+    "LocalEmbeddingArgs": "kaito_aks.rag.spec",
+    "RemoteEmbeddingArgs": "kaito_aks.rag.spec",
+    "InferenceServiceArgs": "kaito_aks.rag.spec",
+    "RagComputeArgs": "kaito_aks.rag.spec",
+    "StorageArgs": "kaito_aks.rag.spec",
+    "VectorDbArgs": "kaito_aks.rag.spec",
+    "GuardrailsArgs": "kaito_aks.rag.spec",
     "NodeGroup": "kaito_aks.nodes",
     "InvalidArgsError": "kaito_aks.problems",
     "Problem": "kaito_aks.problems",
@@ -85,6 +102,7 @@ _install_state_modules()
 if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
     from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.cluster.access import ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import KaitoModel
@@ -99,8 +117,22 @@ if TYPE_CHECKING:
     )
     from kaito_aks.nodes import NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
+    from kaito_aks.rag.component import RagEngine
+    from kaito_aks.rag.spec import (
+        EmbeddingArgs,
+        GuardrailsArgs,
+        InferenceServiceArgs,
+        LocalEmbeddingArgs,
+        RagComputeArgs,
+        RagEngineArgs,
+        RemoteEmbeddingArgs,
+        StorageArgs,
+        VectorDbArgs,
+    )
 
 __all__ = [
     "AdapterArgs",
@@ -108,10 +140,15 @@ __all__ = [
     "AksClusterArgs",
     "AutoscaleArgs",
     "ClusterProvider",
+    "EmbeddingArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
     "GpuOperator",
     "GpuOperatorArgs",
+    "GpuProvisioner",
+    "GpuProvisionerArgs",
+    "GuardrailsArgs",
+    "InferenceServiceArgs",
     "InvalidArgsError",
     "KaitoModel",
     "KaitoModelArgs",
@@ -121,11 +158,23 @@ __all__ = [
     "KubeconfigClusterArgs",
     "LabelSelectorArgs",
     "LabelSelectorRequirementArgs",
+    "LocalEmbeddingArgs",
     "NodeGroup",
     "Problem",
+    "RagComputeArgs",
+    "RagEngine",
+    "RagEngineArgs",
+    "RagEngineOperator",
+    "RagEngineOperatorArgs",
+    "RemoteEmbeddingArgs",
+    "RoleGrantArgs",
+    "StorageArgs",
     "SystemPoolArgs",
     "TuningArgs",
     "TuningInputArgs",
     "TuningOutputArgs",
+    "VectorDbArgs",
+    "WorkloadIdentity",
+    "WorkloadIdentityArgs",
     "__version__",
 ]

@@ -49,6 +49,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
     from kaito_aks.azure.gpu_node_pool import TYPE as POOL
     from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.workload_identity import TYPE as IDENTITY
+    from kaito_aks.azure.workload_identity import WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.cluster.kubeconfig_cluster import TYPE as KUBECONFIG
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import TYPE as MODEL
@@ -56,16 +58,27 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.model.spec import RETIRED, KaitoModelArgs
     from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
+    from kaito_aks.operators.gpu_provisioner import TYPE as GPU_PROVISIONER
+    from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import TYPE as KAITO
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
+    from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
+    from kaito_aks.rag.component import TYPE as RAG
+    from kaito_aks.rag.component import RagEngine
+    from kaito_aks.rag.spec import RagEngineArgs
 
     return {
         AKS: (AksCluster, AksClusterArgs, {}),
         POOL: (GpuNodePool, GpuNodePoolArgs, {}),
+        IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs, {}),
+        GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs, {}),
         KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs, {}),
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs, {}),
         KAITO: (KaitoOperator, KaitoOperatorArgs, {}),
         MODEL: (KaitoModel, KaitoModelArgs, RETIRED),
+        RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs, {}),
+        RAG: (RagEngine, RagEngineArgs, {}),
     }
 
 
@@ -78,6 +91,7 @@ class _Types:
     def __init__(self) -> None:
         self.types: dict[str, dict[str, Any]] = {}
         self._enums: dict[tuple[Any, ...], str] = {}
+        self._objects: dict[str, type] = {}  # token -> the args class it was made from
 
     def token(self, name: str) -> str:
         return f"{PACKAGE}:index:{name}"
@@ -109,7 +123,11 @@ class _Types:
 
     def object(self, cls: type) -> str:
         token = self.token(cls.__name__.removesuffix("Args"))
+        if token in self.types and self._objects.get(token) is not cls:
+            # two types under one name: a property would silently refer to the other one
+            raise TypeError(f"{cls.__name__}: the schema type {token} is taken; rename the class")
         if token not in self.types:
+            self._objects[token] = cls
             self.types[token] = {}  # recursion guard
             props, required = properties(cls, self)
             self.types[token] = {
@@ -238,7 +256,7 @@ def schema() -> dict[str, Any]:
         "displayName": "KAITO on AKS",
         "version": __version__,
         "description": "Pulumi components that serve open LLMs on Kubernetes with KAITO: AKS cluster and GPU "
-        "pools, NVIDIA GPU Operator, KAITO operator, models",
+        "pools, NVIDIA GPU Operator, KAITO operators, models, RAG engines",
         "keywords": ["kaito", "aks", "llm", "kubernetes", "category/infrastructure", "kind/component"],
         "repository": "https://github.com/kaito-aks/kaito-aks",
         "resources": dict(sorted(resources.items())),

@@ -215,7 +215,12 @@ def _aliases(request: _Aliased) -> Sequence[alias_pb2.Alias]:
 
 class ProgramMocks(pulumi_mocks.Mocks):
     """Cloud and cluster stand-ins: a resource's state is its inputs plus the few computed
-    outputs the program reads (Helm release status, Azure names, AKS credentials)."""
+    outputs the program reads (Helm release status, Azure names, AKS credentials).
+    `existing`: what Azure reports for an existing cluster, by name, over the defaults (e.g.
+    {"aks": {"aiToolchainOperatorProfile": {"enabled": True}}})."""
+
+    def __init__(self, existing: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.existing = dict(existing or {})
 
     def computed(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if typ == "kubernetes:helm.sh/v3:Release":
@@ -231,12 +236,21 @@ class ProgramMocks(pulumi_mocks.Mocks):
             issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
             cluster = inputs.get("resourceName", name)
             group = f"MC_{inputs.get('resourceGroupName')}_{cluster}_{inputs.get('location') or 'eastus'}"
-            return f"{name}-id", {
+            return cluster_id(inputs.get("resourceGroupName"), cluster), {
                 "fqdn": fqdn,
                 "name": cluster,
                 "oidcIssuerProfile": issuer,
                 "nodeResourceGroup": group,
+                "location": inputs.get("location") or "eastus",
             }
+        if typ == "azure-native:managedidentity:UserAssignedIdentity":
+            group, identity = inputs.get("resourceGroupName"), inputs.get("resourceName", name)
+            # Azure assigns these when it creates the identity
+            return (
+                f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/"
+                f"Microsoft.ManagedIdentity/userAssignedIdentities/{identity}",
+                {"name": identity, "clientId": AFTER_UP, "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
+            )
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
         if typ == "azure-native:containerservice:AgentPool":
@@ -261,12 +275,22 @@ class ProgramMocks(pulumi_mocks.Mocks):
             name, group = args.args.get("resourceName", "aks"), args.args.get("resourceGroupName")
             return {
                 "name": name,
-                "id": f"/subscriptions/0/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}",
+                "id": cluster_id(group, name),
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
+                **self.existing.get(name, {}),
             }
         return {}
+
+
+MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's, at `pulumi up`
+MOCK_TENANT = AFTER_UP
+
+
+def cluster_id(group: str | None, name: str) -> str:
+    """An AKS cluster's resource id, as the mocks report it."""
+    return f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}"
 
 
 MOCK_KUBECONFIG = """apiVersion: v1

@@ -52,13 +52,19 @@ def test_the_add_on_creates_its_own_nodes_of_a_named_size():
         "auto, with instance_type"
     ]
     assert problems(instance_type=None) == [
-        "instance_type: KAITO 0.6.0 provisions a node of this size for each Workspace and would pick its default, "
-        "Standard_NC24ads_A100_v4; name the GPU size"
+        "instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO 0.6.0 "
+        "would provision its Workspace CRD's default, Standard_NC24ads_A100_v4); phi-4-mini-instruct fits on "
+        "Standard_NC6s_v3 (1 node)"
     ]
     assert problems(instance_type="Standard_NC24ads_A100") == [
-        "instance_type: Standard_NC24ads_A100 is not an NVIDIA GPU size of KAITO 0.6.0's SKU table, which it sizes "
-        "presets by; did you mean Standard_NC24ads_A100_v4, Standard_NC48ads_A100_v4, Standard_NC96ads_A100_v4?"
+        "instance_type: KAITO 0.6.0's SKU table has no Standard_NC24ads_A100, so it cannot size a preset on it (its "
+        "webhook admits any Standard_N*/Standard_D* name, without sizing it); did you mean Standard_NC24ads_A100_v4, "
+        "Standard_NC48ads_A100_v4, Standard_NC96ads_A100_v4? `models list` shows the sizes it knows"
     ]
+    # 0.6 matches sizes exactly, as 0.8 does
+    assert problems(instance_type="standard_nc24ads_a100_v4")[0].startswith(
+        "instance_type: KAITO 0.6.0 matches instance types exactly (case included): write Standard_NC24ads_A100_v4"
+    )
 
 
 def test_the_add_on_sizes_a_preset_by_gpu_count_and_memory_per_gpu_on_one_node():
@@ -66,12 +72,13 @@ def test_the_add_on_sizes_a_preset_by_gpu_count_and_memory_per_gpu_on_one_node()
     GPU count, memory per GPU and total memory (llama-3.3-70b-instruct: 4 GPUs of 80 GiB)."""
     llama = {"model": "llama-3.3-70b-instruct", "hf_token": "hf_x"}
     assert problems(**llama) == [
-        "instance_type: KAITO 0.6.0's admission webhook would deny llama-3.3-70b-instruct on one "
-        "Standard_NC24ads_A100_v4 node: Insufficient number of GPUs: 1, preset llama-3.3-70b-instruct requires 4; "
-        "Standard_NC96ads_A100_v4 would do"
+        "instance_type: KAITO 0.6.0's webhook would deny llama-3.3-70b-instruct on one node: Insufficient number of "
+        "GPUs: Instance type Standard_NC24ads_A100_v4 provides 1, but preset llama-3.3-70b-instruct requires at least "
+        "4; the smallest that fits: Standard_NC96ads_A100_v4"
     ]
     assert (
-        "Insufficient per GPU memory: 40 GiB per GPU" in problems(**llama, instance_type="Standard_ND96asr_A100_v4")[0]
+        "Insufficient per GPU memory: Instance type Standard_ND96asr_A100_v4 provides 40Gi per GPU"
+        in (problems(**llama, instance_type="Standard_ND96asr_A100_v4")[0])
     )
     assert problems(**llama, instance_type="Standard_NC96ads_A100_v4") == []
     # 0.8 sizes the same preset by the weights' size over BYO nodes: no GPU-count rule there

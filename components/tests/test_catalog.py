@@ -11,6 +11,7 @@ from upstream_facts import kaito
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
+GPU_PROVISIONER_VERSIONS = list(catalog.gpu_provisioner_charts())
 
 
 def test_every_supported_version_has_upstream_data():
@@ -27,6 +28,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     """A folder nobody checks against is stale data."""
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
     wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
+    wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
@@ -280,3 +282,67 @@ def test_kaito_releases_this_program_does_not_install_say_who_does():
     assert catalog.unsupported_kaito_version("0.6.0", install=True) == (
         "KAITO 0.6.0 is what the AKS add-on runs; this program installs 0.8.0, 0.8.1, 0.11.0 or 0.12.0"
     )
+
+
+# ---------------------------------------------------------------- gpu-provisioner
+
+
+@pytest.mark.parametrize("version", GPU_PROVISIONER_VERSIONS)
+def test_gpu_provisioner_chart_facts_match_its_chart(version):
+    chart = catalog.gpu_provisioner_charts()[version]
+    assert upstream_facts.chart("gpu-provisioner", f"v{version}")["version"] == version
+    values = upstream_facts.chart_values("gpu-provisioner", f"v{version}")
+    assert chart.value_keys == list(values)
+    # the release replaces the chart's env list: it must set every entry the chart lists
+    assert chart.controller_env == [e["name"] for e in values["controller"]["env"]]
+    account = upstream_facts.load("gpu-provisioner", f"v{version}", "service-account.yaml")
+    assert catalog.gpu_provisioner_source().service_account == account["name"]
+    assert account["annotationsFromValues"] == {
+        "azure.workload.identity/client-id": "workloadIdentity.clientId",
+        "azure.workload.identity/tenant-id": "workloadIdentity.tenantId",
+    }
+
+
+def test_gpu_provisioner_pairs_name_supported_releases():
+    pairs = catalog.gpu_provisioner_source().for_kaito
+    assert {v for v in pairs.values() if v is not None} <= set(GPU_PROVISIONER_VERSIONS)
+    minors = {".".join(v.split(".")[:2]) for v in KAITO_VERSIONS}
+    assert minors <= set(pairs), "every supported KAITO minor says which gpu-provisioner goes with it"
+
+
+def test_role_names_are_azure_built_in_role_ids():
+    roles = catalog.azure_roles()
+    assert roles["Contributor"] == "b24988ac-6180-42a0-ab88-20f7382dd24c"
+    assert catalog.gpu_provisioner_source().role in roles
+
+
+RAGENGINE_VERSIONS = list(catalog.ragengine_charts())
+
+
+def test_the_ragengine_operator_ships_with_every_supported_kaito_release():
+    # of the releases this program installs; 0.11.0's ragengine chart is not tabled yet
+    assert set(RAGENGINE_VERSIONS) <= set(catalog.installable_kaito_versions())
+    source = catalog.ragengine_chart_source()
+    assert source.repository == catalog.kaito_chart_source().repository  # published side by side
+    # both charts create ConfigMap kaito-logging-config: never the same namespace
+    assert source.namespace != catalog.kaito_chart_source().namespace
+
+
+@pytest.mark.parametrize("version", RAGENGINE_VERSIONS)
+def test_ragengine_chart_table_matches_the_chart_and_the_crd(version):
+    chart = catalog.ragengine_charts()[version]
+    facts = upstream_facts.chart("kaito", version, "ragengine")
+    assert (facts["name"], facts["version"]) == ("ragengine", version)
+    assert chart.value_keys == list(upstream_facts.chart_values("kaito", version, "ragengine"))
+    crd = upstream_facts.crd(version, "ragengines.kaito.sh")
+    versions = {v["name"]: v for v in crd["spec"]["versions"]}
+    emitted = versions[chart.api_version.split("/")[1]]
+    assert emitted["storage"] is True  # the version KAITO keeps
+    assert emitted["served"] is True
+    spec = emitted["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    storage = spec["properties"]["storage"]["properties"]
+    assert chart.inference_service_required == ("inferenceService" in spec["required"])
+    assert chart.vector_db == ("vectorDB" in storage)
+    assert chart.guardrails == ("guardrails" in spec["properties"])
+    assert chart.storage == ("flat" if "persistentVolumeClaim" in storage else "persistentVolume")
+    assert set(catalog.gpu_skus(chart.sku_catalog)) == set(kaito(version, "skus")["skus"])

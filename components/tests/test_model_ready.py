@@ -51,6 +51,44 @@ def test_no_condition_points_at_the_controller():
     assert "KAITO workspace controller running" in check.hint
 
 
+def test_while_kaito_provisions_a_node_its_nodeclaim_reason_is_in_the_wait():
+    """Auto-provisioning: before InferenceReady exists, ResourceReady and NodeClaimReady say how
+    getting the node goes; from 0.12 NodeClaimReady carries the NodeClaim's own failure."""
+    quota = "Operation could not be completed as it results in exceeding approved standardNCADSA100v4Family quota"
+    status = {
+        "conditions": [
+            {"type": "ResourceReady", "status": "False", "reason": "InsufficientCapacity", "message": quota},
+            {"type": "NodeClaimReady", "status": "False", "reason": "InsufficientCapacity", "message": quota},
+            {
+                "type": "NodesReady",
+                "status": "False",
+                "reason": "NodeNotReady",
+                "message": "Not enough Nodes are ready",
+            },
+        ]
+    }
+    check = judge({"metadata": {"name": "phi-0", "generation": 1}, "status": status}, WS)
+    assert check.waiting_for == (
+        "Workspace default/phi-0 reports no InferenceReady condition; "
+        f"ResourceReady=False (InsufficientCapacity: {quota}); NodesReady=False (NodeNotReady: Not enough Nodes are ready)"
+    )
+    # 0.8 names it NodeClaimsReady, with counts only
+    status["conditions"] = [
+        {
+            "type": "NodeClaimsReady",
+            "status": "False",
+            "reason": "NodeClaimNotReady",
+            "message": "Ready NodeClaims are not enough",
+        },
+        {"type": "InferenceReady", "status": "False", "reason": "WorkspaceInferenceStatusNotReady"},
+    ]
+    check = judge({"metadata": {"name": "phi-0", "generation": 1}, "status": status}, WS)
+    assert check.waiting_for == (
+        "Workspace default/phi-0 is not ready: InferenceReady=False (WorkspaceInferenceStatusNotReady); "
+        "NodeClaimsReady=False (NodeClaimNotReady: Ready NodeClaims are not enough)"
+    )
+
+
 def test_the_path_follows_kind_and_version():
     assert WS.path == "/apis/kaito.sh/v1beta1/namespaces/default/workspaces/phi-0"
     iset = Watched("InferenceSet", "kaito.sh/v1alpha1", "llm", "phi", "InferenceSetReady")

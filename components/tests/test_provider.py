@@ -7,19 +7,35 @@ import pulumi
 import pytest
 from pulumi.errors import InputPropertiesError
 
-from kaito_aks import AksCluster, GpuNodePool, GpuOperator, KaitoModel, KaitoOperator, KubeconfigCluster
+from kaito_aks import (
+    AksCluster,
+    GpuNodePool,
+    GpuOperator,
+    GpuProvisioner,
+    KaitoModel,
+    KaitoOperator,
+    KubeconfigCluster,
+    RagEngine,
+    RagEngineOperator,
+    WorkloadIdentity,
+)
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.provider import KaitoAksProvider, schema
+from kaito_aks.rag.spec import RagEngineArgs
 from kaito_aks.schema import fields, walk_types
 from kaito_aks.testing import run
 
 COMPONENTS = {
     "AksCluster": AksCluster,
     "GpuNodePool": GpuNodePool,
+    "WorkloadIdentity": WorkloadIdentity,
+    "GpuProvisioner": GpuProvisioner,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
     "KaitoModel": KaitoModel,
+    "RagEngineOperator": RagEngineOperator,
+    "RagEngine": RagEngine,
 }
 
 
@@ -51,7 +67,13 @@ def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_
     every = schema()
     described = [s["description"] for r in every["resources"].values() for s in r["inputProperties"].values()]
     described += [s["description"] for t in every["types"].values() for s in (t.get("properties") or {}).values()]
-    python_names = {f.name for cls in walk_types(KaitoModelArgs) for f in fields(cls).values() if "_" in f.name}
+    python_names = {
+        f.name
+        for args in (KaitoModelArgs, RagEngineArgs)
+        for cls in walk_types(args)
+        for f in fields(cls).values()
+        if "_" in f.name
+    }
     assert not [(n, d) for d in described for n in python_names if n in d]
     pool = schema()["resources"]["kaito-aks:index:GpuNodePool"]["inputProperties"]
     assert "plain" not in pool["clusterName"]  # e.g. AksCluster's output
@@ -75,6 +97,9 @@ def test_outputs_are_declared():
         "nodeResourceGroup",
         "kubeconfig",
         "oidcIssuerUrl",
+        "clusterId",
+        "location",
+        "aiToolchainOperator",
     }
     assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
@@ -83,8 +108,47 @@ def test_outputs_are_declared():
         "source",
         "replicas",
         "gpuNodes",
+        "instanceType",
     }
     assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize"}
+    assert set(resources["kaito-aks:index:GpuProvisioner"]["properties"]) == {
+        "namespace",
+        "chartVersion",
+        "clientId",
+        "principalId",
+        "identityName",
+    }
+    assert set(resources["kaito-aks:index:WorkloadIdentity"]["properties"]) == {
+        "clientId",
+        "principalId",
+        "tenantId",
+        "identityId",
+        "identityName",
+        "subject",
+    }
+    assert set(resources["kaito-aks:index:RagEngine"]["properties"]) == {
+        "endpoint",
+        "chatEndpoint",
+        "retrieveEndpoint",
+        "apiVersion",
+    }
+    assert set(resources["kaito-aks:index:RagEngineOperator"]["properties"]) == {"namespace", "chartVersion"}
+
+
+def test_a_rag_engines_inputs_are_typed_and_the_llm_url_may_be_another_resources_output():
+    every = schema()
+    rag = every["resources"]["kaito-aks:index:RagEngine"]
+    assert rag["requiredInputs"] == ["kaitoVersion"]
+    assert rag["inputProperties"]["inferenceService"]["$ref"] == "#/types/kaito-aks:index:InferenceService"
+    service = every["types"]["kaito-aks:index:InferenceService"]
+    assert service["required"] == ["url", "contextWindowSize"]
+    assert "plain" not in service["properties"]["url"]  # e.g. a KaitoModel's endpoint
+    assert service["properties"]["accessToken"]["secret"] is True
+    assert every["types"]["kaito-aks:index:VectorDbEngine"]["enum"] == [{"name": "Qdrant", "value": "qdrant"}]
+    # the node selector is the model's own type, named once
+    assert rag["inputProperties"]["compute"]["$ref"] == "#/types/kaito-aks:index:RagCompute"
+    compute = every["types"]["kaito-aks:index:RagCompute"]["properties"]
+    assert compute["labelSelector"]["$ref"] == "#/types/kaito-aks:index:LabelSelector"
 
 
 def construct(token: str, inputs: dict[str, object]) -> None:
@@ -137,4 +201,26 @@ def test_construct_builds_the_component_from_wire_values():
     workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     assert len(workspaces) == 2
     assert workspaces[0].inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
-    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes"}
+    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes", "instanceType"}
+    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes", "instanceType"}
+
+
+def test_construct_builds_a_rag_engine_from_wire_values():
+    provider = KaitoAksProvider()
+    inputs = {
+        "kaitoVersion": "0.8.1",
+        "compute": {"instanceType": "Standard_NV36ads_A10_v5", "labelSelector": {"matchLabels": {"apps": "rag"}}},
+        "inferenceService": {
+            "url": "http://phi.default.svc.cluster.local/v1/chat/completions",
+            "contextWindowSize": 4096.0,
+        },
+        "waitForReady": False,
+    }
+    ev = run(lambda: provider.construct("rag", "kaito-aks:index:RagEngine", inputs, pulumi.ResourceOptions()))
+    (engine,) = ev.of_type("kubernetes:kaito.sh/v1alpha1:RAGEngine")
+    assert engine.inputs["spec"]["inferenceService"]["contextWindowSize"] == 4096
+    with pytest.raises(InputPropertiesError) as err:
+        construct("kaito-aks:index:RagEngine", {**inputs, "compute": None})
+    (problem,) = err.value.errors or []
+    assert problem["property_path"] == "compute"
+    assert problem["reason"].startswith("required on KAITO 0.8.1: its webhook reads spec.compute")

@@ -30,10 +30,11 @@ def load(project: str, version: str, name: str) -> Any:
     return yaml.safe_load(path.read_text())
 
 
-def chart_values(project: str, version: str) -> dict[str, Any]:
-    """A chart's values.yaml defaults, rebuilt as the nested map Helm merges into."""
+def chart_values(project: str, version: str, sub: str = "") -> dict[str, Any]:
+    """A chart's values.yaml defaults, rebuilt as the nested map Helm merges into. `sub`: a
+    further chart of the release, in its own folder (KAITO's "ragengine")."""
     values: dict[str, Any] = {}
-    for leaf in load(project, version, "chart-values.yaml")["values"]:
+    for leaf in load(project, version, _in(sub, "chart-values.yaml"))["values"]:
         node = values
         for key in leaf["path"][:-1]:
             node = node.setdefault(key, {})
@@ -42,12 +43,17 @@ def chart_values(project: str, version: str) -> dict[str, Any]:
     return values
 
 
-def chart(project: str, version: str) -> dict[str, Any]:
-    return load(project, version, "chart.yaml")
+def chart(project: str, version: str, sub: str = "") -> dict[str, Any]:
+    return load(project, version, _in(sub, "chart.yaml"))
+
+
+def _in(sub: str, name: str) -> str:
+    return f"{sub}/{name}" if sub else name
 
 
 def crd(version: str, name: str) -> dict[str, Any]:
-    """A KAITO CRD manifest (descriptions stripped), e.g. crd("0.8.1", "workspaces.kaito.sh")."""
+    """A KAITO CRD manifest (descriptions stripped), e.g. crd("0.8.1", "workspaces.kaito.sh"),
+    crd("0.12.0", "ragengines.kaito.sh")."""
     return load("kaito", version, f"crds/{name}.yaml")
 
 

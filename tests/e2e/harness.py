@@ -180,7 +180,8 @@ class Cluster:
         return {o["metadata"]["name"]: o for o in items}
 
     def snapshot(
-        self, kinds: tuple[str, ...] = ("workspaces.kaito.sh", "secrets", "services", "configmaps")
+        self,
+        kinds: tuple[str, ...] = ("workspaces.kaito.sh", "ragengines.kaito.sh", "secrets", "services", "configmaps"),
     ) -> dict[str, str]:
         """kind/name -> resourceVersion of every object of the kinds our stacks create."""
         return {
@@ -253,10 +254,17 @@ class StandIn:
 
 
 class StandInKaito(StandIn):
-    """Stands in for KAITO's workspace controller (no kubelet, no GPUs here): sets each
-    Workspace's InferenceReady condition as KAITO would once the model serves: True `delay`
-    seconds after it first sees the Workspace, or False with a reason for names in `failing`.
-    It records when, so a test can check that `pulumi up` waited for it."""
+    """Stands in for KAITO's controllers (no kubelet, no GPUs here): sets each Workspace's
+    InferenceReady and each RAGEngine's RAGEngineSucceeded condition as KAITO would once it
+    serves: True `delay` seconds after it first sees the object, or False with a reason for
+    names in `failing`. A Workspace with an instanceType (node auto-provisioning) first goes
+    through KAITO's node stages: ResourceReady False (NodeClaimNotReady) while its node is made,
+    then True, then InferenceReady. It records when, so a test can check that `pulumi up` waited."""
+
+    KINDS = (
+        ("kaito.sh/v1beta1", "workspaces", "InferenceReady"),
+        ("kaito.sh/v1alpha1", "ragengines", "RAGEngineSucceeded"),
+    )
 
     def __init__(self, cluster: Cluster, delay: float = 2.0):
         super().__init__(cluster)
@@ -264,37 +272,78 @@ class StandInKaito(StandIn):
         self.failing: dict[str, str] = {}
         self.ready_at: dict[str, float] = {}
         self.seen: dict[str, float] = {}
+        self.conditions: dict[str, list[tuple[str, str, str]]] = {}  # key -> (type, status, reason) as set
 
     def _run(self) -> None:
         while not self._stop.wait(0.3):
-            with contextlib.suppress(OSError, ValueError):
-                self._reconcile()
+            for api, plural, condition in self.KINDS:
+                with contextlib.suppress(OSError, ValueError):
+                    self._reconcile(api, plural, condition)
 
-    def _reconcile(self) -> None:
-        for ws in self.cluster.api("GET", "/apis/kaito.sh/v1beta1/workspaces")["items"]:
-            meta = ws["metadata"]
+    def _reconcile(self, api: str, plural: str, ready_type: str) -> None:
+        for obj in self.cluster.api("GET", f"/apis/{api}/{plural}")["items"]:
+            meta = obj["metadata"]
             key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
             first = self.seen.setdefault(key, time.time())
-            current = {c["type"]: c for c in (ws.get("status") or {}).get("conditions", [])}.get("InferenceReady", {})
+            had = {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
             want = "False" if meta["name"] in self.failing else "True"
             generation = meta.get("generation", 1)
+            current = had.get(ready_type, {})
             # KAITO reconciles every spec change (a new generation) and reports on it
             if (current.get("status"), current.get("observedGeneration")) == (want, generation):
                 continue
-            if time.time() - first < self.delay:
+            waited = time.time() - first
+            auto = bool((obj.get("resource") or {}).get("instanceType"))
+            conditions: list[dict[str, Any]] = []
+            if auto:  # KAITO makes a node first; ResourceReady tells how that goes
+                node_ready = waited >= self.delay
+                conditions.append(
+                    self._condition(
+                        "ResourceReady",
+                        "True" if node_ready else "False",
+                        "workspaceResourceStatusSuccess" if node_ready else "NodeClaimNotReady",
+                        "workspace resource is ready" if node_ready else "Ready NodeClaims are not enough",
+                        generation,
+                    )
+                )
+                if not node_ready:
+                    if had.get("ResourceReady", {}).get("status") != "False":
+                        self._patch(api, plural, meta, key, conditions)
+                    continue
+                if waited < 2 * self.delay:  # then the model starts on it
+                    if had.get("ResourceReady", {}).get("status") != "True":
+                        self._patch(api, plural, meta, key, conditions)
+                    continue
+            elif waited < self.delay:
                 continue
-            condition = {
-                "type": "InferenceReady",
-                "status": want,
-                "reason": "InferenceFailed" if want == "False" else "InferenceReady",
-                "message": self.failing.get(meta["name"], "Inference has been deployed successfully"),
-                "lastTransitionTime": now_rfc3339(),
-                "observedGeneration": generation,
-            }
-            path = f"/apis/kaito.sh/v1beta1/namespaces/{meta['namespace']}/workspaces/{meta['name']}/status"
-            self.cluster.api("PATCH", path, {"status": {"conditions": [condition]}})
+            conditions.append(
+                self._condition(
+                    ready_type,
+                    want,
+                    "InferenceFailed" if want == "False" else ready_type,
+                    self.failing.get(meta["name"], "Inference has been deployed successfully"),
+                    generation,
+                )
+            )
+            self._patch(api, plural, meta, key, conditions)
             if want == "True":
                 self.ready_at[key] = time.time()
+
+    @staticmethod
+    def _condition(kind: str, status: str, reason: str, message: str, generation: int) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now_rfc3339(),
+            "observedGeneration": generation,
+        }
+
+    def _patch(self, api: str, plural: str, meta: dict[str, Any], key: str, conditions: list[dict[str, Any]]) -> None:
+        path = f"/apis/{api}/namespaces/{meta['namespace']}/{plural}/{meta['name']}/status"
+        self.cluster.api("PATCH", path, {"status": {"conditions": conditions}})
+        self.conditions.setdefault(key, []).extend((c["type"], c["status"], c["reason"]) for c in conditions)
 
 
 class StandInGfd(StandIn):

@@ -6,6 +6,7 @@ failures with KAITO's reasons, a bad config, destroy. The tests run in order on 
 from __future__ import annotations
 
 import base64
+import calendar
 import json
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from harness import E2E_HF_TOKEN, ROOT, Cluster, Project, StandInGfd, StandInKai
 
 STACK = "e2e"
 GPU, CPU, GATED = "phi-4-mini", "tiny-cpu", "llama"
+RAG = "docs-rag"
 BROKEN, NO_NODE = "never-ready", "no-gpu-node"
 GPU_NODE = "aks-a100-0"
 # Labels of a Standard_NC24ads_A100_v4 node of an AKS pool `a100`, before GFD has run.
@@ -119,6 +121,36 @@ def test_the_server_stored_exactly_the_planned_objects(project: Project, cluster
     assert base64.b64decode(secret["data"]["HF_TOKEN"]).decode() == E2E_HF_TOKEN
     service = cluster.objects("services")[GPU]
     assert service["spec"]["selector"] == {"inferenceset.kaito.sh/created-by": GPU, "apps.kubernetes.io/pod-index": "0"}
+
+
+def test_the_rag_engine_answers_with_the_stacks_model_once_it_serves(
+    project: Project, cluster: Cluster, kaito: StandInKaito
+) -> None:
+    """The RAGEngine as KAITO's v1alpha1 CRD stores it, its LLM the model's Service, created
+    only once that model served, and `up` waited for it too."""
+    from kaito_aks.rag.plan import plan_rag_engine
+    from stacks.load import parse_stack_file
+    from stacks.stackfile import read_stack_file
+
+    cfg = parse_stack_file(read_stack_file(STACK, project.path))
+    [engine] = cfg.rag_engines
+    want = plan_rag_engine(engine.args).manifest()
+    stored = cluster.objects("ragengines.kaito.sh")[RAG]
+    assert stored["apiVersion"] == "kaito.sh/v1alpha1"
+    assert stored["spec"]["inferenceService"] == {
+        "url": f"http://{GPU}.default.svc.cluster.local/v1/chat/completions",  # the model's Service
+        "contextWindowSize": 4096,
+    }
+    assert stored["spec"]["compute"] == want["spec"]["compute"]
+    assert cluster.objects("services")[GPU]  # what the URL names exists
+    model = cluster.objects("workspaces.kaito.sh")[f"{GPU}-0"]
+    model_ready = kaito.ready_at[f"default/{GPU}-0/{model['metadata']['uid']}"]
+    created = calendar.timegm(time.strptime(stored["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ"))
+    assert created >= int(model_ready) - 1, "the RAG engine was created before its model served"
+    assert f"default/{RAG}/{stored['metadata']['uid']}" in kaito.ready_at, "up returned before the engine served"
+    outputs = project.outputs()["ragEngines"][f"default/{RAG}"]
+    assert outputs["endpoint"] == f"http://{RAG}.default.svc.cluster.local"
+    assert outputs["workspace"] == GPU
 
 
 def test_the_hf_token_is_in_the_state_only_encrypted(project: Project) -> None:

@@ -67,6 +67,10 @@ class AksClusterArgs:
     """The system pool of a created cluster."""
     tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
     """Azure tags on a created resource group and cluster."""
+    ai_toolchain_operator: bool = False
+    """The AKS AI toolchain operator add-on: AKS runs KAITO (its own version, with node
+    auto-provisioning in the control plane) and no KAITO Helm release may be installed. With
+    `existing`, the cluster must already have it (checked at deploy time)."""
 
 
 def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
@@ -114,6 +118,12 @@ class AksCluster(pulumi.ComponentResource):
     """A user kubeconfig for the cluster (secret)."""
     oidc_issuer_url: pulumi.Output[str]
     """The cluster's OIDC issuer, for workload identity federation."""
+    cluster_id: pulumi.Output[str]
+    """The cluster's Azure resource id (the scope of roles on it)."""
+    location: pulumi.Output[str]
+    """The cluster's Azure region."""
+    ai_toolchain_operator: pulumi.Output[bool]
+    """Whether AKS runs KAITO for the cluster (the AI toolchain operator add-on)."""
 
     provider: ClusterProvider
 
@@ -145,6 +155,13 @@ class AksCluster(pulumi.ComponentResource):
                 security_profile=containerservice.ManagedClusterSecurityProfileArgs(
                     workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
                 ),
+                # The add-on (KAITO run by AKS) needs only this switch and the OIDC issuer above;
+                # since its GA, AKS keeps its node provisioner and identity in the control plane.
+                ai_toolchain_operator_profile=containerservice.ManagedClusterAIToolchainOperatorProfileArgs(
+                    enabled=True
+                )
+                if args.ai_toolchain_operator
+                else None,
                 network_profile=containerservice.ContainerServiceNetworkProfileArgs(
                     network_plugin=containerservice.NetworkPlugin.AZURE,
                     network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
@@ -171,7 +188,10 @@ class AksCluster(pulumi.ComponentResource):
             self.cluster_name = cluster.name
             self.resource_group_name = group.name
             self.node_resource_group = cluster.node_resource_group.apply(lambda g: g or "")
+            self.cluster_id = cluster.id
+            self.location = cluster.location
             issuer = cluster.oidc_issuer_profile
+            add_on = cluster.ai_toolchain_operator_profile
         else:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=args.resource_group, resource_name=args.name, opts=pulumi.InvokeOptions(parent=self)
@@ -179,8 +199,14 @@ class AksCluster(pulumi.ComponentResource):
             self.cluster_name = found.name
             self.resource_group_name = pulumi.Output.from_input(args.resource_group)
             self.node_resource_group = found.node_resource_group.apply(lambda g: g or "")
+            self.cluster_id = found.id
+            self.location = found.location
             issuer = found.oidc_issuer_profile
+            add_on = found.ai_toolchain_operator_profile
         self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
+        self.ai_toolchain_operator = add_on.apply(lambda p: bool(p and p.enabled))
+        if args.existing and args.ai_toolchain_operator:
+            self.ai_toolchain_operator = self.ai_toolchain_operator.apply(self._expect_add_on)
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group_name,
@@ -198,5 +224,20 @@ class AksCluster(pulumi.ComponentResource):
                 "nodeResourceGroup": self.node_resource_group,
                 "kubeconfig": self.kubeconfig,
                 "oidcIssuerUrl": self.oidc_issuer_url,
+                "clusterId": self.cluster_id,
+                "location": self.location,
+                "aiToolchainOperator": self.ai_toolchain_operator,
             }
         )
+
+    def _expect_add_on(self, enabled: bool) -> bool:
+        """An adopted cluster said to run the add-on must run it, or nothing would serve the
+        Workspaces (a deployment error: the cluster is only known at deploy time)."""
+        if not enabled:
+            pulumi.log.error(
+                "the existing cluster does not have the AI toolchain operator add-on, which ai_toolchain_operator says "
+                "it has: run `az aks update --enable-ai-toolchain-operator --enable-oidc-issuer` on it, or install "
+                "KAITO with this library (KaitoOperator)",
+                resource=self,
+            )
+        return enabled

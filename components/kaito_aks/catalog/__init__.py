@@ -142,9 +142,33 @@ class KaitoChart(CamelModel):
     value_keys: list[str]
 
     @property
+    def sku_names_case_sensitive(self) -> bool:
+        """KAITO matched instance types to its SKU table exactly before 0.10, ignoring case since."""
+        return _minor(self.version) < (0, 10)
+
+    @property
     def known_gates(self) -> dict[str, bool]:
         """Every gate the controller accepts, with its default."""
         return {**self.controller_only_gates, **self.feature_gates}
+
+
+class RagEngineChart(CamelModel):
+    """What kaito-aks knows about one KAITO ragengine chart release (catalog/ragengine_charts.yaml)."""
+
+    version: str = ""
+    api_version: Literal["kaito.sh/v1alpha1", "kaito.sh/v1beta1"]
+    sku_catalog: str
+    compute_required: bool
+    gpu_table_only: bool
+    sku_case_sensitive: bool
+    inference_service_required: bool
+    storage: Literal["flat", "persistentVolume"]
+    vector_db: bool
+    guardrails: bool
+    retrieve_api: bool
+    embedding_checked: bool
+    dropped_selector_labels: list[str]
+    value_keys: list[str]
 
 
 class GpuOperatorChart(CamelModel):
@@ -152,6 +176,22 @@ class GpuOperatorChart(CamelModel):
     daemonset_tolerations: list[Toleration]
     nfd_worker_tolerations: list[Toleration]
     value_keys: list[str]
+
+
+class GpuProvisionerChart(CamelModel):
+    """What kaito-aks knows about one gpu-provisioner chart release."""
+
+    version: str = ""
+    controller_env: list[str]
+    value_keys: list[str]
+
+
+class GpuProvisionerSource(CamelModel):
+    """Where gpu-provisioner comes from and how it signs in to Azure."""
+
+    service_account: str
+    role: str
+    for_kaito: dict[str, str | None]
 
 
 class ChartSource(CamelModel):
@@ -210,9 +250,12 @@ def _charts_file(name: str) -> _ChartsFile:
 
 
 def _chart_source(name: str) -> ChartSource:
-    return ChartSource.model_validate(
-        {k: v for k, v in _load(name).items() if k not in ("versions", "notYetSupported")}
-    )
+    fields = ChartSource.model_fields
+    return ChartSource.model_validate({k: v for k, v in _load(name).items() if k in fields or _snake(k) in fields})
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
 
 
 @cache
@@ -476,6 +519,18 @@ def _either(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
+def ragengine_chart_source() -> ChartSource:
+    return _chart_source("ragengine_charts.yaml")
+
+
+@cache
+def ragengine_charts() -> dict[str, RagEngineChart]:
+    """Supported releases of KAITO's RAGEngine operator, oldest first."""
+    versions = _charts_file("ragengine_charts.yaml")["versions"]
+    ordered = sorted(versions, key=_minor)
+    return {v: RagEngineChart.model_validate({"version": v, **versions[v]}) for v in ordered}
+
+
 def gpu_operator_chart_source() -> ChartSource:
     return _chart_source("gpu_operator_charts.yaml")
 
@@ -486,3 +541,45 @@ def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
         v: GpuOperatorChart.model_validate({"version": v, **f})
         for v, f in _charts_file("gpu_operator_charts.yaml")["versions"].items()
     }
+
+
+def gpu_provisioner_chart_source() -> ChartSource:
+    return _chart_source("gpu_provisioner_charts.yaml")
+
+
+def gpu_provisioner_source() -> GpuProvisionerSource:
+    data = _load("gpu_provisioner_charts.yaml")
+    return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "role", "forKaito")})
+
+
+@cache
+def gpu_provisioner_charts() -> dict[str, GpuProvisionerChart]:
+    return {
+        v: GpuProvisionerChart.model_validate({"version": v, **f})
+        for v, f in _charts_file("gpu_provisioner_charts.yaml")["versions"].items()
+    }
+
+
+def gpu_provisioner_for_kaito(kaito_version: str) -> str | None:
+    """The gpu-provisioner release KAITO's own install path pairs with this KAITO release
+    (None: none; KAITO's provisioning runs elsewhere, e.g. in the AKS add-on's control plane)."""
+    minor = ".".join(kaito_version.split(".")[:2])
+    return gpu_provisioner_source().for_kaito.get(minor)
+
+
+@cache
+def azure_roles() -> dict[str, str]:
+    """Built-in Azure role name -> role definition GUID."""
+    return dict(cast(dict[str, dict[str, str]], _load("azure_roles.yaml"))["roles"])
+
+
+class AksAddOn(CamelModel):
+    """What AKS's AI toolchain operator add-on runs."""
+
+    kaito_version: str
+    source: str
+
+
+def aks_add_on() -> AksAddOn:
+    """The KAITO release the AKS add-on runs, with where Microsoft says so."""
+    return AksAddOn.model_validate(_load("aks_add_on.yaml"))

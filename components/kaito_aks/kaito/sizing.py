@@ -104,14 +104,31 @@ def nodes_to_admit(preset: Preset, hw: NodeGpus, release: str) -> int:
 
 
 def nodes_per_instance(preset: Preset, hw: NodeGpus, release: str, max_model_len: int | None = None) -> int:
-    """Nodes one serving instance spans, by KAITO's vLLM estimator; SizingError when it refuses."""
-    if release in NO_ESTIMATOR:
+    """Nodes one serving instance spans on bring-your-own nodes, by KAITO's vLLM estimator (it
+    reads the first ready node's GFD labels); SizingError when it refuses."""
+    per_gpu = hw.kaito_node_memory(release) // hw.count
+    return _vllm_nodes(preset, per_gpu, hw.count, hw.product, release, max_model_len)
+
+
+def nodes_on_instance_type(preset: Preset, sku: GpuSku, release: str, max_model_len: int | None = None) -> int:
+    """Nodes of `sku` one serving instance spans with node auto-provisioning: the estimator
+    reads KAITO's SKU table then (the node's total GPU memory over its GPUs); SizingError when
+    it refuses."""
+    per_gpu = sku.gpu_mem_gib * GIB // sku.gpu_count
+    return _vllm_nodes(preset, per_gpu, sku.gpu_count, f"{sku.name} ({sku.gpu_model})", release, max_model_len)
+
+
+def _vllm_nodes(
+    preset: Preset, per_gpu: int, gpus_per_node: int, node: str, release: str, max_model_len: int | None
+) -> int:
+    """KAITO's vLLM node estimator (pkg/workspace/estimator) for nodes of `gpus_per_node` GPUs
+    of `per_gpu` bytes each."""
+    if release in NO_ESTIMATOR:  # 0.6: an instance runs on the resource.count (1) nodes it provisions
         return 1
     tokens = max_model_len or DEFAULT_MAX_MODEL_LEN
-    per_gpu = hw.kaito_node_memory(release) // hw.count
     available = per_gpu * GPU_MEMORY_UTILIZATION
     model = preset.model_gib * GIB * WEIGHT_EXPANSION
-    reserve = BASE_OVERHEAD_GIB * GIB + tokens * preset.bytes_per_token / hw.count
+    reserve = BASE_OVERHEAD_GIB * GIB + tokens * preset.bytes_per_token / gpus_per_node
     if release == "0.8" and preset.disable_tensor_parallelism and model + reserve > available:
         raise SizingError(
             f"one GPU of {per_gpu / GIB:.0f} GiB is too small for {preset.name}, which cannot be split across "
@@ -124,15 +141,63 @@ def nodes_per_instance(preset: Preset, hw: NodeGpus, release: str, max_model_len
         )
     usable = (available - reserve) / (1 + OVERHEAD_WEIGHT_FACTOR[release])
     gpus = int(model / usable) + 1
-    nodes = math.ceil(gpus / hw.count)
+    nodes = math.ceil(gpus / gpus_per_node)
     if nodes > 1 and (preset.disable_tensor_parallelism and release == "0.8"):
         raise SizingError(f"{preset.name} cannot be split across GPUs but needs {nodes} nodes")
     if nodes > 1 and not preset.distributed:
         raise SizingError(
             f"{preset.name} does not support multi-node inference in this release, but needs {nodes} nodes of "
-            f"{hw.product} ({hw.count} x {hw.gib_per_gpu} GiB): use a node with more GPU memory"
+            f"{node} ({gpus_per_node} x {per_gpu / GIB:.0f} GiB): use a node with more GPU memory"
         )
     return nodes
+
+
+def instance_type_denial(preset: PresetDemand, sku: GpuSku, release: str) -> str | None:
+    """Why KAITO's webhook denies a preset on one node of `sku` with node auto-provisioning, in
+    its words, or None (workspace_validation.go: it checks the SKU table for the transformers
+    runtime and tuning from 0.8, for every runtime on 0.6; 0.6 and 0.8 also count GPUs, 0.6
+    checks memory per GPU)."""
+    if release in GPU_COUNT_CHECKED and sku.gpu_count < preset.gpu_count:
+        return (
+            f"Insufficient number of GPUs: Instance type {sku.name} provides {sku.gpu_count}, but preset "
+            f"{preset.name} requires at least {preset.gpu_count}"
+        )
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    if per_gpu < preset.per_gpu_gib:
+        return (
+            f"Insufficient per GPU memory: Instance type {sku.name} provides {per_gpu}Gi per GPU, but preset "
+            f"{preset.name} requires at least {preset.per_gpu_gib:g}Gi per GPU"
+        )
+    if sku.gpu_mem_gib * GIB < generator.quantity_bytes(preset.model_gib):
+        return (
+            f"Insufficient total GPU memory: Instance type {sku.name} has a total of {sku.gpu_mem_gib}Gi, but preset "
+            f"{preset.name} requires at least {preset.model_gib}Gi"
+        )
+    return None
+
+
+def smallest_instance_type(
+    preset: Preset, skus: dict[str, GpuSku], release: str, *, transformers: bool, max_model_len: int | None = None
+) -> tuple[GpuSku, int] | None:
+    """The usable NVIDIA size KAITO would serve one instance of `preset` on with the least GPU
+    memory in all (nodes x memory per node), and its node count; None when none would. Ties go
+    to the size listed first (the catalog lists each family smallest first)."""
+    best: tuple[float, int, GpuSku, int] | None = None
+    for order, sku in enumerate(skus.values()):
+        if sku.vendor != "nvidia" or sku.unusable:
+            continue
+        if transformers:
+            nodes = 1 if instance_type_denial(preset, sku, release) is None else None
+        else:
+            try:
+                nodes = nodes_on_instance_type(preset, sku, release, max_model_len)
+            except SizingError:
+                nodes = None
+        if nodes is not None:
+            key = (nodes * sku.gpu_mem_gib, order)
+            if best is None or key < best[:2]:
+                best = (*key, sku, nodes)
+    return None if best is None else (best[2], best[3])
 
 
 def nodes_for(preset: Preset, sku: GpuSku, release: str, max_model_len: int | None = None) -> int | None:

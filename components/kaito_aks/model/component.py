@@ -15,6 +15,7 @@ from kaito_aks.cluster.access import ClusterAccess, access_of
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
+from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_problems, model_warnings
 from kaito_aks.model.spec import RETIRED, KaitoModelArgs
@@ -85,6 +86,9 @@ class KaitoModel(pulumi.ComponentResource):
     """Serving instances."""
     gpu_nodes: pulumi.Output[dict[str, Any] | None]
     """What the GPU-node wait found: nodes, product, GPUs per node, MiB per GPU and node."""
+    instance_type: pulumi.Output[str | None]
+    """The Azure VM size KAITO creates this model's nodes of (node auto-provisioning); none with
+    bring-your-own nodes."""
 
     plan: ModelPlan
     """The objects it creates, as data."""
@@ -200,15 +204,15 @@ class KaitoModel(pulumi.ComponentResource):
                 },
                 opts=child,
             )
-            endpoint = service.metadata.apply(
-                lambda m: f"http://{m['name']}.{m['namespace']}.svc.cluster.local/v1/chat/completions"
-            )
+            url = endpoint_of(args)
+            endpoint = service.metadata.apply(lambda _: url)  # known once the Service exists
 
         self.endpoint = endpoint
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
         self.gpu_nodes = self.gpu_nodes_wait.found() if self.gpu_nodes_wait else pulumi.Output.from_input(None)
+        self.instance_type = pulumi.Output.from_input(plan.instance_type)
         self.register_outputs(
             {
                 "endpoint": self.endpoint,
@@ -216,6 +220,7 @@ class KaitoModel(pulumi.ComponentResource):
                 "source": self.source,
                 "replicas": self.replicas,
                 "gpuNodes": self.gpu_nodes,
+                "instanceType": self.instance_type,
             }
         )
 

@@ -20,7 +20,7 @@ import pulumi
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.model.component import KaitoModel, check_model, waits_access, watched_objects
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.waits.gpu_nodes import GpuNodesReady, selector_text
 from kaito_aks.waits.model_ready import ModelReady, revision_of
@@ -40,6 +40,17 @@ class ModelGroup:
         plan = self.plans[name]
         wait = self.gpu_nodes.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
         return wait.found() if wait is not None else pulumi.Output.from_input(None)
+
+    def waits_of(self, name: str) -> list[pulumi.Resource]:
+        """The waits a model's readiness is decided by (its GPU-node wait and its ready wait)."""
+        plan = self.plans[name]
+        key = selector_text(plan.gpu_nodes.selector) if plan.gpu_nodes else ""
+        waits: list[pulumi.Resource] = []
+        if plan.gpu_nodes is not None and key in self.gpu_nodes:
+            waits.append(self.gpu_nodes[key])
+        if key in self.ready:
+            waits.append(self.ready[key])
+        return waits
 
 
 def deploy_models(
@@ -117,7 +128,7 @@ def deploy_models(
     for key, members in sorted(by_group.items()):
         assert reach is not None
         watched = [
-            dataclasses.replace(w, timeout_seconds=args_of[n].ready_timeout_minutes * 60.0)
+            dataclasses.replace(w, timeout_seconds=ready_timeout(args_of[n]) * 60.0)
             for n in members
             for w in watched_objects(plans[n])
         ]
@@ -128,7 +139,7 @@ def deploy_models(
             reach,
             watched=watched,
             revision=revision_of([*manifests, *config]),
-            timeout_minutes=max(args_of[n].ready_timeout_minutes for n in members),
+            timeout_minutes=max(ready_timeout(args_of[n]) for n in members),
             opts=pulumi.ResourceOptions.merge(
                 opts_without_provider(opts), pulumi.ResourceOptions(depends_on=[created[n] for n in members])
             ),

@@ -38,3 +38,8 @@ def claimed_names(args: KaitoModelArgs, chart: catalog.KaitoChart) -> set[str]:
 
 def hf_token_secret_name(name: str) -> str:
     return f"{name}-hf-token"
+
+
+def endpoint_of(args: KaitoModelArgs) -> str:
+    """The in-cluster OpenAI-compatible chat completions URL of the model's Service."""
+    return f"http://{args.name}.{args.namespace}.svc.cluster.local/v1/chat/completions"

@@ -26,7 +26,7 @@ from kaito_aks.kaito.workspace import (
 )
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.rules import match_labels
-from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs
+from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, ready_timeout
 from kaito_aks.waits.gpu_nodes import GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
@@ -94,6 +94,7 @@ class ModelPlan:
     served_model: str | None = None
     gpu_nodes: GpuNodesPlan | None = None  # what KAITO's webhook will look for before admitting it
     readiness: ReadinessPlan | None = None  # what says it serves
+    instance_type: str | None = None  # the VM size KAITO provisions (auto mode)
 
     @property
     def key(self) -> str:
@@ -111,7 +112,7 @@ def content_hash(content: str) -> str:
 
 
 def label_selector(args: KaitoModelArgs) -> LabelSelector:
-    """The Workspaces' node selector: the one given, else GPU-present (gpu) or Linux (cpu)."""
+    """The Workspaces' node selector: the one given, else `match_labels`' default for the mode."""
     given: LabelSelectorArgs | None = args.label_selector
     if given is None:
         return LabelSelector(match_labels=match_labels(args))
@@ -170,7 +171,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             config_maps=tuple(config_maps),
             hf_token_secret=None,
             service=None,
-            readiness=ReadinessPlan("JobStarted", args.ready_timeout_minutes),
+            readiness=ReadinessPlan("JobStarted", ready_timeout(args)),
+            instance_type=resource.instance_type,
         )
 
     # Attach the Hugging Face token to presets that download weights at start-up: required for
@@ -262,7 +264,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
         ),
         served_model=served_model_id(args, chart),
         gpu_nodes=gpu_nodes,
-        readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", args.ready_timeout_minutes),
+        readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", ready_timeout(args)),
+        instance_type=resource.instance_type,
     )
 
 

@@ -18,6 +18,7 @@ from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, N
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 
+AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
 # KAITO 0.6's inference-config check: vLLM on several GPUs of less memory needs max-model-len.
@@ -41,6 +42,8 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_placement(args, chart),
         *_tuning(args, chart),
     ]
+    if chart is not None and args.node_provisioning == "auto" and not problems:
+        problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
@@ -254,8 +257,6 @@ def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterat
             f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
             "node-provisioning",
         )
-    elif chart is not None and args.node_provisioning == "auto" and chart.default_instance_type and not args.image:
-        yield from _provisioned_fit(args, chart)
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -274,67 +275,173 @@ def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterat
         )
 
 
-def _provisioned_fit(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
-    """A release that sizes a preset against the instance type it provisions (0.6, for every
-    runtime): the size must be in its SKU table, and one node of it (resource.count, which this
-    component never sets, defaults to 1) must have the GPUs and memory the preset requires."""
-    if not args.instance_type:
-        yield Problem.at(
-            "instance_type",
-            f"KAITO {chart.version} provisions a node of this size for each Workspace and would pick its default, "
-            f"{chart.default_instance_type}; name the GPU size",
-            "instance-type",
-        )
-        return
-    skus = catalog.gpu_skus(chart.sku_catalog)
-    sku = skus.get(args.instance_type)
-    if sku is None or sku.vendor != "nvidia" or sku.unusable:
-        close = [s for s in catalog.closest_skus(args.instance_type) if s in skus]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        why = sku.unusable if sku is not None and sku.unusable else None
-        yield Problem.at(
-            "instance_type",
-            why
-            or f"{args.instance_type} is not an NVIDIA GPU size of KAITO {chart.version}'s SKU table, which it sizes "
-            f"presets by{hint}",
-            "instance-type",
-        )
-        return
-    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
-    if preset is None or args.tuning is not None:
-        return
-    hw = sizing.NodeGpus.of_sku(sku)
-    denial = sizing.admission_denial(preset, hw, 1, chart.preset_catalog)
-    if denial is not None:
-        fits = [
-            n
-            for _, found in sizing.estimate(preset, chart.preset_catalog, max_nodes=1)
-            for n in (s.name for s in found)
-        ]
-        hint = f"; {', '.join(fits)} would do" if fits else ""
-        yield Problem.at(
-            "instance_type",
-            f"KAITO {chart.version}'s admission webhook would deny {args.model} on one {args.instance_type} node: "
-            f"{denial}{hint}",
-            "admission",
-        )
-    several_small_gpus = sku.gpu_count > 1 and hw.gib_per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
-    if (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
-        yield Problem.at(
-            ("config", "vllm", "max-model-len"),
-            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
-            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({args.instance_type}); set it (e.g. 4096)",
-            "max-model-len",
-        )
-
-
 def match_labels(args: KaitoModelArgs) -> dict[str, str]:
-    """The labels the model's Workspaces select nodes by (the default per compute)."""
+    """The labels the model's Workspaces select nodes by. Default, bring-your-own: GPU-present
+    (gpu) or Linux (cpu); auto: apps=<name>, as KAITO's docs write it: KAITO puts the labels on
+    the nodes it creates, and a label no other node has keeps it from counting them as its own."""
     if args.label_selector is not None and args.label_selector.match_labels:
         return dict(args.label_selector.match_labels)
     if args.label_selector is not None:
         return {}
+    if args.node_provisioning == "auto":
+        return {AUTO_LABEL: args.name or ""}
     return dict(GPU_PRESENT_LABEL if is_gpu(args) else LINUX_LABEL)
+
+
+# ---------------------------------------------------------------- nodes KAITO creates (auto)
+
+
+def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
+    """The SKU-table entry KAITO finds for `name`: an exact match before 0.10, case-insensitive since."""
+    skus = catalog.gpu_skus(chart.sku_catalog)
+    if chart.sku_names_case_sensitive:
+        return skus.get(name)
+    return next((sku for key, sku in skus.items() if key.lower() == name.lower()), None)
+
+
+def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """KAITO's node auto-provisioning branch of the webhook (instanceType required; a size it
+    knows; GPU memory for the transformers runtime), stricter where KAITO admits what then
+    fails: it admits any Standard_N*/Standard_D* name, but cannot size a preset on a size outside
+    its table. Then KAITO's vLLM estimator on that size, as its controller runs it. 0.6 (the AKS
+    add-on's) has no estimator: its webhook sizes every runtime on one node of the table."""
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    release = chart.preset_catalog
+    # the webhook's SKU-table check decides (the transformers runtime, tuning; everything on 0.6)
+    admission = args.runtime == "transformers" or args.tuning is not None or release in sizing.NO_ESTIMATOR
+    mml = max_model_len(args)
+    if not args.instance_type:
+        fit = (
+            sizing.smallest_instance_type(
+                preset,
+                catalog.gpu_skus(chart.sku_catalog),
+                release,
+                transformers=admission,
+                max_model_len=mml,
+            )
+            if preset is not None
+            else None
+        )
+        hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        required = (
+            f"KAITO {chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}"
+            if chart.default_instance_type
+            else 'KAITO: "instanceType is required when node auto-provisioning is enabled"'
+        )
+        yield Problem.at(
+            "instance_type",
+            f"required with node auto-provisioning: the Azure VM size KAITO creates nodes of ({required}){hint}",
+            "instance-type",
+        )
+        return
+    name = args.instance_type
+    prefix = ("Standard_N", "Standard_D")
+    has_prefix = (
+        name.startswith(prefix)
+        if chart.sku_names_case_sensitive
+        else name.lower().startswith(tuple(p.lower() for p in prefix))
+    )
+    if not args.model:
+        if not has_prefix:
+            yield Problem.at(
+                "instance_type",
+                f'KAITO {chart.version} creates nodes only of Azure N-series (GPU) or D-series sizes ("Unsupported '
+                f'instance type {name}"); use e.g. Standard_D8s_v5 for a CPU image',
+                "instance-type",
+            )
+        return
+    sku = find_instance_type(name, chart)
+    if sku is None:
+        yield _unknown_instance_type(name, chart)
+        return
+    if sku.vendor != "nvidia":
+        yield Problem.at(
+            "instance_type",
+            f"{name} has {sku.gpu_model} GPUs; KAITO's preset images run on NVIDIA GPUs only (the AKS add-on docs list "
+            "AMD sizes as unsupported)",
+            "instance-type-gpu",
+        )
+        return
+    if sku.unusable:
+        yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
+        return
+    if release in sizing.NO_ESTIMATOR:
+        yield from _max_model_len_required(args, chart, sku)
+    if preset is None:
+        return
+    if admission:
+        need = preset.tuning_gib if args.tuning is not None and preset.tuning_gib else preset.model_gib
+        demand = catalog.Preset.model_validate({**preset.model_dump(by_alias=True), "modelGiB": need})
+        denial = sizing.instance_type_denial(demand, sku, release)
+        if denial is not None:
+            fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
+            hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
+            what = (
+                "a tuning job"
+                if args.tuning is not None
+                else "the transformers runtime"
+                if args.runtime == "transformers"
+                else args.model
+            )
+            yield Problem.at(
+                "instance_type",
+                f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
+                "instance-type-fit",
+            )
+        return
+    try:
+        sizing.nodes_on_instance_type(preset, sku, release, mml)
+    except sizing.SizingError as err:
+        fit = sizing.smallest_instance_type(
+            preset, catalog.gpu_skus(chart.sku_catalog), release, transformers=False, max_model_len=mml
+        )
+        hint = f"; the smallest that fits: {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version}'s vLLM node estimator refuses {args.model} on {name}: {err}{hint}",
+            "instance-type-fit",
+        )
+
+
+def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
+    every = catalog.all_gpu_skus()
+    spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
+    if spelled is not None:
+        return Problem.at(
+            "instance_type",
+            f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
+            "instance-type",
+        )
+    dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
+    if dropped is not None and name in every:
+        return Problem.at("instance_type", dropped, "instance-type")
+    close = catalog.closest_skus(name)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    then = "without sizing it" if chart.preset_catalog in sizing.NO_ESTIMATOR else "then its node estimator fails"
+    return Problem.at(
+        "instance_type",
+        f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
+        f"Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
+        "instance-type",
+    )
+
+
+def _max_model_len_required(args: KaitoModelArgs, chart: catalog.KaitoChart, sku: catalog.GpuSku) -> Iterator[Problem]:
+    """KAITO 0.6's inference-config check: vLLM on a size of several GPUs with less than 20 GiB
+    each (its SKU table) needs an explicit max-model-len."""
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    several_small_gpus = sku.gpu_count > 1 and per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
+    if args.model and (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
+        yield Problem.at(
+            ("config", "vllm", "max-model-len"),
+            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
+            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({sku.name}); set it (e.g. 4096)",
+            "max-model-len",
+        )
+
+
+def _nodes(n: int) -> str:
+    return "1 node" if n == 1 else f"{n} nodes"
 
 
 def _kaito_tolerates(taint: str) -> bool:

@@ -153,7 +153,8 @@ class KaitoModelArgs:
     node_provisioning: NodeProvisioning = "byo"
     """byo: your nodes, found by `label_selector`; auto: KAITO creates nodes of `instance_type`."""
     instance_type: str | None = None
-    """GPU VM size KAITO provisions (`node_provisioning` auto only)."""
+    """The Azure VM size KAITO creates nodes of (`node_provisioning` auto, where it is required),
+    e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
         default_factory=list[AdapterArgs]
     )
@@ -190,8 +191,9 @@ class KaitoModelArgs:
     """How long to wait for those nodes."""
     wait_for_ready: bool = True
     """`pulumi up` waits until KAITO reports the model serving (tuning: the job started)."""
-    ready_timeout_minutes: Annotated[int, MINUTES] = 30
-    """How long to wait for that (large downloads take 20+ minutes)."""
+    ready_timeout_minutes: Annotated[int, MINUTES] | None = None
+    """How long to wait for that (large downloads take 20+ minutes); default: 30 minutes, 45 with
+    `node_provisioning` auto (KAITO's new node takes about 7 minutes to be ready)."""
 
 
 # Keys earlier KAITO (or kaito-aks) shapes had, with the fix to give.
@@ -201,6 +203,14 @@ RETIRED = {
     "preset": "use `model`",
     "instance": "use `instance_type`",
 }
+
+
+READY_TIMEOUT_MINUTES = {"byo": 30, "auto": 45}
+
+
+def ready_timeout(args: KaitoModelArgs) -> int:
+    """Minutes to wait for the model to serve: the one given, else the mode's default."""
+    return args.ready_timeout_minutes or READY_TIMEOUT_MINUTES[args.node_provisioning]
 
 
 def is_gpu(args: KaitoModelArgs) -> bool:

@@ -26,6 +26,15 @@ INSTALL_TIMEOUT_SECONDS = 900
 NodeProvisioning = Literal["byo", "auto"]
 """byo: your GPU nodes, found by label selector (auto-provisioning off); auto: KAITO creates a
 node of each Workspace's instance type."""
+NodeProvisioner = Literal["gpu-provisioner", "karpenter"]
+"""What turns the NodeClaims KAITO creates in auto mode into nodes."""
+# Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
+KARPENTER_REFUSED = (
+    "Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet bootstrap token (a kube-system "
+    "Secret that AKS rotates), an SSH public key for the nodes and the subnet id of a bring-your-own VNet, none of "
+    "which an AKS cluster exposes to a Pulumi program (KAITO's docs read them with kubectl and az); use "
+    "gpu-provisioner (the chart's default provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
+)
 GpuDiscovery = Literal["kaito", "external"]
 """kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another
 install (the NVIDIA GPU Operator) runs them and KAITO's copies are switched off."""
@@ -41,6 +50,9 @@ class KaitoOperatorArgs:
     installed here)."""
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
+    node_provisioner: NodeProvisioner = "gpu-provisioner"
+    """With auto: what makes KAITO's NodeClaims into nodes; gpu-provisioner (install it with
+    `GpuProvisioner` and depend the models on it). karpenter is refused, with the reason."""
     feature_gates: dict[str, bool] = field(default_factory=dict[str, bool])
     """Merged over the version's defaults; an unknown gate is refused (it would crash the controller)."""
     gpu_discovery: GpuDiscovery = "kaito"
@@ -62,6 +74,13 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         return [Problem.at("version", unsupported, "version")]
     chart = catalog.kaito_charts()[args.version]
     problems = gate_problems(("feature_gates",), args.feature_gates, chart)
+    if args.node_provisioner == "karpenter":
+        why = (
+            KARPENTER_REFUSED
+            if chart.node_provisioner is not None
+            else f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
+        )
+        problems.append(Problem.at("node_provisioner", why, "karpenter"))
     for key in args.values:
         if key not in chart.value_keys:
             problems.append(

@@ -2,7 +2,7 @@
 own reason when it does not.
 
 KAITO reports progress as status conditions: a Workspace's `InferenceReady` (tuning:
-`JobStarted`), an InferenceSet's `InferenceSetReady`. `ModelReady` sits after those objects in
+`JobStarted`), an InferenceSet's `InferenceSetReady`, a RAGEngine's `RAGEngineSucceeded`. `ModelReady` sits after those objects in
 the graph and polls them, as `kubectl wait --for=condition=...` does, and runs again when the
 objects change. pulumi-kubernetes' `pulumi.com/waitFor` annotation waits the same way but fails with "timed out waiting for the
 condition" alone; this wait puts the condition's reason and message into the error.
@@ -29,17 +29,22 @@ FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, 
 NO_CONTROLLER_HINT = (
     "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
 )
+# RAGEngines have an operator of their own (the ragengine chart).
+CONTROLLER_HINTS = {
+    "RAGEngine": "is the KAITO RAGEngine controller running? (kubectl -n kaito-ragengine get pods; kubectl describe "
+    "{kind} {name})"
+}
 
 
 @dataclass(frozen=True)
 class Watched:
     """One KAITO object and the condition that says it is serving."""
 
-    kind: str  # Workspace or InferenceSet
+    kind: str  # Workspace, InferenceSet or RAGEngine
     api_version: str  # kaito.sh/v1beta1, kaito.sh/v1alpha1
     namespace: str
     name: str
-    condition: str  # InferenceReady, InferenceSetReady, JobStarted
+    condition: str  # InferenceReady, InferenceSetReady, JobStarted, RAGEngineSucceeded
     timeout_seconds: float | None = None  # its own limit, when one wait watches several models
 
     @property
@@ -75,15 +80,16 @@ class Watched:
 def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     """Whether one object reports its condition True."""
     label = f"{watched.kind} {watched.namespace}/{watched.name}"
-    hint = NO_CONTROLLER_HINT.format(kind=watched.kind.lower(), name=watched.name)
+    hint = CONTROLLER_HINTS.get(watched.kind, NO_CONTROLLER_HINT).format(kind=watched.kind.lower(), name=watched.name)
     if obj is None:
         return Check(False, f"{label} does not exist", "was it deleted?")
     generation = obj["metadata"].get("generation")
     status: dict[str, Any] = obj.get("status") or {}
     conditions: list[dict[str, Any]] = status.get("conditions") or []
     condition = next((c for c in conditions if c.get("type") == watched.condition), None)
+    nodes = _node_progress(conditions)
     if condition is None:
-        return Check(False, f"{label} reports no {watched.condition} condition", hint)
+        return Check(False, f"{label} reports no {watched.condition} condition" + nodes, hint)
     if condition.get("status") == "True":
         # Not gated on observedGeneration: KAITO 0.8.1 writes a condition only when its status,
         # reason or message change (UpdateStatusConditionIfNotMatch), so after an edit a True
@@ -92,12 +98,35 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     observed = condition.get("observedGeneration", status.get("observedGeneration"))
     if generation is not None and observed is not None and observed < generation:
         return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
-    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
     return Check(
         False,
-        f"{label} is not ready: {watched.condition}={condition.get('status')}" + (f" ({why})" if why else ""),
+        f"{label} is not ready: {_said(condition)}" + nodes,
         f"kubectl describe {watched.kind.lower()} -n {watched.namespace} {watched.name}",
     )
+
+
+# Where KAITO says how getting the nodes goes: ResourceReady copies the first of its node
+# conditions that is not True; NodeClaimReady (0.9+; NodeClaimsReady before) carries, from 0.12,
+# the NodeClaim's own failure (quota, SKU unavailable), truncated to 256 characters.
+NODE_CONDITIONS = ("ResourceReady", "NodeClaimReady", "NodeClaimsReady", "NodesReady")
+
+
+def _node_progress(conditions: list[dict[str, Any]]) -> str:
+    """KAITO's node conditions that are not True, in its words ('' when there are none)."""
+    said: list[str] = []
+    for kind in NODE_CONDITIONS:
+        c = next((c for c in conditions if c.get("type") == kind), None)
+        if c is None or c.get("status") == "True":
+            continue
+        text = _said(c)
+        if not any(text.split("=", 1)[1] == s.split("=", 1)[1] for s in said):  # ResourceReady repeats one
+            said.append(text)
+    return f"; {'; '.join(said)}" if said else ""
+
+
+def _said(condition: dict[str, Any]) -> str:
+    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
+    return f"{condition.get('type')}={condition.get('status')}" + (f" ({why})" if why else "")
 
 
 def wait_for_models(
@@ -177,7 +206,7 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
         name: str,
         access: ClusterAccess,
         watched: list[Watched],
-        revision: str,
+        revision: pulumi.Input[str],
         timeout_minutes: float,
         opts: pulumi.ResourceOptions | None = None,
     ):

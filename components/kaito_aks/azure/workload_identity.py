@@ -1,0 +1,204 @@
+"""An Azure workload identity: a user-assigned managed identity that one Kubernetes service
+account signs in as, through a federated credential trusting the cluster's OIDC issuer, with
+the Azure roles it needs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import pulumi
+from pulumi_azure_native import authorization, managedidentity
+
+from kaito_aks import catalog
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Problem
+from kaito_aks.schema import Matches, MaxItems, checked_args, documented
+
+TYPE = "kaito-aks:index:WorkloadIdentity"
+FORMER_TYPES: tuple[str, ...] = ()  # new in 0.3.0
+# What Azure AD accepts from a Kubernetes service account token (AKS workload identity docs).
+TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+IDENTITY_NAME = Matches(
+    r"[A-Za-z0-9][A-Za-z0-9_-]{2,127}",
+    "a managed identity name: 3-128 letters, digits, '-' or '_', starting with a letter or digit",
+)
+K8S_NAME = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+    "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit",
+)
+GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SUBSCRIPTION_SCOPE = re.compile(r"/subscriptions/(?P<subscription>[^/]+)(/.*)?", re.IGNORECASE)
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class RoleGrantArgs:
+    """An Azure role the identity holds, at one scope."""
+
+    role: str
+    """A built-in role by name (Contributor, Virtual Machine Contributor, Network Contributor,
+    Managed Identity Operator) or any role definition's GUID."""
+    scope: pulumi.Input[str]
+    """The Azure resource id it applies to (a resource, resource group or subscription), e.g.
+    `AksCluster.cluster_id`."""
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class WorkloadIdentityArgs:
+    """A user-assigned managed identity that a Kubernetes service account signs in as."""
+
+    resource_group_name: pulumi.Input[str]
+    """The resource group the identity is created in (e.g. `AksCluster.resource_group_name`)."""
+    issuer_url: pulumi.Input[str]
+    """The cluster's OIDC issuer (e.g. `AksCluster.oidc_issuer_url`): the federated credential
+    trusts the service account tokens it signs."""
+    namespace: Annotated[str, K8S_NAME]
+    """Namespace of the service account."""
+    service_account: Annotated[str, K8S_NAME]
+    """The service account that signs in as the identity."""
+    identity_name: Annotated[str, IDENTITY_NAME] | None = None
+    """The identity's Azure name; default: the resource name."""
+    location: pulumi.Input[str] | None = None
+    """Azure region of the identity; default: the resource group's."""
+    roles: Annotated[list[RoleGrantArgs], MaxItems(20)] = field(default_factory=list[RoleGrantArgs])
+    """Azure roles the identity holds."""
+    tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
+    """Azure tags on the identity."""
+
+
+def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
+    known = catalog.azure_roles()
+    problems: list[Problem] = []
+    for i, grant in enumerate(args.roles):
+        if grant.role not in known and not GUID.fullmatch(grant.role.lower()):
+            problems.append(
+                Problem.at(
+                    ("roles", i, "role"),
+                    f"{grant.role!r} is neither a built-in role this library knows ({', '.join(known)}) nor a role "
+                    "definition GUID",
+                    "role",
+                )
+            )
+        if isinstance(grant.scope, str) and not SUBSCRIPTION_SCOPE.fullmatch(grant.scope):
+            problems.append(
+                Problem.at(
+                    ("roles", i, "scope"),
+                    "must be an Azure resource id under a subscription (/subscriptions/<id>/...)",
+                    "scope",
+                )
+            )
+    return problems
+
+
+def subject_of(namespace: str, service_account: str) -> str:
+    """The subject Kubernetes puts in a service account's tokens."""
+    return f"system:serviceaccount:{namespace}:{service_account}"
+
+
+def role_definition_id(scope: str, role: str) -> str:
+    """The full id of a role definition, in the subscription of `scope`."""
+    match = SUBSCRIPTION_SCOPE.fullmatch(scope)
+    if match is None:
+        raise ValueError(f"role scope {scope!r} is not an Azure resource id under a subscription")
+    guid = catalog.azure_roles().get(role, role).lower()
+    return f"/subscriptions/{match['subscription']}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
+
+
+class WorkloadIdentity(pulumi.ComponentResource):
+    """A UserAssignedIdentity, a FederatedIdentityCredential for exactly one service account
+    (issuer: the cluster's OIDC issuer; audience: api://AzureADTokenExchange) and one
+    RoleAssignment per role. The AKS workload identity webhook gives pods of that service
+    account the identity's token, when the service account is annotated with `client_id` and
+    `tenant_id`. Depend on this component before starting those pods: their first sign-in
+    fails until the credential and roles exist."""
+
+    client_id: pulumi.Output[str]
+    """The identity's client (application) id, for the service account's annotation."""
+    principal_id: pulumi.Output[str]
+    """The identity's object id, which role assignments name."""
+    tenant_id: pulumi.Output[str]
+    """The Azure AD tenant of the identity."""
+    identity_id: pulumi.Output[str]
+    """The identity's Azure resource id."""
+    identity_name: pulumi.Output[str]
+    """The identity's Azure name."""
+    subject: pulumi.Output[str]
+    """The token subject the federated credential trusts."""
+
+    identity: managedidentity.UserAssignedIdentity
+    credential: managedidentity.FederatedIdentityCredential
+    role_assignments: list[authorization.RoleAssignment]
+
+    def __init__(self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = checked_args("WorkloadIdentity", name, WorkloadIdentityArgs, args, workload_identity_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        child = child_options(self, opts)
+        subject = subject_of(checked.namespace, checked.service_account)
+        self.identity = managedidentity.UserAssignedIdentity(
+            name,
+            resource_name_=checked.identity_name or name,
+            resource_group_name=checked.resource_group_name,
+            location=checked.location,
+            tags=checked.tags or None,
+            opts=child,
+        )
+        self.credential = managedidentity.FederatedIdentityCredential(
+            f"{name}-federation",
+            federated_identity_credential_resource_name=f"{checked.namespace}-{checked.service_account}",
+            resource_name_=self.identity.name,
+            resource_group_name=checked.resource_group_name,
+            issuer=pulumi.Output.from_input(checked.issuer_url).apply(self._issuer),
+            subject=subject,
+            audiences=[TOKEN_AUDIENCE],
+            opts=child,
+        )
+        self.role_assignments = [
+            authorization.RoleAssignment(
+                f"{name}-{_slug(grant.role)}",
+                principal_id=self.identity.principal_id,
+                # Managed identities are service principals; saying so spares Azure a Graph
+                # lookup that fails while a new identity is still replicating.
+                principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+                role_definition_id=pulumi.Output.from_input(grant.scope).apply(
+                    lambda scope, role=grant.role: role_definition_id(scope, role)
+                ),
+                scope=grant.scope,
+                opts=child,
+            )
+            for grant in checked.roles
+        ]
+        self.client_id = self.identity.client_id
+        self.principal_id = self.identity.principal_id
+        self.tenant_id = self.identity.tenant_id
+        self.identity_id = self.identity.id
+        self.identity_name = self.identity.name
+        self.subject = pulumi.Output.from_input(subject)
+        self.register_outputs(
+            {
+                "clientId": self.client_id,
+                "principalId": self.principal_id,
+                "tenantId": self.tenant_id,
+                "identityId": self.identity_id,
+                "identityName": self.identity_name,
+                "subject": self.subject,
+            }
+        )
+
+    def _issuer(self, url: str) -> str:
+        """The issuer, or an error that says what the cluster lacks (a deployment error, not a
+        traceback: the cluster is only known at deploy time)."""
+        if not url:
+            pulumi.log.error(
+                "the cluster has no OIDC issuer, so no Kubernetes service account can sign in to Azure: run "
+                "`az aks update --enable-oidc-issuer --enable-workload-identity` on it (an AksCluster this library "
+                "creates has both on)",
+                resource=self,
+            )
+        return url
+
+
+def _slug(role: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", role.lower()).strip("-")

@@ -1,0 +1,195 @@
+"""gpu-provisioner, the controller that makes KAITO's node auto-provisioning real on AKS: KAITO
+creates a NodeClaim per node a Workspace needs, gpu-provisioner creates an AKS agent pool of the
+Workspace's instance type for it. It runs as an Azure workload identity with Contributor on the
+cluster, as KAITO's own Terraform and docs install it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from kaito_aks import catalog
+from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
+from kaito_aks.problems import Key, Problem
+from kaito_aks.schema import checked_args, documented
+
+TYPE = "kaito-aks:index:GpuProvisioner"
+FORMER_TYPES: tuple[str, ...] = ()  # new in 0.3.0
+DEFAULT_VERSION = "0.4.3"
+INSTALL_TIMEOUT_SECONDS = 600
+CLUSTER_ID = re.compile(
+    r"/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resource_group>[^/]+)"
+    r"/providers/Microsoft\.ContainerService/managedClusters/(?P<name>[^/]+)",
+    re.IGNORECASE,
+)
+# Values the component derives from the cluster and the identity; a caller's copy would unhook them.
+MANAGED_VALUES = {
+    ("controller", "env"): "set from the cluster (subscription, resource group, name, location, node resource group)",
+    ("workloadIdentity",): "set from the component's workload identity",
+}
+
+
+class ClusterRef(NamedTuple):
+    subscription: str
+    resource_group: str
+    name: str
+
+
+def cluster_ref(cluster_id: str) -> ClusterRef:
+    """Subscription, resource group and name of an AKS cluster from its resource id."""
+    match = CLUSTER_ID.fullmatch(cluster_id)
+    if match is None:
+        raise ValueError(f"{cluster_id!r} is not an AKS cluster resource id")
+    return ClusterRef(match["subscription"], match["resource_group"], match["name"])
+
+
+@documented
+@dataclass(frozen=True, kw_only=True)
+class GpuProvisionerArgs:
+    """The pinned gpu-provisioner chart and the Azure identity it runs as, for one AKS cluster
+    (e.g. from an `AksCluster`: cluster_id, location, node_resource_group, oidc_issuer_url)."""
+
+    cluster_id: pulumi.Input[str]
+    """The AKS cluster's resource id: its subscription, resource group and name, and the scope
+    of the identity's Contributor role."""
+    location: pulumi.Input[str]
+    """The cluster's Azure region (the node pools it creates go there)."""
+    node_resource_group: pulumi.Input[str]
+    """The cluster's node resource group (MC_...)."""
+    oidc_issuer_url: pulumi.Input[str]
+    """The cluster's OIDC issuer; the cluster needs workload identity on."""
+    version: str = DEFAULT_VERSION
+    """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
+    identity_name: str | None = None
+    """Azure name of the managed identity, in the cluster's resource group; default: <resource name>-identity."""
+    values: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Extra chart values, deep-merged last."""
+
+
+def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    if isinstance(args.cluster_id, str) and not CLUSTER_ID.fullmatch(args.cluster_id):
+        problems.append(
+            Problem.at(
+                "cluster_id",
+                "must be an AKS cluster's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
+                "Microsoft.ContainerService/managedClusters/<name>",
+                "cluster-id",
+            )
+        )
+    chart = catalog.gpu_provisioner_charts().get(args.version)
+    if chart is None:
+        supported = ", ".join(catalog.gpu_provisioner_charts())
+        return [
+            *problems,
+            Problem.at(
+                "version", f"gpu-provisioner {args.version} is not supported; use one of: {supported}", "version"
+            ),
+        ]
+    for key in args.values:
+        if key not in chart.value_keys:
+            problems.append(
+                Problem(("values", Key(key)), f"not a value of the gpu-provisioner {args.version} chart", "chart-value")
+            )
+    for path, why in MANAGED_VALUES.items():
+        node: object = args.values
+        for part in path:
+            node = node.get(part) if is_dict(node) else None
+        if node is not None:
+            problems.append(Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value"))
+    return problems
+
+
+def gpu_provisioner_values(
+    args: GpuProvisionerArgs,
+    cluster: pulumi.Output[ClusterRef],
+    client_id: pulumi.Input[str],
+    tenant_id: pulumi.Input[str],
+) -> dict[str, Any]:
+    """The chart's values: the controller's environment names the cluster it adds node pools to
+    (as KAITO's Terraform sets it), and its service account carries the identity."""
+    env = {
+        "ARM_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
+        "LOCATION": args.location,
+        "AZURE_CLUSTER_NAME": cluster.apply(lambda c: c.name),
+        "AZURE_NODE_RESOURCE_GROUP": args.node_resource_group,
+        "ARM_RESOURCE_GROUP": cluster.apply(lambda c: c.resource_group),
+        "LEADER_ELECT": "false",
+        "E2E_TEST_MODE": "false",
+    }
+    values: dict[str, Any] = {
+        "controller": {"env": [{"name": k, "value": v} for k, v in env.items()]},
+        "workloadIdentity": {"clientId": client_id, "tenantId": tenant_id},
+        "settings": {"azure": {"clusterName": cluster.apply(lambda c: c.name)}},
+    }
+    return deep_merge(values, args.values)
+
+
+class GpuProvisioner(pulumi.ComponentResource):
+    """gpu-provisioner's Helm release with its WorkloadIdentity (managed identity, federated
+    credential for the chart's service account, Contributor on the cluster). The release waits
+    for the identity, so its controller signs in on first start; Workspaces in auto mode should
+    depend on this component, so nothing asks for nodes before something can make them, and
+    `pulumi destroy` removes them (and KAITO's NodeClaims) while it still runs."""
+
+    namespace: pulumi.Output[str]
+    """The release's namespace."""
+    chart_version: pulumi.Output[str]
+    """The installed chart version."""
+    client_id: pulumi.Output[str]
+    """The identity's client id."""
+    principal_id: pulumi.Output[str]
+    """The identity's object id."""
+    identity_name: pulumi.Output[str]
+    """The identity's Azure name."""
+
+    identity: WorkloadIdentity
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GpuProvisionerArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = checked_args("GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        source = catalog.gpu_provisioner_chart_source()
+        who = catalog.gpu_provisioner_source()
+        cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
+        self.identity = WorkloadIdentity(
+            f"{name}-identity",
+            WorkloadIdentityArgs(
+                resource_group_name=cluster.apply(lambda c: c.resource_group),
+                issuer_url=checked.oidc_issuer_url,
+                namespace=source.namespace,
+                service_account=who.service_account,
+                identity_name=checked.identity_name or f"{name}-identity",
+                location=checked.location,
+                roles=[RoleGrantArgs(role=who.role, scope=checked.cluster_id)],
+            ),
+            opts=child_options(self, opts),
+        )
+        values = gpu_provisioner_values(checked, cluster, self.identity.client_id, self.identity.tenant_id)
+        self.release = pinned_release(
+            name,
+            ChartRelease.of(source, checked.version, values),
+            INSTALL_TIMEOUT_SECONDS,
+            child_options(self, opts, depends_on=[self.identity]),
+        )
+        self.namespace = self.release.status.namespace
+        self.chart_version = self.release.status.version
+        self.client_id = self.identity.client_id
+        self.principal_id = self.identity.principal_id
+        self.identity_name = self.identity.identity_name
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "chartVersion": self.chart_version,
+                "clientId": self.client_id,
+                "principalId": self.principal_id,
+                "identityName": self.identity_name,
+            }
+        )

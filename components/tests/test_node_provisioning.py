@@ -1,0 +1,405 @@
+"""Every way KAITO gets its nodes, as the library builds it: gpu-provisioner with its workload
+identity (every wire: issuer, subject, audience, role and scope, chart values), KAITO's release
+switched to it, the AKS add-on, and models whose nodes KAITO creates (instanceType, KAITO's
+auto-provisioning rules and sizing per release)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+
+import upstream_facts
+from kaito_aks import (
+    AksCluster,
+    AksClusterArgs,
+    GpuProvisioner,
+    GpuProvisionerArgs,
+    KaitoModel,
+    KaitoModelArgs,
+    KaitoOperator,
+    KaitoOperatorArgs,
+    RoleGrantArgs,
+    WorkloadIdentity,
+    WorkloadIdentityArgs,
+)
+from kaito_aks.testing import MOCK_SUBSCRIPTION, MOCK_TENANT, ProgramMocks, RecordingMonitor, cluster_id, run
+from test_components import kubeconfig_cluster, refused
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
+ROLE = "azure-native:authorization:RoleAssignment"
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
+CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
+A100 = "Standard_NC24ads_A100_v4"
+KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+
+
+def aks_with_provisioner(version: str = "0.4.3") -> None:
+    cluster = AksCluster("c", AksClusterArgs(resource_group="rg", name="aks", location="eastus2"))
+    GpuProvisioner(
+        "gpu-provisioner",
+        GpuProvisionerArgs(
+            cluster_id=cluster.cluster_id,
+            location=cluster.location,
+            node_resource_group=cluster.node_resource_group,
+            oidc_issuer_url=cluster.oidc_issuer_url,
+            version=version,
+        ),
+        opts=pulumi.ResourceOptions(providers=[cluster.provider]),
+    )
+
+
+def env_of(release: Any) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in release.inputs["values"]["controller"]["env"]}
+
+
+# ---------------------------------------------------------------- gpu-provisioner and its identity
+
+
+def test_the_identity_trusts_exactly_the_charts_service_account_through_the_clusters_issuer():
+    ev = run(aks_with_provisioner)
+    credential = ev.named("gpu-provisioner-identity-federation", CREDENTIAL)
+    account = upstream_facts.load("gpu-provisioner", "v0.4.3", "service-account.yaml")["name"]
+    # the chart's template fixes the service account's name; the release namespace is ours
+    assert credential.inputs["subject"] == f"system:serviceaccount:gpu-provisioner:{account}"
+    assert credential.inputs["issuer"] == "https://oidc.example/c/"  # the cluster's OIDC issuer (an output)
+    assert credential.inputs["audiences"] == ["api://AzureADTokenExchange"]
+    identity = ev.named("gpu-provisioner-identity", IDENTITY)
+    assert credential.inputs["resourceName"] == identity.inputs["resourceName"] == "gpu-provisioner-identity"
+    assert identity.inputs["resourceGroupName"] == credential.inputs["resourceGroupName"] == "rg"
+    assert identity.inputs["location"] == "eastus2"
+
+
+def test_the_identity_is_contributor_on_the_cluster_alone():
+    ev = run(aks_with_provisioner)
+    [role] = ev.of_type(ROLE)
+    assert role.inputs["scope"] == cluster_id("rg", "aks")  # not the resource group, not the subscription
+    assert role.inputs["roleDefinitionId"] == (
+        f"/subscriptions/{MOCK_SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR}"
+    )
+    assert role.inputs["principalType"] == "ServicePrincipal"
+    identity = ev.component_outputs[ev.named("gpu-provisioner-identity", "kaito-aks:index:WorkloadIdentity").urn]
+    assert role.inputs["principalId"] == identity["principalId"]
+
+
+def test_the_chart_is_pinned_and_its_values_come_from_the_cluster_and_the_identity():
+    ev = run(aks_with_provisioner)
+    release = ev.named("gpu-provisioner", RELEASE)
+    assert release.inputs["chart"] == "gpu-provisioner"
+    assert release.inputs["version"] == "0.4.3"
+    assert release.inputs["repositoryOpts"]["repo"] == "https://azure.github.io/gpu-provisioner/charts"
+    assert release.inputs["namespace"] == "gpu-provisioner"
+    assert env_of(release) == {
+        "ARM_SUBSCRIPTION_ID": MOCK_SUBSCRIPTION,
+        "LOCATION": "eastus2",
+        "AZURE_CLUSTER_NAME": "aks",
+        "AZURE_NODE_RESOURCE_GROUP": "MC_rg_aks_eastus2",
+        "ARM_RESOURCE_GROUP": "rg",
+        "LEADER_ELECT": "false",
+        "E2E_TEST_MODE": "false",
+    }
+    identity = ev.component_outputs[ev.named("gpu-provisioner-identity", "kaito-aks:index:WorkloadIdentity").urn]
+    assert release.inputs["values"]["workloadIdentity"] == {"clientId": identity["clientId"], "tenantId": MOCK_TENANT}
+    # the release starts its controller only once the identity can sign in
+    for kind in (CREDENTIAL, ROLE):
+        assert {r.urn for r in ev.of_type(kind)} <= set(release.dependencies)
+
+
+@pytest.mark.parametrize("version", ["0.3.8", "0.4.2", "0.4.3"])
+def test_every_value_the_release_sets_is_one_the_chart_has(version: str):
+    ev = run(lambda: aks_with_provisioner(version))
+    values = ev.named("gpu-provisioner", RELEASE).inputs["values"]
+    chart = upstream_facts.chart_values("gpu-provisioner", f"v{version}")
+
+    def paths(tree: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        return [
+            p
+            for k, v in tree.items()
+            for p in (paths(v, (*prefix, k)) if isinstance(v, dict) and v else [(*prefix, k)])
+        ]
+
+    for path in paths(values):
+        node: Any = chart
+        for key in path:
+            assert isinstance(node, dict), path
+            assert key in node, f"{'.'.join(path)} is not a value of gpu-provisioner {version}"
+            node = node[key]
+    # Helm replaces lists: the env list keeps every entry of the chart's own
+    chart_env = {e["name"] for e in chart["controller"]["env"]}
+    assert chart_env <= set(env_of(ev.named("gpu-provisioner", RELEASE)))
+
+
+def test_gpu_provisioner_refuses_what_would_unhook_it_from_the_cluster():
+    def program() -> None:
+        GpuProvisioner(
+            "gp",
+            GpuProvisionerArgs(
+                cluster_id="/subscriptions/1/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm",
+                location="eastus",
+                node_resource_group="MC_rg",
+                oidc_issuer_url="https://oidc/",
+                version="0.4.4",
+                values={"workloadIdentity": {"clientId": "x"}, "controler": {}},
+            ),
+        )
+
+    message = refused(program)
+    assert "args.cluster_id: must be an AKS cluster's resource id" in message
+    assert "args.version: gpu-provisioner 0.4.4 is not supported; use one of: 0.3.8, 0.4.2, 0.4.3" in message
+    assert "args.values.controler: not a value of the gpu-provisioner 0.4.4 chart" not in message  # no chart to say
+    message = refused(
+        lambda: GpuProvisioner(
+            "gp",
+            GpuProvisionerArgs(
+                cluster_id=cluster_id("rg", "aks"),
+                location="eastus",
+                node_resource_group="MC_rg",
+                oidc_issuer_url="https://oidc/",
+                values={"workloadIdentity": {"clientId": "x"}, "controller": {"env": []}, "controler": {}},
+            ),
+        )
+    )
+    assert "args.values.controler: not a value of the gpu-provisioner 0.4.3 chart" in message
+    assert "args.values.workloadIdentity: set from the component's workload identity; remove it" in message
+    assert "args.values.controller.env: set from the cluster" in message
+
+
+def test_a_workload_identity_alone_takes_any_role_by_name_or_guid_and_refuses_others():
+    scope = cluster_id("rg", "aks")
+
+    def program() -> None:
+        WorkloadIdentity(
+            "karpenter",
+            WorkloadIdentityArgs(
+                resource_group_name="rg",
+                issuer_url="https://oidc/",
+                namespace="karpenter",
+                service_account="karpenter-sa",
+                roles=[
+                    RoleGrantArgs(role="Network Contributor", scope=scope),
+                    RoleGrantArgs(role="9980E02C-C2BE-4D73-94E8-173B1DC7CF3C", scope=scope),
+                ],
+            ),
+        )
+
+    ev = run(program)
+    assert (
+        ev.named("karpenter-federation", CREDENTIAL).inputs["subject"] == "system:serviceaccount:karpenter:karpenter-sa"
+    )
+    assert sorted(r.inputs["roleDefinitionId"].rsplit("/", 1)[1] for r in ev.of_type(ROLE)) == [
+        "4d97b98b-1d4f-4787-a291-c67834d212e7",
+        "9980e02c-c2be-4d73-94e8-173b1dc7cf3c",
+    ]
+    message = refused(
+        lambda: WorkloadIdentity(
+            "x",
+            WorkloadIdentityArgs(
+                resource_group_name="rg",
+                issuer_url="https://oidc/",
+                namespace="ns",
+                service_account="Bad_Name",
+                roles=[RoleGrantArgs(role="Owner", scope="rg")],
+            ),
+        )
+    )
+    assert "args.service_account: 'Bad_Name' is not a DNS-1123 label" in message
+    assert "args.roles[0].role: 'Owner' is neither a built-in role this library knows" in message
+    assert "args.roles[0].scope: must be an Azure resource id under a subscription" in message
+
+
+# ---------------------------------------------------------------- KAITO switched to it
+
+
+def test_kaito_in_auto_mode_uses_the_provisioner_per_release():
+    def program() -> None:
+        cluster = kubeconfig_cluster()
+        on = pulumi.ResourceOptions(provider=cluster.provider)
+        KaitoOperator("k08", KaitoOperatorArgs(version="0.8.1", node_provisioning="auto"), opts=on)
+        KaitoOperator("k12", KaitoOperatorArgs(version="0.12.0", node_provisioning="auto"), opts=on)
+
+    ev = run(program)
+    v08 = ev.named("k08", RELEASE).inputs["values"]
+    assert v08["featureGates"]["disableNodeAutoProvisioning"] is False  # 0.8: the gate alone selects the mode
+    assert "nodeProvisioner" not in v08
+    v12 = ev.named("k12", RELEASE).inputs["values"]
+    assert v12["nodeProvisioner"] == "azure-gpu-provisioner"  # 0.11+: the controller's mode
+    assert v12["featureGates"]["disableNodeAutoProvisioning"] is False
+    # KAITO installs its GPU discovery only in BYO mode; nothing to tolerate here
+    assert "gpu-feature-discovery" not in v08
+    assert "gpu-feature-discovery" not in v12
+
+
+def test_karpenter_is_refused_with_what_it_needs():
+    message = refused(
+        lambda: KaitoOperator(
+            "k", KaitoOperatorArgs(version="0.12.0", node_provisioning="auto", node_provisioner="karpenter")
+        )
+    )
+    assert (
+        "args.node_provisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
+        in message
+    )
+    assert "bootstrap token" in message
+    assert "SSH public key" in message
+    assert "subnet id" in message
+    message = refused(
+        lambda: KaitoOperator(
+            "k", KaitoOperatorArgs(version="0.8.1", node_provisioning="auto", node_provisioner="karpenter")
+        )
+    )
+    assert "args.node_provisioner: KAITO 0.8.1 has no Karpenter mode (it came in 0.11)" in message
+
+
+# ---------------------------------------------------------------- the AKS add-on
+
+
+def test_the_add_on_is_the_clusters_profile():
+    ev = run(
+        lambda: AksCluster(
+            "c", AksClusterArgs(resource_group="rg", name="aks", location="eastus2", ai_toolchain_operator=True)
+        )
+    )
+    cluster = ev.named("c", CLUSTER)
+    assert cluster.inputs["aiToolchainOperatorProfile"] == {"enabled": True}
+    assert cluster.inputs["oidcIssuerProfile"] == {"enabled": True}  # what the add-on needs besides
+    plain = run(lambda: AksCluster("c", AksClusterArgs(resource_group="rg", name="aks", location="eastus2")))
+    assert "aiToolchainOperatorProfile" not in plain.named("c", CLUSTER).inputs
+
+
+def test_an_existing_cluster_said_to_run_the_add_on_is_checked(caplog: pytest.LogCaptureFixture):
+    def program() -> None:
+        AksCluster("c", AksClusterArgs(resource_group="rg", name="aks", existing=True, ai_toolchain_operator=True))
+
+    add_on = ProgramMocks(existing={"aks": {"aiToolchainOperatorProfile": {"enabled": True}}})
+    ev = run(program, monitor=RecordingMonitor(add_on))
+    assert ev.component_outputs[ev.named("c", "kaito-aks:index:AksCluster").urn]["aiToolchainOperator"] is True
+    assert "does not have the AI toolchain operator add-on" not in caplog.text
+    run(program)  # the mocks' existing cluster has no add-on
+    assert "does not have the AI toolchain operator add-on" in caplog.text
+    assert any(r.levelname == "ERROR" for r in caplog.records)  # an error: the update fails
+
+
+# ---------------------------------------------------------------- models KAITO creates nodes for
+
+
+def auto_model(version: str = "0.8.1", **kw: Any) -> None:
+    KaitoModel("phi", KaitoModelArgs(kaito_version=version, node_provisioning="auto", kubeconfig=KUBECONFIG, **kw))
+
+
+def test_an_auto_model_asks_kaito_for_its_instance_type_and_waits_longer_for_no_gpu_labels():
+    ev = run(lambda: auto_model(model="phi-4-mini-instruct", instance_type=A100))
+    [ws] = ev.of_type(WORKSPACE)
+    assert ws.inputs["resource"] == {"instanceType": A100, "labelSelector": {"matchLabels": {"apps": "phi"}}}
+    assert ev.of_type("pulumi-python:dynamic/kaito-aks:GpuNodesReady") == []  # KAITO brings the node itself
+    ready = ev.named("phi/ready", "pulumi-python:dynamic/kaito-aks:ModelReady")
+    assert ready.inputs["timeoutSeconds"] == 45 * 60
+    outputs = ev.component_outputs[ev.named("phi", "kaito-aks:index:KaitoModel").urn]
+    assert outputs["instanceType"] == A100
+
+
+def test_on_0_12_the_inference_set_template_carries_the_instance_type():
+    ev = run(lambda: auto_model("0.12.0", model="phi-4-mini-instruct", instance_type=A100, replicas=2))
+    [inference_set] = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert inference_set.inputs["spec"]["template"]["resource"] == {"instanceType": A100}
+    assert inference_set.inputs["spec"]["replicas"] == 2
+
+
+@pytest.mark.parametrize(
+    ("version", "kw", "expected"),
+    [
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct"},
+            "args.instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "
+            '"instanceType is required when node auto-provisioning is enabled"); phi-4-mini-instruct fits on '
+            "Standard_NC6s_v3 (1 node)",
+        ),
+        (
+            "0.12.0",
+            {"model": "phi-4-mini-instruct"},
+            "phi-4-mini-instruct fits on Standard_NV36ads_A10_v5 (1 node)",  # T4 is gone in 0.12
+        ),
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC24ads_A100_V4"},
+            "args.instance_type: KAITO 0.8.1 matches instance types exactly (case included): write "
+            "Standard_NC24ads_A100_v4",
+        ),
+        (
+            "0.12.0",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC4as_T4_v3"},
+            "args.instance_type: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3)",
+        ),
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC24ads_A100"},
+            "args.instance_type: KAITO 0.8.1's SKU table has no Standard_NC24ads_A100, so it cannot size a preset on "
+            "it (its webhook admits any Standard_N*/Standard_D* name, then its node estimator fails); did you mean "
+            "Standard_NC24ads_A100_v4",
+        ),
+        (
+            "0.12.0",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NG32ads_V620_v1"},
+            "args.instance_type: Standard_NG32ads_V620_v1 has AMD Radeon PRO V620 GPUs; KAITO's preset images run on "
+            "NVIDIA GPUs only",
+        ),
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV6"},
+            "args.instance_type: Standard_NV6: NVIDIA M60 is CUDA compute capability 5.2",
+        ),
+        (
+            "0.8.1",
+            {"model": "falcon-40b-instruct", "instance_type": "Standard_NV36ads_A10_v5"},
+            "args.instance_type: KAITO 0.8.1's vLLM node estimator refuses falcon-40b-instruct on "
+            "Standard_NV36ads_A10_v5: falcon-40b-instruct does not support multi-node inference in this release",
+        ),
+        (
+            "0.8.1",
+            {
+                "model": "phi-3-medium-4k-instruct",
+                "instance_type": "Standard_NV36ads_A10_v5",
+                "runtime": "transformers",
+            },
+            "args.instance_type: KAITO 0.8.1's webhook would deny the transformers runtime on one node: Insufficient "
+            "total GPU memory: Instance type Standard_NV36ads_A10_v5 has a total of 24Gi, but preset "
+            "phi-3-medium-4k-instruct requires at least 26.0Gi; the smallest that fits: Standard_NC12s_v3",
+        ),
+        (
+            "0.8.1",
+            {"model": "falcon-40b", "instance_type": "Standard_NC24ads_A100_v4", "runtime": "transformers"},
+            "Insufficient number of GPUs: Instance type Standard_NC24ads_A100_v4 provides 1, but preset falcon-40b "
+            "requires at least 2",  # 0.8 counts GPUs too
+        ),
+        (
+            "0.12.0",
+            {"image": "ghcr.io/kaito-project/aikit/llama3.2:1b", "compute": "cpu", "instance_type": "Basic_A2"},
+            "args.instance_type: KAITO 0.12.0 creates nodes only of Azure N-series (GPU) or D-series sizes",
+        ),
+    ],
+)
+def test_auto_models_meet_kaitos_auto_provisioning_rules(version: str, kw: dict[str, Any], expected: str):
+    assert expected in refused(lambda: auto_model(version, **kw))
+
+
+@pytest.mark.parametrize(
+    ("version", "kw"),
+    [
+        ("0.12.0", {"model": "phi-4-mini-instruct", "instance_type": "standard_nc24ads_a100_v4"}),  # 0.10+: any case
+        (
+            "0.8.1",
+            {"model": "llama-3.3-70b-instruct", "instance_type": A100, "hf_token": "t"},
+        ),  # two nodes: KAITO spans them
+        (
+            "0.8.1",
+            {"image": "ghcr.io/kaito-project/aikit/llama3.2:1b", "compute": "cpu", "instance_type": "Standard_D8s_v5"},
+        ),
+    ],
+)
+def test_auto_models_kaito_admits_and_places_are_accepted(version: str, kw: dict[str, Any]):
+    ev = run(lambda: auto_model(version, **kw))
+    assert ev.of_type(WORKSPACE) or ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")

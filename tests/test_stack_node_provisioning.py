@@ -1,0 +1,170 @@
+"""The stack's three ways to GPU nodes: bring-your-own pools (elsewhere), KAITO's
+auto-provisioning through gpu-provisioner, and the AKS add-on. What the program emits for
+each, in order, and every setting that contradicts its mode refused with the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import config, errors_of, run
+from tests.test_aks import AKS, aks
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+A100 = "Standard_NC24ads_A100_v4"
+PHI_AUTO = {"name": "phi", "model": "phi-4-mini-instruct", "instanceType": A100}
+
+
+def auto(workspaces: list[dict] | None = None, **keys: object) -> dict[str, object]:
+    keys.setdefault("kaito", {"version": "0.12.0", "nodeProvisioning": "auto"})
+    return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, **keys)
+
+
+def add_on(workspaces: list[dict] | None = None, **keys: object) -> dict[str, object]:
+    cluster = {"aks": {**AKS["aks"], "aiToolchainOperator": True}}
+    return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, cluster=cluster, **keys)
+
+
+# ---------------------------------------------------------------- auto with gpu-provisioner
+
+
+def test_an_auto_stack_installs_gpu_provisioner_before_any_workspace():
+    ev = run(auto())
+    provisioner = ev.named("gpu-provisioner", RELEASE)
+    assert provisioner.inputs["version"] == "0.4.3"  # what goes with KAITO 0.12
+    env = {e["name"]: e["value"] for e in provisioner.inputs["values"]["controller"]["env"]}
+    assert env["AZURE_CLUSTER_NAME"] == "kaito-test"
+    assert env["ARM_RESOURCE_GROUP"] == "rg"
+    assert env["LOCATION"] == "eastus2"
+    kaito = ev.named("kaito", RELEASE)
+    assert kaito.inputs["values"]["nodeProvisioner"] == "azure-gpu-provisioner"
+    [inference_set] = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert inference_set.inputs["spec"]["template"]["resource"] == {"instanceType": A100}
+    assert provisioner.urn in inference_set.dependencies  # nothing asks for a node before something makes it
+    assert kaito.urn in inference_set.dependencies
+    assert ev.of_type("pulumi-python:dynamic/kaito-aks:GpuNodesReady") == []
+    assert ev.of_type("azure-native:containerservice:AgentPool") == []
+    assert "gpu-operator" not in {r.name for r in ev.of_type(RELEASE)}
+
+
+def test_an_auto_stack_exports_the_identity_the_provisioner_and_each_models_instance_type():
+    ev = run(auto())
+    outputs = ev.outputs
+    assert outputs["workspaces"]["default/phi"]["instanceType"] == A100
+    assert outputs["gpuProvisioner"]["namespace"] == "gpu-provisioner"
+    assert outputs["gpuProvisioner"]["identityName"] == "gpu-provisioner-identity"
+    assert outputs["gpuProvisioner"]["clientId"]
+    assert outputs["charts"]["gpuProvisioner"] == {"version": "0.4.3"}
+    assert outputs["charts"]["kaito"]["nodeProvisioning"] == "auto"
+
+
+@pytest.mark.parametrize(("kaito", "chart"), [("0.8.1", "0.3.8"), ("0.12.0", "0.4.3")])
+def test_the_provisioner_follows_kaitos_own_pin_unless_set(kaito: str, chart: str):
+    ev = run(auto(kaito={"version": kaito, "nodeProvisioning": "auto"}))
+    assert ev.named("gpu-provisioner", RELEASE).inputs["version"] == chart
+    ev = run(auto(kaito={"version": kaito, "nodeProvisioning": "auto"}, gpuProvisioner={"version": "0.4.2"}))
+    assert ev.named("gpu-provisioner", RELEASE).inputs["version"] == "0.4.2"
+
+
+def test_auto_on_an_existing_cluster_federates_with_its_issuer():
+    ev = run(auto(cluster={"existing": {"resourceGroup": "rg", "name": "prod"}}))
+    credential = ev.named(
+        "gpu-provisioner-identity-federation", "azure-native:managedidentity:FederatedIdentityCredential"
+    )
+    assert credential.inputs["issuer"] == "https://oidc.example/prod/"
+
+
+def test_auto_with_kaito_installed_elsewhere_creates_only_workspaces_on_any_cluster():
+    ev = run(config([PHI_AUTO], kaito={"version": "0.12.0", "nodeProvisioning": "auto", "install": False}))
+    assert ev.of_type(RELEASE) == []
+    assert len(ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")) == 1
+
+
+@pytest.mark.parametrize(
+    ("cfg", "expected"),
+    [
+        (
+            auto([{"name": "phi", "model": "phi-4-mini-instruct"}]),
+            "workspaces[0].instanceType: required with node auto-provisioning",
+        ),
+        (
+            aks(pools=None, workspaces=[PHI_AUTO], kaito={"nodeProvisioning": "auto"}),
+            "gpuNodePools: with kaito.nodeProvisioning auto KAITO creates a node of each workspace's instanceType and "
+            "never uses these pools",
+        ),
+        (
+            auto(gpuOperator={"enabled": True}),
+            "gpuOperator.enabled: the nodes KAITO creates get AKS's GPU driver and KAITO's device plugin",
+        ),
+        (
+            config([PHI_AUTO], kaito={"nodeProvisioning": "auto"}),
+            "kaito.nodeProvisioning: auto needs gpu-provisioner, which creates AKS node pools with an Azure identity",
+        ),
+        (
+            auto(gpuProvisioner={"install": False}),
+            "gpuProvisioner.install: with kaito.nodeProvisioning auto KAITO's NodeClaims stay Pending without "
+            "gpu-provisioner",
+        ),
+        (
+            aks(gpuProvisioner={"install": True}),
+            "gpuProvisioner.install: gpu-provisioner serves kaito.nodeProvisioning auto",
+        ),
+        (
+            aks(gpuProvisioner={"version": "0.4.3"}),
+            "gpuProvisioner: configures a gpu-provisioner this stack does not install",
+        ),
+        (
+            auto(kaito={"version": "0.12.0", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"}),
+            "kaito.nodeProvisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
+            "bootstrap token",
+        ),
+        (
+            auto(gpuProvisioner={"values": {"workloadIdentity": {}}}),
+            "gpuProvisioner.values.workloadIdentity: set from the component's workload identity; remove it",
+        ),
+        (
+            auto([{**PHI_AUTO, "instanceType": "Standard_NC4as_T4_v3"}]),
+            "workspaces[0].instanceType: KAITO 0.12.0 no longer supports NVIDIA T4",
+        ),
+    ],
+)
+def test_what_contradicts_auto_mode_is_refused_with_the_fix(cfg: dict[str, object], expected: str):
+    errors = errors_of(cfg)
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+# ---------------------------------------------------------------- the AKS add-on
+
+
+def test_the_add_on_stack_enables_the_profile_and_installs_no_kaito():
+    ev = run(add_on())
+    cluster = ev.named("cluster", CLUSTER)
+    assert cluster.inputs["aiToolchainOperatorProfile"] == {"enabled": True}
+    assert cluster.inputs["oidcIssuerProfile"] == {"enabled": True}
+    assert ev.of_type(RELEASE) == []  # no KAITO, no gpu-provisioner: AKS runs both
+    [ws] = ev.of_type(WORKSPACE)  # the add-on's KAITO (0.6) serves a replica per Workspace
+    assert ws.inputs["resource"]["instanceType"] == A100
+    assert ev.outputs["charts"]["kaito"] == {
+        "version": "0.6.0",
+        "installed": False,
+        "byAksAddOn": True,
+        "nodeProvisioning": "auto",
+    }
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        ({"kaito": {"install": True}}, "kaito.install: the AI toolchain operator add-on installs KAITO"),
+        ({"kaito": {"nodeProvisioning": "byo"}}, "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes"),
+        ({"gpuProvisioner": {"install": True}}, "gpuProvisioner.install: the add-on runs its node provisioner in AKS"),
+        (
+            {"kaito": {"featureGates": {"vLLM": False}}},
+            "kaito.install: the AKS add-on offers no KAITO feature gates or chart values",
+        ),
+    ],
+)
+def test_what_the_add_on_cannot_take_is_refused(keys: dict[str, object], expected: str):
+    errors = errors_of(add_on(**keys))
+    assert any(e.startswith(expected) for e in errors), errors

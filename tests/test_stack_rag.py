@@ -1,0 +1,111 @@
+"""RAG engines in the stack config: an engine over a model of the stack (its endpoint, created
+once the model serves), KAITO's RAGEngine operator beside the workspace operator, and what
+cannot work refused at its config path."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import config, errors_of, run
+from tests.test_aks import aks
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+RAG_V1ALPHA1 = "kubernetes:kaito.sh/v1alpha1:RAGEngine"
+RAG_V1BETA1 = "kubernetes:kaito.sh/v1beta1:RAGEngine"
+PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
+COMPUTE = {"instanceType": "Standard_NV36ads_A10_v5", "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
+RAG = {"name": "docs", "workspace": "phi", "contextWindowSize": 4096, "compute": COMPUTE}
+
+
+def test_an_engine_over_a_workspace_answers_with_its_endpoint_once_it_serves():
+    ev = run(aks(ragEngines=[RAG]))
+    [engine] = ev.of_type(RAG_V1ALPHA1)  # KAITO 0.8.1: v1alpha1
+    assert engine.inputs["spec"]["inferenceService"] == {
+        "url": "http://phi.default.svc.cluster.local/v1/chat/completions",
+        "contextWindowSize": 4096,
+    }
+    ready = ev.named("models/ready/{nvidia.com/gpu.present=true}", "pulumi-python:dynamic/kaito-aks:ModelReady")
+    service = ev.named("default/phi/phi", "kubernetes:core/v1:Service")
+    assert ready.urn in engine.dependencies  # created once the model serves
+    assert service.urn in engine.dependencies  # through the endpoint Output as well
+    operator = ev.named("ragengine", RELEASE)
+    assert operator.inputs["chart"] == "ragengine"
+    assert operator.inputs["version"] == "0.8.1"  # the workspace chart's version
+    assert operator.inputs["namespace"] == "kaito-ragengine"
+    assert ev.named("kaito", RELEASE).urn in operator.dependencies
+    assert operator.urn in engine.dependencies
+    out = ev.outputs["ragEngines"]["default/docs"]
+    assert out["workspace"] == "phi"
+    assert ev.outputs["charts"]["ragEngineOperator"] == {"version": "0.8.1"}
+
+
+def test_on_0_12_an_engine_needs_no_node_and_its_max_model_len_is_its_window():
+    phi = {**PHI, "config": {"vllm": {"max-model-len": 8192}}}
+    ev = run(
+        aks(
+            workspaces=[phi],
+            kaito={"version": "0.12.0"},
+            ragEngines=[{"name": "docs", "workspace": "phi", "namespace": "default"}],
+        )
+    )
+    [engine] = ev.of_type(RAG_V1BETA1)
+    assert engine.inputs["spec"]["inferenceService"]["contextWindowSize"] == 8192
+    assert "compute" not in engine.inputs["spec"]
+
+
+def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked():
+    cfg = config([PHI], kaito={"install": False}, ragEngines=[RAG])
+    ev = run(cfg)
+    assert ev.of_type(RELEASE) == []
+    assert len(ev.of_type(RAG_V1ALPHA1)) == 1
+    ev = run(config([PHI], kaito={"install": False}, ragEngines=[RAG], ragEngineOperator={"install": True}))
+    assert [r.name for r in ev.of_type(RELEASE)] == ["ragengine"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "expected"),
+    [
+        (
+            {**RAG, "workspace": "nope"},
+            "ragEngines[0].workspace: no workspaces[] entry named 'nope' in namespace default",
+        ),
+        (
+            {**RAG, "inferenceService": {"url": "http://x/v1/chat/completions", "contextWindowSize": 1}},
+            "ragEngines[0].workspace: give workspace (a model of this stack) or inferenceService, not both",
+        ),
+        (
+            {k: v for k, v in RAG.items() if k != "contextWindowSize"},
+            "ragEngines[0].contextWindowSize: required: phi sets no config.vllm.max-model-len",
+        ),
+        ({**RAG, "name": "phi"}, "ragEngines[0].name: default/phi is also a name workspaces[0] creates"),
+        (
+            {"name": "docs", "contextWindowSize": 10, "compute": COMPUTE},
+            "ragEngines[0].contextWindowSize: only with workspace",
+        ),
+        (
+            {
+                "name": "docs",
+                "compute": COMPUTE,
+                "inferenceService": {
+                    "url": "https://api.example.com/v1/chat/completions",
+                    "contextWindowSize": 8000,
+                    "accessToken": "sk-plaintext",
+                },
+            },
+            "ragEngines[0].inferenceService.accessToken: a token in the stack file is plaintext",
+        ),
+        ({**RAG, "compute": None}, "ragEngines[0].compute: required on KAITO 0.8"),
+        ({**RAG, "name": "Docs"}, "ragEngines[0].name: 'Docs' is not a DNS-1035 label"),
+    ],
+)
+def test_what_cannot_work_is_refused_at_its_config_path(engine: dict[str, object], expected: str):
+    engine = {k: v for k, v in engine.items() if v is not None}
+    errors = errors_of(config([PHI], ragEngines=[engine]))
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_ragengine_operator_settings_without_the_operator_are_refused():
+    errors = errors_of(config([PHI], kaito={"install": False}, ragEngineOperator={"values": {"replicaCount": 1}}))
+    assert any(
+        e.startswith("ragEngineOperator: configures a RAGEngine operator this stack does not install") for e in errors
+    )
