@@ -229,7 +229,9 @@ def test_feature_gates_are_booleans():
 
 def test_version_outside_the_supported_table():
     err = one_error(config([PHI], kaito={"version": "0.7.2"}))
-    assert err == "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"
+    assert err == (
+        "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0"
+    )
 
 
 def test_an_unsupported_version_does_not_hide_the_workspace_errors():
