@@ -488,6 +488,9 @@ class StackConfig:
     has_hf_token: bool
     has_kubeconfig: bool
     azure_location: str | None
+    # What cannot be checked before KAITO sees it (e.g. a Hugging Face id outside KAITO's
+    # catalog), at config paths: `validate` prints them; under `pulumi up` each model logs its own.
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def is_azure(self) -> bool:

@@ -19,7 +19,7 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problem
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import max_model_len
+from kaito_aks.model.rules import max_model_len, model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
@@ -257,6 +257,11 @@ def parse_stack_config(
                 )
             )
             model_index.append(i)
+    warnings = tuple(
+        _model_problem_at(w, i, pool_index, ws_values[i])
+        for i, args in zip(model_index, models, strict=True)
+        for w in model_warnings(args)
+    )
 
     rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
     install_rag = rag_operator[StackRagEngineOperator].get("install")
@@ -291,6 +296,7 @@ def parse_stack_config(
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
         azure_location=azure_location,
+        warnings=warnings,
     )
 
     # ---- the components' own rules, at config paths; then what only a whole stack can get wrong
@@ -305,8 +311,9 @@ def parse_stack_config(
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
     operator_problems = kaito_operator_problems(kaito_args)
-    if not kaito_install:  # only the release matters: the chart is installed elsewhere
-        operator_problems = [p for p in operator_problems if p.path == ("version",)]
+    if not kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
+        unsupported = catalog.unsupported_kaito_version(kaito_args.version)
+        operator_problems = [Problem.at("version", unsupported, "version")] if unsupported else []
     found += [_at_pools(p, pool_index) or p.under("kaito") for p in operator_problems]
     if gpu_operator_args is not None:
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]

@@ -238,7 +238,13 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
         )
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
-    if chart.replicas == "workspacePerReplica" and gates.get("enableInferenceSetController") is True and cfg.models:
+    # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
+    # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name;
+    # 0.6 has none.
+    adopts_anywhere = (
+        chart.replicas == "workspacePerReplica" and chart.feature_gates.get("enableInferenceSetController") is False
+    )
+    if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.models:
         yield Problem(
             ("kaito", "feature_gates", Key("enableInferenceSetController")),
             f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "
@@ -332,17 +338,7 @@ def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
                 "enable it or use gpuDriver: aks",
                 "driver",
             )
+        dropped = catalog.dropped_sku(pool.args.vm_size, chart.sku_catalog, chart.version) if chart else None
         sku = catalog.all_gpu_skus().get(pool.args.vm_size)
-        if (
-            chart is not None
-            and sku is not None
-            and sku.vendor == "nvidia"
-            and not sku.unusable
-            and pool.args.vm_size not in catalog.gpu_skus(chart.sku_catalog)
-        ):
-            yield Problem(
-                ("gpuNodePools", i, "vm_size"),
-                f"KAITO {chart.version} no longer supports {sku.gpu_model} ({pool.args.vm_size}): it needs CUDA compute "
-                "capability 8.0 or newer (A10, A100, H100, H200)",
-                "pool-sku-version",
-            )
+        if dropped is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
+            yield Problem(("gpuNodePools", i, "vm_size"), dropped, "pool-sku-version")

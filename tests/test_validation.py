@@ -188,12 +188,14 @@ def test_tuning_only_on_presets_that_support_it():
     assert err.startswith("workspaces[0].tuning: KAITO 0.8.1 cannot fine-tune falcon-7b-instruct; tunable presets:")
 
 
-def test_mistral_7b_cannot_be_fine_tuned_on_0_12():
-    """0.12 serves mistral-7b as mistral-7b-v0.3; its tuning parameters call MustGet("mistral-7b-v0.3"),
-    which supported_models.yaml does not have (vllm_model.go:256-271): the controller panics, so
+@pytest.mark.parametrize("version", ["0.11.0", "0.12.0"])
+def test_mistral_7b_cannot_be_fine_tuned_on_0_11_or_0_12(version):
+    """0.11 and 0.12 serve mistral-7b as mistral-7b-v0.3; its tuning parameters call MustGet("mistral-7b-v0.3"),
+    which supported_models.yaml does not have (vllm_model.go 0.11.0:241-258, 0.12.0:256-271): the controller panics, so
     the webhook's admission would only lead to a tuning job that never starts."""
-    err = one_error(config([{**TUNING, "model": "mistral-7b"}], kaito={"version": "0.12.0"}))
-    assert err.startswith("workspaces[0].tuning: KAITO 0.12.0 cannot fine-tune mistral-7b; tunable presets: ")
+    gated = {**TUNING, "model": "mistral-7b", "modelAccessSecret": "hf"}  # gated from 0.11 (a download)
+    err = one_error(config([gated], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].tuning: KAITO {version} cannot fine-tune mistral-7b; tunable presets: ")
     assert "mistral-7b," not in err
     assert "phi-4-mini-instruct" in err
     run(config([{**TUNING, "model": "mistral-7b"}]))
@@ -228,6 +230,7 @@ def test_tuning_urls_kaito_0_12_refuses(url, error):
     err = one_error(config([ws], kaito={"version": "0.12.0"}))
     assert err == f"workspaces[0].tuning.input.urls[1]: KAITO 0.12.0 denies it: {error}"
     run(config([ws]))  # 0.8.1 checks no URL
+    run(config([ws], kaito={"version": "0.11.0"}))  # nor does 0.11.0
 
 
 QLORA = {"QuantizationConfig": {"load_in_4bit": True}, "TrainingArguments": {"output_dir": "/mnt/results"}}
@@ -392,7 +395,9 @@ def test_feature_gates_are_booleans():
 
 def test_version_outside_the_supported_table():
     err = one_error(config([PHI], kaito={"version": "0.7.2"}))
-    assert err == "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"
+    assert err == (
+        "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0"
+    )
 
 
 def test_an_unsupported_version_does_not_hide_the_workspace_errors():
@@ -459,6 +464,8 @@ def test_labels_kaito_reserves_for_its_own_nodes_are_refused_in_a_selector_from_
     assert err.startswith('workspaces[0].labelSelector.matchLabels."karpenter.kaito.sh/workspace-name": KAITO 0.12.0 ')
     assert err.endswith("ignores it in a selector; select by another label")
     run(config([{**PHI, "labelSelector": only}]))  # 0.8.1 lists nodes by every label given
+    err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.11.0"}))
+    assert err.startswith('workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.11.0 reserves')
 
 
 def test_runtime_is_for_presets():
@@ -658,7 +665,7 @@ def test_max_model_len_is_an_integer_within_the_context_window(value, message):
         (
             {"vllm": {"max-model-len": "4096"}},
             "config.vllm.max-model-len",
-            "write the number 4096, not the text '4096': KAITO's node estimator reads only an unquoted number (it "
+            "write the number 4096, not the text '4096': KAITO's node estimator (0.8+) reads only an unquoted number (it "
             "would size for 2048 tokens)",
         ),
         (

@@ -22,7 +22,7 @@ LINUX_LABEL = {"kubernetes.io/os": "linux"}
 # assumed for GPU nodes of clusters the program does not create.
 DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
 # AKS puts this taint on every spot node; declaring it keeps the pool's taints as Azure reports
-# them, and KAITO (0.12+) and the GPU Operator tolerate it.
+# them, and KAITO (0.11+) and the GPU Operator tolerate it.
 SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 MAX_POOL_NODES = 1000  # AKS: nodes per node pool
 

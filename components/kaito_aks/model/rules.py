@@ -24,6 +24,8 @@ from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
+# KAITO 0.6's inference-config check: vLLM on several GPUs of less memory needs max-model-len.
+MAX_MODEL_LEN_REQUIRED_BELOW_GIB = 20
 
 
 def chart_of(args: KaitoModelArgs) -> catalog.KaitoChart | None:
@@ -34,19 +36,48 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
     """Every rule the model breaks (its args already have the right types)."""
     chart = chart_of(args)
     problems: list[Problem] = []
-    if chart is None:
-        supported = ", ".join(catalog.kaito_charts())
-        problems.append(
-            Problem.at(
-                "kaito_version", f"KAITO {args.kaito_version} is not supported; use one of: {supported}", "version"
-            )
-        )
-    problems += [*_names(args, chart), *_source(args, chart), *_placement(args, chart), *_tuning(args, chart)]
+    unsupported = catalog.unsupported_kaito_version(args.kaito_version)
+    if unsupported is not None:
+        problems.append(Problem.at("kaito_version", unsupported, "version"))
+    problems += [
+        *_names(args, chart),
+        *_source(args, chart),
+        *_placement(args, chart),
+        *_tuning(args, chart),
+    ]
     if chart is not None and args.node_provisioning == "auto" and not problems:
         problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
+
+
+def model_warnings(args: KaitoModelArgs) -> list[Problem]:
+    """What about the model cannot be checked before KAITO sees it: not errors (the model may
+    well deploy), said so nothing is accepted silently. The components log them (pulumi.log.warn)
+    and `validate` prints them."""
+    chart = chart_of(args)
+    model = args.model or ""
+    if chart is None or args.image or not model or not is_hugging_face_id(model, chart):
+        return []
+    if catalog.find_preset(model, chart.preset_catalog) is not None:
+        return []
+    return [
+        Problem.at(
+            "model",
+            f"{model} is not in KAITO {chart.version}'s model catalog: KAITO sizes it from Hugging Face when the "
+            "Workspace is created, so its size, context window, runtimes and architecture are not checked here "
+            "(nor whether it fits the GPU nodes); KAITO's admission webhook must reach huggingface.co over HTTPS "
+            "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
+            "repository needs `hf_token` or `model_access_secret`",
+            "hugging-face-unchecked",
+        )
+    ]
+
+
+def is_hugging_face_id(model: str, chart: catalog.KaitoChart) -> bool:
+    """Whether the release takes `model` as a Hugging Face id (org/model) rather than a preset."""
+    return chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model) is not None
 
 
 # ---------------------------------------------------------------- names
@@ -104,7 +135,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             "ghcr.io/kaito-project/aikit/llama3.2:1b) instead of `model`, or use compute gpu",
             "cpu-preset",
         )
-    yield from _runtime_config(args)
+    yield from _runtime_config(args, chart)
     for j, adapter in enumerate(args.adapters):
         if any(a.name == adapter.name for a in args.adapters[:j]):
             yield Problem.at(
@@ -121,32 +152,40 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             )
     if chart is None:
         return
-    deprecated = catalog.deprecated_presets()
-    presets = catalog.presets(chart.preset_catalog)
-    removed = catalog.removed_presets(chart.preset_catalog)
-    if model in deprecated:
-        yield Problem.at(
-            "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
-        )
-    elif model in removed:
-        yield Problem.at(
-            "model",
-            f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
-            f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
-            "removed-preset",
-        )
-    elif model not in presets and not (chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model)):
-        close = catalog.closest_presets(model, chart.preset_catalog)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
-    preset = presets.get(model)
+    release = chart.preset_catalog
+    preset = catalog.find_preset(model, release)
     if preset is None:
+        deprecated = catalog.deprecated_presets(release)
+        removed = catalog.removed_presets(release)
+        if model in deprecated:
+            yield Problem.at(
+                "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
+            )
+        elif model in removed:
+            yield Problem.at(
+                "model",
+                f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
+                f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
+                "removed-preset",
+            )
+        elif not is_hugging_face_id(model, chart):  # an id outside the catalog: model_warnings
+            close = catalog.closest_presets(model, release)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
         return
-    if preset.gated and args.hf_token is None and not args.model_access_secret:
+    has_token = args.hf_token is not None or bool(args.model_access_secret)
+    if preset.gated and preset.download_at_runtime and not has_token:
         yield Problem.at(
             "model",
             f"{model} is gated on Hugging Face: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
             "gated",
+        )
+    elif chart.secret_for_every_download and preset.download_at_runtime and not has_token:
+        yield Problem.at(
+            "model",
+            f"KAITO {chart.version} downloads {model} from Hugging Face at start-up and admits it only with a "
+            "modelAccessSecret: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
+            "download-secret",
         )
     if args.model_access_secret and not preset.download_at_runtime and not chart.access_secret_on_any_preset:
         yield Problem.at(
@@ -179,9 +218,10 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
 
 
 # What KAITO's vLLM runtime reads from inference_config.yaml (KaitoConfig in
-# presets/workspace/inference/vllm/inference_api.py, 0.8.1 to 0.12.0). The webhook decodes only
-# `vllm`, into map[string]string (api/v1beta1/inference_config_validation.go, yaml.v2).
+# presets/workspace/inference/vllm/inference_api.py; 0.6 reads no kv_cache_cpu_memory_utilization).
+# The webhook decodes only `vllm`, into map[string]string (inference_config_validation.go, yaml.v2).
 CONFIG_SECTIONS = ("vllm", "kv_cache_cpu_memory_utilization", "max_probe_steps")
+CONFIG_SECTIONS_0_6 = ("vllm", "max_probe_steps")
 MAX_MODEL_LEN = "max-model-len"
 _YAML_TAGS = ((bool, "!!bool"), (int, "!!int"), (float, "!!float"), (str, "!!str"), (list, "!!seq"), (dict, "!!map"))
 
@@ -200,7 +240,7 @@ def _atoi(text: str) -> int | None:
     return value if -(1 << 63) <= value < (1 << 63) else None
 
 
-def _runtime_config(args: KaitoModelArgs) -> Iterator[Problem]:
+def _runtime_config(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     """`config` as KAITO reads inference_config.yaml: only for vLLM; `vllm` a map of single values
     (each becomes `--<name> <value>`); max-model-len a plain number, as the node estimator scans
     the file's text for it (pkg/utils/config_parser.go)."""
@@ -215,13 +255,14 @@ def _runtime_config(args: KaitoModelArgs) -> Iterator[Problem]:
             "config-runtime",
         )
         return
+    sections = CONFIG_SECTIONS_0_6 if chart is not None and chart.minor < (0, 8) else CONFIG_SECTIONS
     for key, value in config.items():
-        if key not in CONFIG_SECTIONS:
-            close = did_you_mean(key, CONFIG_SECTIONS)
+        if key not in sections:
+            close = did_you_mean(key, sections)
             hint = f"; did you mean {close[0]}?" if close else ""
             yield Problem.at(
                 ("config", Key(key)),
-                f"KAITO reads only {', '.join(CONFIG_SECTIONS)} from inference_config.yaml{hint}",
+                f"KAITO reads only {', '.join(sections)} from inference_config.yaml{hint}",
                 "config",
             )
         elif key == "kv_cache_cpu_memory_utilization" and value is not None and _tag(value) not in ("!!int", "!!float"):
@@ -266,8 +307,8 @@ def _max_model_len_syntax(raw: object) -> Iterator[Problem]:
     if isinstance(raw, str) and _atoi(raw) is not None:
         yield Problem.at(
             where,
-            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO's node estimator reads only an unquoted "
-            "number (it would size for 2048 tokens)",
+            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO's node estimator (0.8+) reads only an "
+            "unquoted number (it would size for 2048 tokens)",
             "max-model-len",
         )
     elif isinstance(raw, bool) or not isinstance(raw, int):
@@ -278,6 +319,13 @@ def _max_model_len_syntax(raw: object) -> Iterator[Problem]:
         yield Problem.at(where, f"must be at least 1 token, not {raw}", "max-model-len")
     elif raw >= 1 << 63:
         yield Problem.at(where, f"{raw} is out of range for KAITO (a 64-bit integer)", "max-model-len")
+
+
+def max_model_len_value(args: KaitoModelArgs) -> object | None:
+    """The max-model-len the config gives, whatever its type (None: none, or blank)."""
+    vllm = (args.config or {}).get("vllm")
+    raw = vllm.get(MAX_MODEL_LEN) if is_dict(vllm) else None
+    return None if raw is None or str(raw).strip() == "" else raw
 
 
 def max_model_len(args: KaitoModelArgs) -> int | None:
@@ -291,7 +339,7 @@ def max_model_len(args: KaitoModelArgs) -> int | None:
 def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Problem]:
     """KAITO's inference-config check (vLLM): max-model-len within the preset's context window."""
     value = max_model_len(args)
-    if value is not None and value > preset.token_limit:
+    if value is not None and preset.token_limit is not None and value > preset.token_limit:
         yield Problem.at(
             ("config", "vllm", Key(MAX_MODEL_LEN)),
             f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens",
@@ -303,6 +351,13 @@ def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Pro
 
 
 def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    if chart is not None and args.node_provisioning not in chart.node_provisioning_modes:
+        yield Problem.at(
+            "node_provisioning",
+            f"KAITO {chart.version} ({chart.installed_by or 'this release'}) always creates the nodes of its "
+            f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
+            "node-provisioning",
+        )
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -386,27 +441,34 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
     """KAITO's node auto-provisioning branch of the webhook (instanceType required; a size it
     knows; GPU memory for the transformers runtime), stricter where KAITO admits what then
     fails: it admits any Standard_N*/Standard_D* name, but cannot size a preset on a size outside
-    its table. Then KAITO's vLLM estimator on that size, as its controller runs it."""
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
-    transformers = args.runtime == "transformers" or args.tuning is not None
+    its table. Then KAITO's vLLM estimator on that size, as its controller runs it. 0.6 (the AKS
+    add-on's) has no estimator: its webhook sizes every runtime on one node of the table."""
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    release = chart.preset_catalog
+    # the webhook's SKU-table check decides (the transformers runtime, tuning; everything on 0.6)
+    admission = args.runtime == "transformers" or args.tuning is not None or release in sizing.NO_ESTIMATOR
     mml = max_model_len(args)
     if not args.instance_type:
         fit = (
             sizing.smallest_instance_type(
                 preset,
                 catalog.gpu_skus(chart.sku_catalog),
-                chart.preset_catalog,
-                transformers=transformers,
+                release,
+                transformers=admission,
                 max_model_len=mml,
             )
             if preset is not None
             else None
         )
         hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        required = (
+            f"KAITO {chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}"
+            if chart.default_instance_type
+            else 'KAITO: "instanceType is required when node auto-provisioning is enabled"'
+        )
         yield Problem.at(
             "instance_type",
-            'required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "instanceType is '
-            f'required when node auto-provisioning is enabled"){hint}',
+            f"required with node auto-provisioning: the Azure VM size KAITO creates nodes of ({required}){hint}",
             "instance-type",
         )
         return
@@ -441,17 +503,24 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
     if sku.unusable:
         yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
         return
+    if release in sizing.NO_ESTIMATOR:
+        yield from _max_model_len_required(args, chart, sku)
     if preset is None:
         return
-    release = chart.preset_catalog
-    if transformers:
+    if admission:
         need = preset.tuning_gib if args.tuning is not None and preset.tuning_gib else preset.model_gib
         demand = catalog.Preset.model_validate({**preset.model_dump(by_alias=True), "modelGiB": need})
-        denial = sizing.transformers_denial(demand, sku, release)
+        denial = sizing.instance_type_denial(demand, sku, release)
         if denial is not None:
             fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
             hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
-            what = "a tuning job" if args.tuning is not None else "the transformers runtime"
+            what = (
+                "a tuning job"
+                if args.tuning is not None
+                else "the transformers runtime"
+                if args.runtime == "transformers"
+                else args.model
+            )
             yield Problem.at(
                 "instance_type",
                 f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
@@ -481,22 +550,32 @@ def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
             f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
             "instance-type",
         )
-    known = every.get(name)
-    if known is not None:
-        return Problem.at(
-            "instance_type",
-            f"KAITO {chart.version} no longer supports {known.gpu_model} ({name}): it needs CUDA compute capability 8.0 "
-            "or newer (A10, A100, H100, H200)",
-            "instance-type",
-        )
+    dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
+    if dropped is not None and name in every:
+        return Problem.at("instance_type", dropped, "instance-type")
     close = catalog.closest_skus(name)
     hint = f"did you mean {', '.join(close)}? " if close else ""
+    then = "without sizing it" if chart.preset_catalog in sizing.NO_ESTIMATOR else "then its node estimator fails"
     return Problem.at(
         "instance_type",
         f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
-        f"Standard_N*/Standard_D* name, then its node estimator fails); {hint}`models list` shows the sizes it knows",
+        f"Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
         "instance-type",
     )
+
+
+def _max_model_len_required(args: KaitoModelArgs, chart: catalog.KaitoChart, sku: catalog.GpuSku) -> Iterator[Problem]:
+    """KAITO 0.6's inference-config check: vLLM on a size of several GPUs with less than 20 GiB
+    each (its SKU table) needs an explicit max-model-len."""
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    several_small_gpus = sku.gpu_count > 1 and per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
+    if args.model and (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
+        yield Problem.at(
+            ("config", "vllm", "max-model-len"),
+            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
+            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({sku.name}); set it (e.g. 4096)",
+            "max-model-len",
+        )
 
 
 def _nodes(n: int) -> str:
@@ -505,7 +584,7 @@ def _nodes(n: int) -> str:
 
 def _kaito_tolerates(taint: str) -> bool:
     """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
-    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.12 with
+    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.11 with
     spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
     m = TAINT.match(taint)
     if m is None:
@@ -552,19 +631,15 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
     pools = [g for _, g in candidates]
     size = pools[0].vm_size
     sku = catalog.all_gpu_skus().get(size)
-    if sku is not None and size not in catalog.gpu_skus(chart.sku_catalog):
+    dropped = catalog.dropped_sku(size, chart.sku_catalog, chart.version)
+    if dropped is not None:
         for i, _ in candidates:
-            yield Problem.at(
-                ("node_groups", i, "vm_size"),
-                f"KAITO {chart.version} no longer supports {sku.gpu_model} ({size}): it needs CUDA compute capability 8.0 "
-                "or newer (A10, A100, H100, H200)",
-                "pool-sku-version",
-            )
+            yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
         return
     if all(g.max_nodes == 0 for g in pools):
         yield Problem.at("model", "every GPU pool it may use has no nodes; give one at least a node", "empty-pools")
         return
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     if preset is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
         problem = _tuning_fit(args, preset, pools) if args.tuning else _serving_fit(args, preset, pools, chart)
         if problem is not None:
@@ -701,8 +776,9 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     if chart is None:
         return
     presets = catalog.presets(chart.preset_catalog)
-    preset = presets.get(args.model or "")
-    if preset is not None and not preset.supports_tuning:
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    unknown_id = preset is None and is_hugging_face_id(args.model or "", chart)
+    if unknown_id or (preset is not None and not preset.supports_tuning):
         tunable = ", ".join(p.name for p in presets.values() if p.supports_tuning)
         yield Problem.at(
             "tuning",

@@ -134,14 +134,16 @@ class KaitoModelArgs:
     llama.cpp on CPU). Only `kaito_version` and one of `model` / `image` are required."""
 
     kaito_version: str
-    """The KAITO release the cluster runs (0.8.0, 0.8.1, 0.12.0): decides Workspace-per-replica
-    or InferenceSet, the preset catalog, KAITO's rules and arithmetic, the served model id."""
+    """The KAITO release the cluster runs (0.6.0 the AKS add-on's, 0.8.0, 0.8.1, 0.11.0, 0.12.0):
+    decides Workspace-per-replica or InferenceSet, the preset catalog, KAITO's rules and
+    arithmetic, the served model id."""
     name: Annotated[str, DNS_LABEL] | None = None
     """Kubernetes name of the Service (the endpoint) and Workspaces; default: the resource name."""
     namespace: Annotated[str, DNS_LABEL] = "default"
     """Namespace of every object; it must exist."""
     model: str | None = None
-    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or on 0.12 a Hugging Face id."""
+    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or from 0.11 a Hugging Face
+    id: one of KAITO's model catalog is sized offline, any other by KAITO at admission."""
     image: Annotated[str, IMAGE] | None = None
     """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset."""
     compute: Compute = "gpu"

@@ -46,7 +46,8 @@ class KaitoOperatorArgs:
     """The pinned KAITO workspace chart (`kaito/workspace`)."""
 
     version: str
-    """KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0."""
+    """KAITO chart and app version: 0.8.0, 0.8.1, 0.11.0 or 0.12.0 (0.6.0 is the AKS add-on's: not
+    installed here)."""
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
     node_provisioner: NodeProvisioner = "gpu-provisioner"
@@ -59,7 +60,7 @@ class KaitoOperatorArgs:
     install (the GPU Operator) runs them and KAITO's copies are switched off."""
     node_groups: list[NodeGroup] = field(default_factory=list[NodeGroup])
     """The GPU pools (e.g. `GpuNodePool.node_group`): KAITO's bundled GFD and NFD worker tolerate
-    their taints, and on spot pools its pods tolerate AKS's spot taint (0.12+). Default: GPU nodes
+    their taints, and on spot pools its pods tolerate AKS's spot taint (0.11+). Default: GPU nodes
     tainted sku=gpu:NoSchedule."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
@@ -68,10 +69,10 @@ class KaitoOperatorArgs:
 
 
 def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
-    chart = catalog.kaito_charts().get(args.version)
-    if chart is None:
-        supported = ", ".join(catalog.kaito_charts())
-        return [Problem.at("version", f"KAITO {args.version} is not supported; use one of: {supported}", "version")]
+    unsupported = catalog.unsupported_kaito_version(args.version, install=True)
+    if unsupported is not None:
+        return [Problem.at("version", unsupported, "version")]
+    chart = catalog.kaito_charts()[args.version]
     problems = gate_problems(("feature_gates",), args.feature_gates, chart)
     if args.node_provisioner == "karpenter":
         why = (
@@ -104,7 +105,7 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             problems.append(
                 Problem.at(
                     ("node_groups", i, "spot"),
-                    f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) "
+                    f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.11.0 or 0.12.0 (spotInstance) "
                     "or a regular pool",
                     "spot",
                 )
