@@ -5,7 +5,6 @@ program registers a single resource; `validate`, `render` and `pulumi up` read t
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -63,7 +62,8 @@ from stacks.config import (
     read_section,
 )
 from stacks.errors import StackConfigError, secret_key
-from stacks.stackfile import StackFile, StackFileError, read_stack_file
+from stacks.pulumi_yaml import decode
+from stacks.stackfile import StackFile, StackFileError, read_stack_file, yaml_path
 
 # Stands in for a secret where only its presence is known (validate, render).
 SECRET_PRESENT = "[secret]"
@@ -485,7 +485,8 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     as set secrets; their contents are never needed)."""
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
-    problems = [
+    problems = stack_file_problems(f)
+    problems += [
         Problem(
             (Key(k),),
             f"is encrypted (secure:), but only {' and '.join(SECRET_KEYS)} are secrets; write it in plain text",
@@ -513,10 +514,37 @@ def parse_stack_file(f: StackFile) -> StackConfig:
             azure_location=f.config.get("azure-native:location"),
         )
     except StackConfigError as err:
-        raise StackConfigError([*problems, *err.problems], f) from None
+        raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None
     if problems:
         raise StackConfigError(problems, f)
     return cfg
+
+
+def stack_file_problems(f: StackFile | None) -> list[Problem]:
+    """The values of a stack file the Pulumi CLI reads otherwise than they say (010 is octal 8, a
+    date becomes Go's text of a time), at their config paths: refused by validate, render and
+    `pulumi up` alike (stacks/pulumi_yaml.py says which and why)."""
+    if f is None:
+        return []
+    prefix = f"{PROJECT}:"
+    problems = []
+    for trap in f.traps:
+        top = str(trap.path[0])
+        head: PathPart = top.removeprefix(prefix) if top.removeprefix(prefix) in TOP_KEYS else Key(top)
+        rest = tuple(p if isinstance(p, int) else Key(p) for p in trap.path[1:])
+        problems.append(Problem((head, *rest), trap.message, "trap"))
+    return problems
+
+
+def beside_traps(problems: list[Problem]) -> list[Problem]:
+    """The problems, less those at a trapped value, inside it, or at the map or list holding it:
+    the trap's fix changes what they judged."""
+    spots = [yaml_path(p.path) for p in problems if p.code == "trap"]
+
+    def touches(path: tuple[str | int, ...]) -> bool:
+        return any(path[: len(s)] == s or (s[: len(path)] == path and len(path) >= len(s) - 1) for s in spots)
+
+    return [p for p in problems if p.code == "trap" or not touches(yaml_path(p.path))]
 
 
 def foreign_keys(keys: Collection[str]) -> list[str]:
@@ -533,16 +561,6 @@ def foreign_keys(keys: Collection[str]) -> list[str]:
                 f"{key}: not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?"
             )
     return warnings
-
-
-def _decode(value: Any) -> Any:
-    """Pulumi hands structured config values over as JSON text."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _engine_config() -> dict[str, Any]:
@@ -568,15 +586,17 @@ def _own_stack_file() -> StackFile | None:
         return None
 
 
-def load_stack() -> tuple[StackConfig, StackSecrets]:
-    """The current stack's config and secrets, checked (for __main__.py)."""
+def load_stack(source: StackFile | None = None) -> tuple[StackConfig, StackSecrets]:
+    """The current stack's config and secrets, checked (for __main__.py). `source`: the stack
+    file the engine's config came from (default: Pulumi.<stack>.yaml in the working directory,
+    if any), for its traps and lines."""
     from pulumi.runtime.config import is_config_secret
 
     prefix = f"{PROJECT}:"
     engine = _engine_config()
     for warning in foreign_keys(engine):
         pulumi.warn(warning)
-    raw = {k.removeprefix(prefix): _decode(v) for k, v in engine.items() if k.startswith(prefix)}
+    raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
     encrypted = [
@@ -593,6 +613,9 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
         kubeconfig=config.get_secret("kubeconfig") if "kubeconfig" in present else None,
     )
+    source = source if source is not None else _own_stack_file()
+    problems = stack_file_problems(source)
+    cfg: StackConfig | None = None
     try:
         if encrypted:
             raise StackConfigError(encrypted)
@@ -604,5 +627,7 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
             azure_location=engine.get("azure-native:location"),
         )
     except StackConfigError as err:
-        raise err.with_source(_own_stack_file()) from None
+        problems += err.problems
+    if problems or cfg is None:
+        raise StackConfigError(beside_traps(problems), source)
     return cfg, secrets
