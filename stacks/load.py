@@ -80,17 +80,31 @@ def parse_stack_config(
     *,
     secrets: Collection[str] = (),
     plaintext_secrets: Collection[str] = (),
+    encrypted: Collection[str] = (),
     secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
 ) -> StackConfig:
     """Check raw config values (keyed by their name in the kaito-aks namespace, already
     decoded) and map them onto the components' args. `secrets` names the secret keys that are
-    set; `plaintext_secrets` those set without --secret. Raises StackConfigError listing every
-    problem, each at its config path."""
+    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
+    --secret (their values in `raw` when known). Raises StackConfigError listing every problem,
+    each at its config path."""
     problems: list[Problem] = []
-    for key in raw:
-        if key in SECRET_KEYS or key in TOP_KEYS:
+    for key in dict.fromkeys([*raw, *encrypted]):
+        if key in SECRET_KEYS:
             continue
+        if key in TOP_KEYS:
+            if key in encrypted:
+                problems.append(
+                    Problem(
+                        (Key(f"{PROJECT}:{key}"),),
+                        f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
+                        "without --secret",
+                        "secure-value",
+                    )
+                )
+            continue
+        # A misspelt secret is a misspelt key like any other, never a hint to store it in plain text.
         close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
         hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
         problems.append(Problem((Key(f"{PROJECT}:{key}"),), f"unknown config key; {hint}", "unknown"))
@@ -103,6 +117,8 @@ def parse_stack_config(
             )
         )
     if "cluster" not in raw:
+        if "cluster" in encrypted:  # its value cannot be read here; what is wrong with it is said
+            raise StackConfigError(problems)
         problems.append(
             Problem(
                 (Key(f"{PROJECT}:cluster"),),
@@ -485,16 +501,8 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     as set secrets; their contents are never needed)."""
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
+    encrypted = [k.removeprefix(prefix) for k in f.secrets if k.startswith(prefix)]
     problems = stack_file_problems(f)
-    problems += [
-        Problem(
-            (Key(k),),
-            f"is encrypted (secure:), but only {' and '.join(SECRET_KEYS)} are secrets; write it in plain text",
-            "secure-value",
-        )
-        for k in f.secrets
-        if k.startswith(prefix) and k.removeprefix(prefix) not in SECRET_KEYS
-    ]
     problems += [
         Problem(
             (Key(k),),
@@ -504,13 +512,14 @@ def parse_stack_file(f: StackFile) -> StackConfig:
         for k in f.unreadable
         if k.startswith(prefix) and k.removeprefix(prefix) in SECRET_KEYS
     ]
-    present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
+    present = [k for k in SECRET_KEYS if k in encrypted or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
     try:
         cfg = parse_stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
+            encrypted=[k for k in encrypted if k not in SECRET_KEYS],
             azure_location=f.config.get("azure-native:location"),
         )
     except StackConfigError as err:
@@ -599,15 +608,7 @@ def load_stack(source: StackFile | None = None) -> tuple[StackConfig, StackSecre
     raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
-    encrypted = [
-        Problem(
-            (Key(prefix + k),),
-            f"is a secret, but only {' and '.join(SECRET_KEYS)} are secrets; set it without --secret",
-            "secure-value",
-        )
-        for k in raw
-        if k not in SECRET_KEYS and is_config_secret(prefix + k)
-    ]
+    encrypted = [k for k in raw if k not in SECRET_KEYS and is_config_secret(prefix + k)]
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
@@ -617,12 +618,11 @@ def load_stack(source: StackFile | None = None) -> tuple[StackConfig, StackSecre
     problems = stack_file_problems(source)
     cfg: StackConfig | None = None
     try:
-        if encrypted:
-            raise StackConfigError(encrypted)
         cfg = parse_stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
+            encrypted=encrypted,
             secret_values=secrets,
             azure_location=engine.get("azure-native:location"),
         )

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from stacks.cli import main
+from stacks.errors import StackConfigError
+from stacks.evaluate import ProgramMocks, RecordingMonitor, evaluate
 from tests.conftest import errors_of
 
 CLUSTER = "  kaito-aks:cluster: {kubeconfig: {context: c}}\n"
 AKS = "  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: kaito, location: eastus2}\n"
 PHI = "  kaito-aks:workspaces:\n    - {name: phi, model: phi-4-mini-instruct}\n"
+LLAMA_WS = {"name": "llama", "model": "llama-3.1-8b-instruct"}
 
 
 def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, command: str = "validate") -> str:
@@ -153,8 +156,8 @@ def test_a_kubeconfig_path_that_is_no_kubeconfig_is_refused(tmp_path, capsys, co
 @pytest.mark.parametrize("command", ["validate", "render"])
 def test_secure_values_on_keys_that_are_not_secrets_are_refused_by_both(tmp_path, capsys, command):
     text = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    secure: v1:abc:def\n"
-    assert "is encrypted (secure:), but only hfToken and kubeconfig are secrets" in check(
-        tmp_path, capsys, text, command
+    assert "is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it without --secret" in (
+        check(tmp_path, capsys, text, command)
     )
 
 
@@ -184,6 +187,47 @@ def test_did_you_mean_comes_from_the_map_in_play_and_never_repeats_the_key():
     (line,) = [e for e in errors if "matchLabels" in e]
     assert line.startswith("cluster.aks.matchLabels: unknown key;")
     assert "did you mean matchLabels" not in line
+
+
+LLAMA = "  kaito-aks:workspaces: [{name: llama, model: llama-3.1-8b-instruct}]\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_misspelt_secret_set_with_secret_is_an_unknown_key_beside_the_other_problems(tmp_path, capsys, command):
+    """`pulumi config set --secret hftoken ...`: never advice to store a token in plain text."""
+    text = "config:\n" + CLUSTER + LLAMA + "  kaito-aks:hftoken:\n    secure: v1:abc:def\n"
+    printed = check(tmp_path, capsys, text, command)
+    assert "Pulumi.bad.yaml:4: kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?" in printed
+    assert "llama-3.1-8b-instruct is gated on Hugging Face" in printed
+    assert "plain text" not in printed
+    assert "without --secret" not in printed
+
+
+def test_a_misspelt_secret_under_pulumi_up_is_an_unknown_key_beside_the_other_problems():
+    monitor = RecordingMonitor(ProgramMocks())
+    cfg = {"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}, "kaito-aks:workspaces": [LLAMA_WS]}
+    with pytest.raises(StackConfigError) as err:
+        evaluate(cfg, secrets={"kaito-aks:hftoken": "hf_x"}, monitor=monitor)
+    assert monitor.registrations == []
+    lines = err.value.lines
+    assert "kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?" in lines
+    assert any("llama-3.1-8b-instruct is gated on Hugging Face" in line for line in lines), lines
+    assert not [line for line in lines if "without --secret" in line or "hf_x" in line]
+
+
+def test_a_stack_key_set_with_secret_is_read_and_said_once(tmp_path, capsys):
+    """Under `pulumi up` the value is known: said to be no secret, and checked like any other."""
+    cfg = {
+        "kaito-aks:cluster": {"kubeconfig": {"context": "c"}},
+        "kaito-aks:workspaces": [{"name": "x", "model": "nope"}],
+    }
+    with pytest.raises(StackConfigError) as err:
+        evaluate(cfg, secrets={"kaito-aks:createNamespaces": "true"})
+    lines = err.value.lines
+    assert lines[0].startswith(
+        "kaito-aks:createNamespaces: is encrypted (set with --secret), but only hfToken and kubeconfig"
+    )
+    assert any(line.startswith("workspaces[0].model:") for line in lines), lines
 
 
 def test_a_misspelt_secret_key_points_at_the_secret():
