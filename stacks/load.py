@@ -83,12 +83,14 @@ def parse_stack_config(
     encrypted: Collection[str] = (),
     secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
+    base_dir: Path | None = None,
 ) -> StackConfig:
     """Check raw config values (keyed by their name in the kaito-aks namespace, already
     decoded) and map them onto the components' args. `secrets` names the secret keys that are
     set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
-    --secret (their values in `raw` when known). Raises StackConfigError listing every problem,
-    each at its config path."""
+    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
+    read from (default: the working directory, where `pulumi up` runs the program). Raises
+    StackConfigError listing every problem, each at its config path."""
     problems: list[Problem] = []
     for key in dict.fromkeys([*raw, *encrypted]):
         if key in SECRET_KEYS:
@@ -303,7 +305,7 @@ def parse_stack_config(
     if kubeconfig_cluster is not None:
         found += [
             rules.stack_wording(p.under("cluster", "kubeconfig"))
-            for p in kubeconfig_cluster_problems(kubeconfig_cluster)
+            for p in kubeconfig_cluster_problems(kubeconfig_cluster, base=base_dir)
         ]
     if aks_cluster is not None:
         found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
@@ -498,7 +500,7 @@ def _model_problem_at(
 
 def parse_stack_file(f: StackFile) -> StackConfig:
     """A Pulumi.<stack>.yaml's config, checked as `pulumi up` would check it (secure values count
-    as set secrets; their contents are never needed)."""
+    as set secrets; their contents are never needed), a relative path from the file's folder."""
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
     encrypted = [k.removeprefix(prefix) for k in f.secrets if k.startswith(prefix)]
@@ -521,6 +523,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
             plaintext_secrets=plaintext,
             encrypted=[k for k in encrypted if k not in SECRET_KEYS],
             azure_location=f.config.get("azure-native:location"),
+            base_dir=f.path.parent if f.path is not None else None,
         )
     except StackConfigError as err:
         raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None

@@ -16,6 +16,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -183,14 +184,21 @@ def _dump(body: Any) -> str:
 
 
 def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
-    """Evaluate `Pulumi.<stack>.yaml` and write its render to `out` (replacing what was there)."""
+    """Evaluate `Pulumi.<stack>.yaml` and write its render to `out` (replacing what was there).
+    The program runs in the stack's folder, as under `pulumi up`."""
     from stacks.cost import stack_cost
-    from stacks.load import parse_stack_file
+    from stacks.load import load_stack, parse_stack_file
+    from stacks.program import build_stack
 
     f = read_stack_file(stack, root)
     cfg = parse_stack_file(f)  # what `validate` checks, with the file's lines
+
+    def program() -> None:
+        build_stack(*load_stack(f))
+
     try:
-        ev = evaluate(f.config, stack=stack, secrets=f.secrets)
+        with contextlib.chdir(f.path.parent if f.path is not None else root):
+            ev = evaluate(f.config, stack=stack, secrets=f.secrets, program=program)
     except StackConfigError as err:
         raise err.with_source(f) from None
     files = render_files(ev)

@@ -245,3 +245,38 @@ def test_no_message_is_pydantics_stock_wording():
     )
     assert errors
     assert not [e for e in errors if "Input should be" in e or "valid string" in e]
+
+
+KUBECONFIG_FILE = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_relative_kubeconfig_path_is_read_from_the_stack_folder_not_the_working_directory(
+    tmp_path, capsys, monkeypatch, command
+):
+    """`pulumi up` runs the program (and the provider reads the path) in the project folder."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "beside.yaml").write_text(KUBECONFIG_FILE)
+    (elsewhere / "here.yaml").write_text(KUBECONFIG_FILE)
+    monkeypatch.chdir(elsewhere)
+    extra = ["--out", str(tmp_path / "out")] if command == "render" else []
+    for path, ok in (("./beside.yaml", True), ("here.yaml", False)):
+        (project / "Pulumi.s.yaml").write_text(
+            f"config:\n  kaito-aks:cluster: {{kubeconfig: {{path: {path}, context: c}}}}\n" + PHI
+        )
+        code = main([command, "s", "--dir", str(project), *extra])
+        printed = "".join(capsys.readouterr())
+        assert (code == 0) is ok, printed
+        if not ok:
+            assert f"cluster.kubeconfig.path: here.yaml does not exist (relative to {project})" in printed
+    rendered = tmp_path / "out" / "s" / "providers"
+    if command == "render":
+        assert "kubeconfig: ./beside.yaml" in "".join(p.read_text() for p in rendered.iterdir())
