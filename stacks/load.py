@@ -598,16 +598,18 @@ def _own_stack_file() -> StackFile | None:
         return None
 
 
-def load_stack(source: StackFile | None = None) -> tuple[StackConfig, StackSecrets]:
+def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[StackConfig, StackSecrets]:
     """The current stack's config and secrets, checked (for __main__.py). `source`: the stack
     file the engine's config came from (default: Pulumi.<stack>.yaml in the working directory,
-    if any), for its traps and lines."""
+    if any), for its traps and lines; `warn`: report keys outside the namespace that look like
+    ours (render prints them itself)."""
     from pulumi.runtime.config import is_config_secret
 
     prefix = f"{PROJECT}:"
     engine = _engine_config()
-    for warning in foreign_keys(engine):
-        pulumi.warn(warning)
+    if warn:
+        for warning in foreign_keys(engine):
+            pulumi.warn(warning)
     raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]

@@ -280,3 +280,11 @@ def test_a_relative_kubeconfig_path_is_read_from_the_stack_folder_not_the_workin
     rendered = tmp_path / "out" / "s" / "providers"
     if command == "render":
         assert "kubeconfig: ./beside.yaml" in "".join(p.read_text() for p in rendered.iterdir())
+
+
+def test_render_prints_warnings_as_validate_does(tmp_path, capsys):
+    (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + "  kaito:workspaces: []\n")
+    assert main(["render", "odd", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    printed = "".join(capsys.readouterr())
+    assert "odd: warning: kaito:workspaces: not read by this program" in printed
+    assert printed.count("not read by this program") == 1
