@@ -288,3 +288,29 @@ def test_render_prints_warnings_as_validate_does(tmp_path, capsys):
     printed = "".join(capsys.readouterr())
     assert "odd: warning: kaito:workspaces: not read by this program" in printed
     assert printed.count("not read by this program") == 1
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        ({"aks": {"resourceGroup": "rg", "name": 42, "location": "eastus2"}}, "cluster.aks.name: must be text"),
+        ({"aks": {"resourceGroup": "rg\x01x", "name": "kaito", "location": "eastus2"}}, "cluster.aks.resourceGroup:"),
+        ({"aks": "kaito"}, "cluster.aks: must be a map"),
+        ({"existing": {"resourceGroup": ["rg"], "name": "kaito"}}, "cluster.existing.resourceGroup:"),
+        ({"aks": {}, "existing": {}}, "cluster: choose exactly one"),
+    ],
+)
+def test_an_unusable_cluster_section_is_the_only_problem_said(cluster, expected):
+    """Not also 'node pools are created in AKS; use cluster.aks' to a stack that has cluster.aks,
+    nor what the pools would need from a cluster nobody can tell (review B7)."""
+    pools = [{"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "gpuDriver": "operator"}]
+    errors = errors_of(
+        {
+            "kaito-aks:cluster": cluster,
+            "kaito-aks:gpuNodePools": pools,
+            "kaito-aks:workspaces": [LLAMA_WS],
+        },
+        hf_token="hf_x",
+    )
+    assert [e for e in errors if not e.startswith("cluster")] == [], errors
+    assert any(e.startswith(expected) for e in errors), errors
