@@ -16,7 +16,7 @@ from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, works
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Problem
+from kaito_aks.problems import Problem, shown
 
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -125,7 +125,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     elif model not in presets and not (chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model)):
         close = catalog.closest_presets(model, chart.preset_catalog)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
+        yield Problem.at("model", f"unknown KAITO {chart.version} preset {shown(model)}{hint}", "unknown-preset")
     preset = presets.get(model)
     if preset is None:
         return

@@ -11,7 +11,8 @@ import pulumi
 
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.operators.kaito_operator import NodeProvisioning
-from kaito_aks.schema import Matches, MaxItems, Range, Secret, documented
+from kaito_aks.problems import shown
+from kaito_aks.schema import Check, Matches, MaxItems, Range, Secret, documented
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -23,11 +24,30 @@ DNS_SUBDOMAIN = Matches(
     "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
 )
 # An image reference as the container runtime parses it: [registry[:port]/]path[:tag][@digest].
-IMAGE = Matches(
+IMAGE_FORM = Matches(
     r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?",
     "an image reference (e.g. myacr.azurecr.io/adapters/sql:1)",
 )
+MAX_IMAGE_NAME = 255  # the distribution spec: a repository name (with its registry) under 256 characters
+MAX_IMAGE_TAG = 128
+
+
+def _image_problem(value: str) -> str | None:
+    """What is wrong with an image reference: its name and tag lengths first (bounded work), then its form."""
+    reference = value.split("@", 1)[0]
+    last = reference.rsplit("/", 1)[-1]
+    name, tag = (reference.rsplit(":", 1)[0], last.rsplit(":", 1)[1]) if ":" in last else (reference, "")
+    if len(name) > MAX_IMAGE_NAME:
+        return f"{shown(value)} is not an image reference: its name is {len(name)} characters, at most {MAX_IMAGE_NAME}"
+    if len(tag) > MAX_IMAGE_TAG:
+        return f"{shown(value)} is not an image reference: its tag is {len(tag)} characters, at most {MAX_IMAGE_TAG}"
+    if len(value) > MAX_IMAGE_NAME + MAX_IMAGE_TAG + 80:  # the digest: @sha256: and 64 hex digits
+        return f"{shown(value)} is not an image reference: its digest is not sha256:<64 hex digits>"
+    return IMAGE_FORM.check(value)
+
+
+IMAGE = Check(_image_problem)
 MINUTES = Range(1, 1440, "at most a day")
 
 Compute = Literal["gpu", "cpu"]
