@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from kaito_aks.problems import Key, PathPart, camel
+from kaito_aks.problems import Key, PathPart, bounded, camel
 from stacks import pulumi_yaml
 from stacks.config import PROJECT, SECRET_KEYS
 
@@ -31,6 +31,8 @@ MAX_NODES = 100_000  # values after aliases are expanded
 MAX_BYTES = 4 << 20  # a stack file is a few KiB
 
 Location = tuple[int, str]  # (1-based line, the scalar's text as written, or "" for a map/list)
+# A config path in YAML terms: the keys as the program receives them (the top one with its
+# namespace), list indexes.
 
 
 class StackFileError(Exception):
@@ -39,7 +41,7 @@ class StackFileError(Exception):
     def __init__(self, path: Path, line: int | None, message: str):
         self.path, self.line = path, line
         where = f"{path.name}:{line}" if line else path.name
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {bounded(message)}")
 
 
 class Yaml12Loader(yaml.SafeLoader):
@@ -387,8 +389,7 @@ def _walk(config: yaml.Node, locations: dict[tuple[str | int, ...], Location], t
                 if not isinstance(k, yaml.ScalarNode):
                     continue
                 received = _received_key(k, top=not at)
-                # a top key by the name the program receives it under; the others as written
-                key = (*at, (received or cli_key(k.value)) if not at else k.value)
+                key = (*at, received if received is not None else k.value)  # as the program receives it
                 line = k.start_mark.line + 1
                 locations.setdefault(key, (line, v.value if isinstance(v, yaml.ScalarNode) else ""))
                 judge(k, key, key=True)

@@ -314,3 +314,39 @@ def test_an_unusable_cluster_section_is_the_only_problem_said(cluster, expected)
     )
     assert [e for e in errors if not e.startswith("cluster")] == [], errors
     assert any(e.startswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            '{name: phi, model: phi-4-mini-instruct, "\\e[31mRED\\e[0m": 1}',
+            'workspaces[0]."\\x1b[31mRED\\x1b[0m": unknown',
+        ),
+        ("{name: " + "n" * 100_000 + ", model: phi-4-mini-instruct}", "(100000 characters) is not a DNS-1123"),
+        ("{name: phi, model: " + "m" * 100_000 + "}", "preset 'mmmmm"),
+        ("{name: phi, image: " + "i" * 100_000 + "}", "its name is 100000 characters, at most 255"),
+        ("{name: phi, model: phi-4-mini-instruct, null: x}", 'workspaces[0]."<nil>": a null key (null) reaches'),
+    ],
+)
+def test_what_a_message_shows_of_a_value_is_bounded_and_escaped(tmp_path, capsys, command, entry, expected):
+    """(review polish 1-2)"""
+    printed = check(tmp_path, capsys, "config:\n" + CLUSTER + f"  kaito-aks:workspaces: [{entry}]\n", command)
+    assert expected in printed
+    assert "\x1b" not in printed
+    assert len(printed) < 1000, printed[:300]
+    assert "None" not in printed
+
+
+def test_a_null_is_called_null(tmp_path, capsys):
+    text = "config:\n" + AKS + "  kaito-aks:gpuNodePools: [{name: a100, vmSize: Standard_NC24ads_A100_v4, spot: ~}]\n"
+    assert "gpuNodePools[0].spot: must be true or false, not null" in check(tmp_path, capsys, text)
+
+
+def test_a_long_list_without_aliases_is_not_said_to_expand_through_aliases(tmp_path, capsys):
+    """(review polish 3)"""
+    text = "config:\n" + CLUSTER + "  kaito-aks:workspaces: [" + ", ".join(["x"] * 100_001) + "]\n"
+    printed = check(tmp_path, capsys, text)
+    assert "Pulumi.bad.yaml:3: holds more than 100000 values; a stack file holds a few hundred" in printed
+    assert "alias" not in printed
