@@ -26,7 +26,7 @@ from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISION
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
-from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from stacks import rules
@@ -449,7 +449,7 @@ def _entries(section: Section, data: Any, key: str, out: list[Problem]) -> list[
         out.append(
             Problem(
                 (key,),
-                f"must be a list of entries (`- name: ...`), not {'a map' if isinstance(data, Mapping) else repr(data)}",
+                f"must be a list of entries (`- name: ...`), not {shown(data)}",
                 "type",
             )
         )

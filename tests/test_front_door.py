@@ -340,8 +340,13 @@ def test_what_a_message_shows_of_a_value_is_bounded_and_escaped(tmp_path, capsys
 
 
 def test_a_null_is_called_null(tmp_path, capsys):
-    text = "config:\n" + AKS + "  kaito-aks:gpuNodePools: [{name: a100, vmSize: Standard_NC24ads_A100_v4, spot: ~}]\n"
-    assert "gpuNodePools[0].spot: must be true or false, not null" in check(tmp_path, capsys, text)
+    text = (
+        "config:\n" + AKS + "  kaito-aks:gpuNodePools: [{name: a100, vmSize: Standard_NC24ads_A100_v4, spot: ~}, ~]\n"
+    )
+    printed = check(tmp_path, capsys, text)
+    assert "gpuNodePools[0].spot: must be true or false, not null" in printed
+    assert "gpuNodePools[1]: must be a map of key: value, not null" in printed
+    assert "None" not in printed
 
 
 def test_a_long_list_without_aliases_is_not_said_to_expand_through_aliases(tmp_path, capsys):
