@@ -288,8 +288,8 @@ def trap(node: yaml.Node, *, key: bool = False) -> str | None:
     tag = node.tag
     if tag not in KNOWN_TAGS:
         return (
-            f"{tag} is a YAML tag the Pulumi CLI ignores (the value reaches the program as it is written); "
-            "remove it (to keep a value secret, use `pulumi config set --secret`)"
+            f"{tag} is a YAML tag unknown to the Pulumi CLI, which ignores it (the value reaches the program as it "
+            "is written); remove it (to keep a value secret, use `pulumi config set --secret`)"
         )
     if not isinstance(node, yaml.ScalarNode):
         return None
@@ -303,7 +303,7 @@ def trap(node: yaml.Node, *, key: bool = False) -> str | None:
                 minus = "-" if sign == "-" else ""
                 return (
                     f"{text} is octal ({minus}{as_octal}) to the Pulumi CLI; write {minus}{as_octal} or "
-                    f"{minus}{as_decimal}"
+                    f'{minus}{as_decimal} (or, for text, quote it: "{text}")'
                 )
     if tag == TIMESTAMP:
         moment = go_timestamp(text)
@@ -313,8 +313,8 @@ def trap(node: yaml.Node, *, key: bool = False) -> str | None:
         special = _SPECIAL_FLOATS.get(text)
         if special is not None and not math.isfinite(special):
             return (
-                f"{text}: the Pulumi CLI cannot hand infinity or NaN to the program (`pulumi up` stops with "
-                '"json: unsupported value"); write a number'
+                f"{text} is {'NaN' if math.isnan(special) else 'infinity'} to the Pulumi CLI, which cannot hand it to "
+                'the program (`pulumi up` stops with "json: unsupported value"); write a number'
             )
     if key and tag == NULL:
         return f'a null key ({text or "empty"}) reaches the program as the text "<nil>"; write the key you mean'
