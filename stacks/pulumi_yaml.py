@@ -215,6 +215,21 @@ def handed(value: Any) -> Any:
     return value  # true/false, and whole numbers (exact at the top, even beyond int64)
 
 
+def handed_text(value: Any) -> str:
+    """A top-level value as the text the CLI hands the program (for another package's keys, which
+    this program does not decode; an object's JSON text may differ from Go's in spacing and
+    escapes, never in what it decodes to)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(_through_json(value), separators=(",", ":"), ensure_ascii=False)
+
+
 def _through_json(value: Any) -> Any:
     if isinstance(value, dict):
         items = {go_key(k): _through_json(v) for k, v in value.items()}

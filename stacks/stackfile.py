@@ -120,7 +120,9 @@ class Trap:
 @dataclass(frozen=True)
 class StackFile:
     name: str
-    config: dict[str, Any]  # plain values by full key ("kaito-aks:workspaces"), as the program receives them
+    # plain values by full key ("kaito-aks:workspaces") as the program receives them (its own decoded,
+    # another package's as text)
+    config: dict[str, Any]
     secrets: dict[str, str]  # secure values by full key, as placeholders (never decrypted)
     path: Path | None = None
     unreadable: tuple[str, ...] = ()  # secure values that are not Pulumi's ciphertext (v1:...)
@@ -222,8 +224,10 @@ def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
             secrets[full] = SECRET_PLACEHOLDER
             if not (isinstance(value["secure"], str) and value["secure"].startswith("v1:")):
                 unreadable.append(full)
-        else:
+        elif full.startswith(f"{PROJECT}:"):
             config[full] = pulumi_yaml.handed(value)
+        else:
+            config[full] = pulumi_yaml.handed_text(value)  # (azure-native:location, as the program reads it)
     return StackFile(
         name=name,
         config=config,

@@ -32,7 +32,9 @@ def test_every_form_reads_as_the_pulumi_cli_hands_it_to_the_program():
     from stacks.pulumi_yaml import decode
 
     f = parse_stack_file(FORMS.read_bytes(), FORMS, "forms")
-    handed = {k: decode(v) for k, v in json.loads(RECORDED.read_text())["values"].items()}
+    handed = {
+        k: decode(v) if k.startswith("kaito-aks:") else v for k, v in json.loads(RECORDED.read_text())["values"].items()
+    }
     assert sorted(f.config) == sorted(handed)
     for key, value in handed.items():
         assert json.dumps(f.config[key]) == json.dumps(value), key
