@@ -77,13 +77,17 @@ def main(argv: list[str] | None = None) -> int:
 def _render(stacks: list[str], out: Path, root: Path) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError
+    from stacks.load import foreign_keys
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
     for stack in stacks:
         target = out / stack
         try:
-            written = render_stack(stack, target, root)
+            f = read_stack_file(stack, root)
+            for warning in foreign_keys(f.config):
+                print(f"{stack}: warning: {warning}", file=sys.stderr)
+            written = render_stack(stack, target, root, f)
         except StackConfigError as err:
             failed += 1
             print(f"{stack}: not rendered, {len(err.problems)} problem(s):", file=sys.stderr)

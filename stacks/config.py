@@ -23,7 +23,7 @@ from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
-from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean, shown
 from kaito_aks.rag.spec import (
     EmbeddingArgs,
     GuardrailsArgs,
@@ -415,8 +415,7 @@ def read_section(
     with a problem is left out of the values. None when `data` is not a map or a required key
     is missing."""
     if not isinstance(data, Mapping):
-        shown = "a list" if isinstance(data, list) else repr(data)
-        out.append(Problem(path, f"must be a map of key: value, not {shown}", "type"))
+        out.append(Problem(path, f"must be a map of key: value, not {shown(data)}", "type"))
         return None
     keys = section.keys()
     values: dict[type, dict[str, Any]] = {p.cls: {} for p in section.parts}

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pulumi
 
-from kaito_aks.problems import Key, Problem, format_path, rename
+from kaito_aks.problems import Key, Problem, bounded, format_path, rename
 from stacks.config import PROJECT
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ def config_path(problem: Problem) -> str:
 def located(problem: Problem, source: StackFile | None) -> str:
     """The problem with its file and line, when the stack file writes that path."""
     where = config_path(problem)
-    text = f"{where}: {rename(problem.message, 'schema')}" if where else rename(problem.message, "schema")
+    message = bounded(rename(problem.message, "schema"))
+    text = f"{where}: {message}" if where else message
     if source is None or source.path is None:
         return text
     found = source.locate(problem.path)
@@ -31,7 +32,7 @@ def located(problem: Problem, source: StackFile | None) -> str:
         return text
     line, written = found
     if problem.code == "number-as-text" and written:
-        text = f'{where}: YAML reads {written} as the number {_number(written)}; quote it: "{written}"'
+        text = bounded(f'{where}: YAML reads {written} as the number {_number(written)}; quote it: "{written}"')
     return f"{source.path.name}:{line}: {text}"
 
 
@@ -62,6 +63,7 @@ def secret_key(name: str) -> Key:
 
 
 def _number(written: str) -> str:
-    from stacks.stackfile import Yaml12Loader
+    """The number the program receives for a scalar written so (1. -> 1, 0x1F -> 31)."""
+    from stacks.pulumi_yaml import read_plain
 
-    return str(Yaml12Loader(written).get_single_data())
+    return str(read_plain(written))

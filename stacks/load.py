@@ -5,7 +5,6 @@ program registers a single resource; `validate`, `render` and `pulumi up` read t
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -27,7 +26,7 @@ from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISION
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
-from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from stacks import rules
@@ -63,7 +62,8 @@ from stacks.config import (
     read_section,
 )
 from stacks.errors import StackConfigError, secret_key
-from stacks.stackfile import StackFile, StackFileError, read_stack_file
+from stacks.pulumi_yaml import decode
+from stacks.stackfile import StackFile, StackFileError, read_stack_file, yaml_path
 
 # Stands in for a secret where only its presence is known (validate, render).
 SECRET_PRESENT = "[secret]"
@@ -80,17 +80,33 @@ def parse_stack_config(
     *,
     secrets: Collection[str] = (),
     plaintext_secrets: Collection[str] = (),
+    encrypted: Collection[str] = (),
     secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
+    base_dir: Path | None = None,
 ) -> StackConfig:
     """Check raw config values (keyed by their name in the kaito-aks namespace, already
     decoded) and map them onto the components' args. `secrets` names the secret keys that are
-    set; `plaintext_secrets` those set without --secret. Raises StackConfigError listing every
-    problem, each at its config path."""
+    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
+    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
+    read from (default: the working directory, where `pulumi up` runs the program). Raises
+    StackConfigError listing every problem, each at its config path."""
     problems: list[Problem] = []
-    for key in raw:
-        if key in SECRET_KEYS or key in TOP_KEYS:
+    for key in dict.fromkeys([*raw, *encrypted]):
+        if key in SECRET_KEYS:
             continue
+        if key in TOP_KEYS:
+            if key in encrypted:
+                problems.append(
+                    Problem(
+                        (Key(f"{PROJECT}:{key}"),),
+                        f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
+                        "without --secret",
+                        "secure-value",
+                    )
+                )
+            continue
+        # A misspelt secret is a misspelt key like any other, never a hint to store it in plain text.
         close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
         hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
         problems.append(Problem((Key(f"{PROJECT}:{key}"),), f"unknown config key; {hint}", "unknown"))
@@ -103,6 +119,8 @@ def parse_stack_config(
             )
         )
     if "cluster" not in raw:
+        if "cluster" in encrypted:  # its value cannot be read here; what is wrong with it is said
+            raise StackConfigError(problems)
         problems.append(
             Problem(
                 (Key(f"{PROJECT}:cluster"),),
@@ -304,7 +322,7 @@ def parse_stack_config(
     if kubeconfig_cluster is not None:
         found += [
             rules.stack_wording(p.under("cluster", "kubeconfig"))
-            for p in kubeconfig_cluster_problems(kubeconfig_cluster)
+            for p in kubeconfig_cluster_problems(kubeconfig_cluster, base=base_dir)
         ]
     if aks_cluster is not None:
         found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
@@ -449,7 +467,7 @@ def _entries(section: Section, data: Any, key: str, out: list[Problem]) -> list[
         out.append(
             Problem(
                 (key,),
-                f"must be a list of entries (`- name: ...`), not {'a map' if isinstance(data, Mapping) else repr(data)}",
+                f"must be a list of entries (`- name: ...`), not {shown(data)}",
                 "type",
             )
         )
@@ -505,18 +523,11 @@ def _model_problem_at(
 
 def parse_stack_file(f: StackFile) -> StackConfig:
     """A Pulumi.<stack>.yaml's config, checked as `pulumi up` would check it (secure values count
-    as set secrets; their contents are never needed)."""
+    as set secrets; their contents are never needed), a relative path from the file's folder."""
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
-    problems = [
-        Problem(
-            (Key(k),),
-            f"is encrypted (secure:), but only {' and '.join(SECRET_KEYS)} are secrets; write it in plain text",
-            "secure-value",
-        )
-        for k in f.secrets
-        if k.startswith(prefix) and k.removeprefix(prefix) not in SECRET_KEYS
-    ]
+    encrypted = [k.removeprefix(prefix) for k in f.secrets if k.startswith(prefix)]
+    problems = stack_file_problems(f)
     problems += [
         Problem(
             (Key(k),),
@@ -526,20 +537,49 @@ def parse_stack_file(f: StackFile) -> StackConfig:
         for k in f.unreadable
         if k.startswith(prefix) and k.removeprefix(prefix) in SECRET_KEYS
     ]
-    present = [k for k in SECRET_KEYS if prefix + k in f.secrets or k in raw]
+    present = [k for k in SECRET_KEYS if k in encrypted or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
     try:
         cfg = parse_stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
+            encrypted=[k for k in encrypted if k not in SECRET_KEYS],
             azure_location=f.config.get("azure-native:location"),
+            base_dir=f.path.parent if f.path is not None else None,
         )
     except StackConfigError as err:
-        raise StackConfigError([*problems, *err.problems], f) from None
+        raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None
     if problems:
         raise StackConfigError(problems, f)
     return cfg
+
+
+def stack_file_problems(f: StackFile | None) -> list[Problem]:
+    """The values of a stack file the Pulumi CLI reads otherwise than they say (010 is octal 8, a
+    date becomes Go's text of a time), at their config paths: refused by validate, render and
+    `pulumi up` alike (stacks/pulumi_yaml.py says which and why)."""
+    if f is None:
+        return []
+    prefix = f"{PROJECT}:"
+    problems = []
+    for trap in f.traps:
+        top = str(trap.path[0])
+        head: PathPart = top.removeprefix(prefix) if top.removeprefix(prefix) in TOP_KEYS else Key(top)
+        rest = tuple(p if isinstance(p, int) else Key(p) for p in trap.path[1:])
+        problems.append(Problem((head, *rest), trap.message, "trap"))
+    return problems
+
+
+def beside_traps(problems: list[Problem]) -> list[Problem]:
+    """The problems, less those at a trapped value, inside it, or at the map or list holding it:
+    the trap's fix changes what they judged."""
+    spots = [yaml_path(p.path) for p in problems if p.code == "trap"]
+
+    def touches(path: tuple[str | int, ...]) -> bool:
+        return any(path[: len(s)] == s or (s[: len(path)] == path and len(path) >= len(s) - 1) for s in spots)
+
+    return [p for p in problems if p.code == "trap" or not touches(yaml_path(p.path))]
 
 
 def foreign_keys(keys: Collection[str]) -> list[str]:
@@ -556,16 +596,6 @@ def foreign_keys(keys: Collection[str]) -> list[str]:
                 f"{key}: not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?"
             )
     return warnings
-
-
-def _decode(value: Any) -> Any:
-    """Pulumi hands structured config values over as JSON text."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 def _engine_config() -> dict[str, Any]:
@@ -591,41 +621,41 @@ def _own_stack_file() -> StackFile | None:
         return None
 
 
-def load_stack() -> tuple[StackConfig, StackSecrets]:
-    """The current stack's config and secrets, checked (for __main__.py)."""
+def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[StackConfig, StackSecrets]:
+    """The current stack's config and secrets, checked (for __main__.py). `source`: the stack
+    file the engine's config came from (default: Pulumi.<stack>.yaml in the working directory,
+    if any), for its traps and lines; `warn`: report keys outside the namespace that look like
+    ours (render prints them itself)."""
     from pulumi.runtime.config import is_config_secret
 
     prefix = f"{PROJECT}:"
     engine = _engine_config()
-    for warning in foreign_keys(engine):
-        pulumi.warn(warning)
-    raw = {k.removeprefix(prefix): _decode(v) for k, v in engine.items() if k.startswith(prefix)}
+    if warn:
+        for warning in foreign_keys(engine):
+            pulumi.warn(warning)
+    raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
-    encrypted = [
-        Problem(
-            (Key(prefix + k),),
-            f"is a secret, but only {' and '.join(SECRET_KEYS)} are secrets; set it without --secret",
-            "secure-value",
-        )
-        for k in raw
-        if k not in SECRET_KEYS and is_config_secret(prefix + k)
-    ]
+    encrypted = [k for k in raw if k not in SECRET_KEYS and is_config_secret(prefix + k)]
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
         kubeconfig=config.get_secret("kubeconfig") if "kubeconfig" in present else None,
     )
+    source = source if source is not None else _own_stack_file()
+    problems = stack_file_problems(source)
+    cfg: StackConfig | None = None
     try:
-        if encrypted:
-            raise StackConfigError(encrypted)
         cfg = parse_stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
+            encrypted=encrypted,
             secret_values=secrets,
             azure_location=engine.get("azure-native:location"),
         )
     except StackConfigError as err:
-        raise err.with_source(_own_stack_file()) from None
+        problems += err.problems
+    if problems or cfg is None:
+        raise StackConfigError(beside_traps(problems), source)
     return cfg, secrets

@@ -16,6 +16,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ import yaml
 
 from stacks.errors import StackConfigError
 from stacks.evaluate import Evaluation, Registration, Secret, evaluate, reveal
-from stacks.stackfile import ROOT, read_stack_file
+from stacks.stackfile import ROOT, StackFile, read_stack_file
 
 REDACTED = "[secret]"
 # Written into every render folder: only a folder holding it may be replaced by a new render.
@@ -182,15 +183,22 @@ def _dump(body: Any) -> str:
     return yaml.safe_dump(body, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
 
 
-def render_stack(stack: str, out: Path, root: Path = ROOT) -> list[Path]:
-    """Evaluate `Pulumi.<stack>.yaml` and write its render to `out` (replacing what was there)."""
+def render_stack(stack: str, out: Path, root: Path = ROOT, f: StackFile | None = None) -> list[Path]:
+    """Evaluate `Pulumi.<stack>.yaml` (or `f`, read from it) and write its render to `out`
+    (replacing what was there). The program runs in the stack's folder, as under `pulumi up`."""
     from stacks.cost import stack_cost
-    from stacks.load import parse_stack_file
+    from stacks.load import load_stack, parse_stack_file
+    from stacks.program import build_stack
 
-    f = read_stack_file(stack, root)
+    f = f if f is not None else read_stack_file(stack, root)
     cfg = parse_stack_file(f)  # what `validate` checks, with the file's lines
+
+    def program() -> None:
+        build_stack(*load_stack(f, warn=False))  # the caller reports the file's warnings
+
     try:
-        ev = evaluate(f.config, stack=stack, secrets=f.secrets)
+        with contextlib.chdir(f.path.parent if f.path is not None else root):
+            ev = evaluate(f.config, stack=stack, secrets=f.secrets, program=program)
     except StackConfigError as err:
         raise err.with_source(f) from None
     files = render_files(ev)

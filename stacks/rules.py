@@ -144,7 +144,7 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "gpu-provisioner serves kaito.nodeProvisioning auto; with byo nothing asks it for nodes: remove it",
             "provisioner",
         )
-    elif provisioner_asked and not cfg.is_azure:
+    elif provisioner_asked and cfg.kubeconfig_cluster is not None:
         yield Problem(
             ("gpuProvisioner", "install"),
             "gpu-provisioner creates AKS node pools with an Azure identity federated to the cluster's OIDC issuer; "
@@ -160,7 +160,9 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
         )
     if not auto or not cfg.kaito_install or cfg.add_on:
         return
-    if cfg.kaito.node_provisioner == "gpu-provisioner" and not cfg.is_azure and cfg.gpu_provisioner is None:
+    if cfg.kaito.node_provisioner != "gpu-provisioner" or cfg.gpu_provisioner is not None:
+        return
+    if cfg.kubeconfig_cluster is not None:
         yield Problem(
             ("kaito", "node_provisioning"),
             "auto needs gpu-provisioner, which creates AKS node pools with an Azure identity federated to the "
@@ -168,7 +170,7 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "cluster.existing, or install KAITO and its provisioner elsewhere and set kaito.install: false",
             "auto-kubeconfig",
         )
-    elif cfg.kaito.node_provisioner == "gpu-provisioner" and cfg.gpu_provisioner is None:
+    elif cfg.is_azure:
         yield Problem(
             ("gpuProvisioner", "install"),
             "with kaito.nodeProvisioning auto KAITO's NodeClaims stay Pending without gpu-provisioner; leave it on "
@@ -211,7 +213,7 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def _cluster(cfg: StackConfig) -> Iterator[Problem]:
-    if cfg.has_kubeconfig and cfg.kubeconfig_cluster is None:
+    if cfg.has_kubeconfig and cfg.aks_cluster is not None:
         yield Problem(
             (secret_key("kubeconfig"),),
             "only used with cluster.kubeconfig; AKS stacks get theirs from Azure; remove it",
@@ -313,12 +315,15 @@ def _names(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
 
 
 def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
-    if cfg.pools and not cfg.is_azure:
+    """The pools against their cluster; silent when the cluster section is unusable (its problem
+    is said, and what the pools need depends on it)."""
+    if cfg.pools and cfg.kubeconfig_cluster is not None:
         yield Problem(
             ("gpuNodePools",),
             "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them",
             "pools",
         )
+    if not cfg.is_azure:
         return
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     seen: set[str] = set()

@@ -12,15 +12,16 @@ StackFileError (or FileNotFoundError for a stack that does not exist).
 
 from __future__ import annotations
 
-import re
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kaito_aks.problems import Key, PathPart, camel
-from stacks.config import PROJECT
+from kaito_aks.problems import Key, PathPart, bounded, camel
+from stacks import pulumi_yaml
+from stacks.config import PROJECT, SECRET_KEYS
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a secret config value looks like to anything that cannot decrypt it.
@@ -30,6 +31,8 @@ MAX_NODES = 100_000  # values after aliases are expanded
 MAX_BYTES = 4 << 20  # a stack file is a few KiB
 
 Location = tuple[int, str]  # (1-based line, the scalar's text as written, or "" for a map/list)
+# A config path in YAML terms: the keys as the program receives them (the top one with its
+# namespace), list indexes.
 
 
 class StackFileError(Exception):
@@ -38,49 +41,92 @@ class StackFileError(Exception):
     def __init__(self, path: Path, line: int | None, message: str):
         self.path, self.line = path, line
         where = f"{path.name}:{line}" if line else path.name
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {bounded(message)}")
 
 
 class Yaml12Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 core-schema scalars, as Go's yaml.v3 reads them."""
+    """PyYAML's safe loader reading scalars, tags and merge keys as Go's yaml.v3 (the Pulumi CLI)
+    reads them (stacks/pulumi_yaml.py)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            return pulumi_yaml.resolve(value)
+        return super().resolve(kind, value, implicit)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A map with its keys as the program receives them, Go's text of each (so `true` and `1.`
+        stay two keys, "true" and "1", where Python's True == 1.0 would make them one)."""
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, list | dict | set):
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark, "found a list or map as a key", key_node.start_mark
+                )
+            mapping[pulumi_yaml.go_key(key)] = self.construct_object(value_node, deep=deep)  # type: ignore[no-untyped-call]
+        return mapping
 
 
-Yaml12Loader.yaml_implicit_resolvers = {}
-for _tag, _pattern, _first in (
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
-    (
-        "tag:yaml.org,2002:float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        list("-+.0123456789"),
-    ),
-):
-    Yaml12Loader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
-
-
-def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+def _construct_scalar(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     text = str(loader.construct_scalar(node))  # type: ignore[arg-type]
-    if text.startswith("0o"):
-        return int(text[2:], 8)
-    return int(text, 0) if text.startswith("0x") else int(text)
+    try:
+        return pulumi_yaml.scalar(str(node.tag), text)
+    except ValueError as err:
+        raise yaml.constructor.ConstructorError(None, None, str(err), node.start_mark) from None
 
 
-def _construct_bool(loader: yaml.SafeLoader, node: yaml.Node) -> bool:
-    return str(loader.construct_scalar(node)).lower() == "true"  # type: ignore[arg-type]
+def _construct_set(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """yaml.v3 reads a !!set as the map it is written as: its entries with null values."""
+    data: dict[Any, Any] = {}
+    yield data
+    data.update(loader.construct_mapping(node))  # type: ignore[arg-type]
 
 
-Yaml12Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-Yaml12Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+def _construct_untagged(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """A tag yaml.v3 does not know is ignored: the value as written (a trap: see pulumi_yaml.trap)."""
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_yaml_map(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_yaml_seq(node)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+for _tag in (
+    pulumi_yaml.NULL,
+    pulumi_yaml.BOOL,
+    pulumi_yaml.INT,
+    pulumi_yaml.FLOAT,
+    pulumi_yaml.TIMESTAMP,
+    pulumi_yaml.BINARY,
+):
+    Yaml12Loader.add_constructor(_tag, _construct_scalar)
+Yaml12Loader.add_constructor(pulumi_yaml.SET, _construct_set)
+Yaml12Loader.add_constructor(pulumi_yaml.OMAP, yaml.SafeLoader.construct_yaml_seq)
+Yaml12Loader.add_constructor(pulumi_yaml.PAIRS, yaml.SafeLoader.construct_yaml_seq)
+Yaml12Loader.add_constructor(None, _construct_untagged)  # type: ignore[arg-type]  # (PyYAML's "any other tag")
+
+
+@dataclass(frozen=True)
+class Trap:
+    """A value the Pulumi CLI reads into something other than what it says (010 is 8): refused
+    wherever the file is read, at its YAML path (the top key with its namespace)."""
+
+    path: tuple[str | int, ...]
+    line: int
+    message: str
 
 
 @dataclass(frozen=True)
 class StackFile:
     name: str
-    config: dict[str, Any]  # plain values by full key ("kaito-aks:workspaces")
+    # plain values by full key ("kaito-aks:workspaces") as the program receives them (its own decoded,
+    # another package's as text)
+    config: dict[str, Any]
     secrets: dict[str, str]  # secure values by full key, as placeholders (never decrypted)
     path: Path | None = None
     unreadable: tuple[str, ...] = ()  # secure values that are not Pulumi's ciphertext (v1:...)
+    traps: tuple[Trap, ...] = ()  # values the CLI reads otherwise than they say (pulumi_yaml.trap)
     # YAML key path under `config:` -> where it is written
     locations: dict[tuple[str | int, ...], Location] = field(default_factory=dict, compare=False, repr=False)
 
@@ -128,6 +174,8 @@ def read_stack_file(name: str, root: Path = ROOT) -> StackFile:
 
 
 def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
+    """The config a stack file gives the program, read as the Pulumi CLI reads it: keys without a
+    namespace are the project's, values as the program receives them (pulumi_yaml.handed)."""
     if len(data) > MAX_BYTES:
         raise StackFileError(
             path, None, f"is {len(data)} bytes; a stack file is at most {MAX_BYTES} (is this the right file?)"
@@ -141,17 +189,23 @@ def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    document = _compose(text, path)
+    loader, document = _compose(text, path)
+    config_node = _child(document, "config")
+    locations: dict[tuple[str | int, ...], Location] = {}
+    traps: list[Trap] = []
+    if config_node is not None:
+        _walk(config_node, locations, traps)
     try:
-        data_ = Yaml12Loader(text).get_single_data()
+        data_ = loader.construct_document(document) if document is not None else None
     except (yaml.YAMLError, ValueError, OverflowError) as err:
         raise _yaml_error(path, err, text) from None
+    finally:
+        loader.dispose()
     if data_ is None:
         data_ = {}
     if not isinstance(data_, dict):
         raise StackFileError(path, 1, f"a stack file is a map with a `config:` key, not a {_kind(data_)}")
     raw_config = data_.get("config") or {}
-    config_node = _child(document, "config")
     if not isinstance(raw_config, dict):
         line = config_node.start_mark.line + 1 if config_node is not None else None
         raise StackFileError(
@@ -163,25 +217,42 @@ def parse_stack_file(data: bytes, path: Path, name: str) -> StackFile:
     secrets: dict[str, str] = {}
     unreadable: list[str] = []
     for key, value in raw_config.items():
+        full = cli_key(key)
+        config.pop(full, None)  # a key written twice (`cluster:` and `kaito-aks:cluster:`): the last one
+        secrets.pop(full, None)
         if isinstance(value, dict) and set(value) == {"secure"}:
-            secrets[str(key)] = SECRET_PLACEHOLDER
+            secrets[full] = SECRET_PLACEHOLDER
             if not (isinstance(value["secure"], str) and value["secure"].startswith("v1:")):
-                unreadable.append(str(key))
+                unreadable.append(full)
+        elif full.startswith(f"{PROJECT}:"):
+            config[full] = pulumi_yaml.handed(value)
         else:
-            config[str(key)] = value
-    locations: dict[tuple[str | int, ...], Location] = {}
-    if config_node is not None:
-        _locate(config_node, (), locations)
+            config[full] = pulumi_yaml.handed_text(value)  # (azure-native:location, as the program reads it)
     return StackFile(
-        name=name, config=config, secrets=secrets, path=path, locations=locations, unreadable=tuple(unreadable)
+        name=name,
+        config=config,
+        secrets=secrets,
+        path=path,
+        locations=locations,
+        unreadable=tuple(unreadable),
+        traps=tuple(traps),
     )
 
 
-def _compose(text: str, path: Path) -> yaml.Node | None:
-    """Check the event stream (iteratively: no recursion, bounded work), then build the node tree."""
+def cli_key(key: Any) -> str:
+    """A config key as the Pulumi CLI names it: one without a namespace is the project's
+    (`cluster` is `kaito-aks:cluster`)."""
+    text = pulumi_yaml.go_key(key)
+    return text if ":" in text else f"{PROJECT}:{text}"
+
+
+def _compose(text: str, path: Path) -> tuple[Yaml12Loader, yaml.Node | None]:
+    """Check the event stream (iteratively: no recursion, bounded work), then build the node
+    tree (the loader constructs the values from it)."""
     try:
         _check_events(yaml.parse(text, Loader=Yaml12Loader), path)
-        return yaml.compose(text, Loader=Yaml12Loader)
+        loader = Yaml12Loader(text)
+        return loader, loader.get_single_node()
     except yaml.YAMLError as err:
         raise _yaml_error(path, err, text) from None
 
@@ -200,16 +271,25 @@ def _check_events(events: Any, path: Path) -> None:
     stack: list[_Open] = []
     anchors: dict[str, int] = {}  # anchor -> expanded size
     total = 0
+    aliased = 0  # values added by aliases
 
-    def add(size: int, line: int) -> None:
-        nonlocal total
+    def add(size: int, line: int, alias: bool = False) -> None:
+        nonlocal total, aliased
         total += size
+        aliased += size if alias else 0
         for o in stack:
             o.size += size
-        if total > MAX_NODES:
+        if total <= MAX_NODES:
+            return
+        if aliased * 2 > total:
             raise StackFileError(
                 path, line, f"expands to more than {MAX_NODES} values through its aliases (*name); write the values out"
             )
+        raise StackFileError(
+            path,
+            line,
+            f"holds more than {MAX_NODES} values; a stack file holds a few hundred (is this the right file?)",
+        )
 
     def key_of(event: yaml.Event, line: int) -> None:
         top = stack[-1] if stack else None
@@ -217,7 +297,7 @@ def _check_events(events: Any, path: Path) -> None:
             return
         if top.expecting_key:
             if isinstance(event, yaml.ScalarEvent):
-                if event.value in top.keys and event.value != "<<":
+                if event.value in top.keys:  # `<<` too: the CLI refuses two merge keys
                     raise StackFileError(
                         path,
                         line,
@@ -237,7 +317,7 @@ def _check_events(events: Any, path: Path) -> None:
                 raise StackFileError(
                     path, line, f"alias *{event.anchor} refers to the value that contains it; YAML cannot expand it"
                 )
-            add(anchors.get(event.anchor or "", 1), line)
+            add(anchors.get(event.anchor or "", 1), line, alias=True)
         elif isinstance(event, yaml.ScalarEvent):
             add(1, line)
             if event.anchor:
@@ -282,19 +362,69 @@ def _child(node: yaml.Node | None, key: str) -> yaml.Node | None:
     return None
 
 
-def _locate(node: yaml.Node, path: tuple[str | int, ...], out: dict[tuple[str | int, ...], Location]) -> None:
-    """Where each config path is written (iterative: the depth is bounded, but be safe)."""
-    work: list[tuple[yaml.Node, tuple[str | int, ...]]] = [(node, path)]
+def _walk(config: yaml.Node, locations: dict[tuple[str | int, ...], Location], traps: list[Trap]) -> None:
+    """Where each config path is written, and the traps in it (each value once, at the first path
+    that reaches it), over the node tree as composed: a map's own keys are located before the
+    keys it merges (`<<`), which win in that order. Iterative: the depth is bounded, but be safe."""
+    work: deque[tuple[yaml.Node, tuple[str | int, ...]]] = deque([(config, ())])
+    judged: set[int] = set()
+
+    def judge(node: yaml.Node, at: tuple[str | int, ...], key: bool = False) -> None:
+        if id(node) in judged or not at:
+            return
+        judged.add(id(node))
+        top = str(at[0])
+        if not top.startswith(f"{PROJECT}:") or top.removeprefix(f"{PROJECT}:") in SECRET_KEYS:
+            return  # another package's keys; a secret in plaintext is refused without echoing it
+        why = pulumi_yaml.trap(node, key=key)
+        if why:
+            traps.append(Trap(at, node.start_mark.line + 1, why))
+
     while work:
-        current, at = work.pop()
+        current, at = work.popleft()
+        judge(current, at)
         if isinstance(current, yaml.MappingNode):
+            merged: list[yaml.Node] = []
+            named: dict[str, tuple[str, int]] = {}  # the key the program receives -> (as written, line)
             for k, v in current.value:
-                if isinstance(k, yaml.ScalarNode):
-                    key = (*at, k.value)
-                    out.setdefault(key, (k.start_mark.line + 1, v.value if isinstance(v, yaml.ScalarNode) else ""))
-                    work.append((v, key))
+                if isinstance(k, yaml.ScalarNode) and k.tag == pulumi_yaml.MERGE:
+                    merged += v.value if isinstance(v, yaml.SequenceNode) else [v]
+                    continue
+                if not isinstance(k, yaml.ScalarNode):
+                    continue
+                received = _received_key(k, top=not at)
+                key = (*at, received if received is not None else k.value)  # as the program receives it
+                line = k.start_mark.line + 1
+                locations.setdefault(key, (line, v.value if isinstance(v, yaml.ScalarNode) else ""))
+                judge(k, key, key=True)
+                if received is not None and received in named:
+                    first, first_line = named[received]
+                    locations[key] = (line, locations[key][1])  # the CLI keeps this one
+                    traps.append(
+                        Trap(
+                            key,
+                            line,
+                            f"{k.value} and {first} (line {first_line}) are the same key to the Pulumi CLI, which "
+                            "keeps only the last; keep one",
+                        )
+                    )
+                if received is not None:
+                    named[received] = (k.value, line)
+                work.append((v, key))
+            work.extend((m, at) for m in merged if isinstance(m, yaml.MappingNode))
         elif isinstance(current, yaml.SequenceNode):
             for i, item in enumerate(current.value):
                 key = (*at, i)
-                out.setdefault(key, (item.start_mark.line + 1, item.value if isinstance(item, yaml.ScalarNode) else ""))
+                locations.setdefault(
+                    key, (item.start_mark.line + 1, item.value if isinstance(item, yaml.ScalarNode) else "")
+                )
                 work.append((item, key))
+
+
+def _received_key(node: yaml.ScalarNode, top: bool) -> str | None:
+    """The key the program receives for a key as written (None: not a key the CLI reads)."""
+    try:
+        value = pulumi_yaml.scalar(str(node.tag), str(node.value))
+    except ValueError:
+        return None
+    return cli_key(value) if top else pulumi_yaml.go_key(value)

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from stacks.cli import main
+from stacks.errors import StackConfigError
+from stacks.evaluate import ProgramMocks, RecordingMonitor, evaluate
 from tests.conftest import errors_of
 
 CLUSTER = "  kaito-aks:cluster: {kubeconfig: {context: c}}\n"
 AKS = "  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: kaito, location: eastus2}\n"
 PHI = "  kaito-aks:workspaces:\n    - {name: phi, model: phi-4-mini-instruct}\n"
+LLAMA_WS = {"name": "llama", "model": "llama-3.1-8b-instruct"}
 
 
 def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, command: str = "validate") -> str:
@@ -153,8 +156,8 @@ def test_a_kubeconfig_path_that_is_no_kubeconfig_is_refused(tmp_path, capsys, co
 @pytest.mark.parametrize("command", ["validate", "render"])
 def test_secure_values_on_keys_that_are_not_secrets_are_refused_by_both(tmp_path, capsys, command):
     text = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    secure: v1:abc:def\n"
-    assert "is encrypted (secure:), but only hfToken and kubeconfig are secrets" in check(
-        tmp_path, capsys, text, command
+    assert "is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it without --secret" in (
+        check(tmp_path, capsys, text, command)
     )
 
 
@@ -186,6 +189,47 @@ def test_did_you_mean_comes_from_the_map_in_play_and_never_repeats_the_key():
     assert "did you mean matchLabels" not in line
 
 
+LLAMA = "  kaito-aks:workspaces: [{name: llama, model: llama-3.1-8b-instruct}]\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_misspelt_secret_set_with_secret_is_an_unknown_key_beside_the_other_problems(tmp_path, capsys, command):
+    """`pulumi config set --secret hftoken ...`: never advice to store a token in plain text."""
+    text = "config:\n" + CLUSTER + LLAMA + "  kaito-aks:hftoken:\n    secure: v1:abc:def\n"
+    printed = check(tmp_path, capsys, text, command)
+    assert "Pulumi.bad.yaml:4: kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?" in printed
+    assert "llama-3.1-8b-instruct is gated on Hugging Face" in printed
+    assert "plain text" not in printed
+    assert "without --secret" not in printed
+
+
+def test_a_misspelt_secret_under_pulumi_up_is_an_unknown_key_beside_the_other_problems():
+    monitor = RecordingMonitor(ProgramMocks())
+    cfg = {"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}, "kaito-aks:workspaces": [LLAMA_WS]}
+    with pytest.raises(StackConfigError) as err:
+        evaluate(cfg, secrets={"kaito-aks:hftoken": "hf_x"}, monitor=monitor)
+    assert monitor.registrations == []
+    lines = err.value.lines
+    assert "kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?" in lines
+    assert any("llama-3.1-8b-instruct is gated on Hugging Face" in line for line in lines), lines
+    assert not [line for line in lines if "without --secret" in line or "hf_x" in line]
+
+
+def test_a_stack_key_set_with_secret_is_read_and_said_once(tmp_path, capsys):
+    """Under `pulumi up` the value is known: said to be no secret, and checked like any other."""
+    cfg = {
+        "kaito-aks:cluster": {"kubeconfig": {"context": "c"}},
+        "kaito-aks:workspaces": [{"name": "x", "model": "nope"}],
+    }
+    with pytest.raises(StackConfigError) as err:
+        evaluate(cfg, secrets={"kaito-aks:createNamespaces": "true"})
+    lines = err.value.lines
+    assert lines[0].startswith(
+        "kaito-aks:createNamespaces: is encrypted (set with --secret), but only hfToken and kubeconfig"
+    )
+    assert any(line.startswith("workspaces[0].model:") for line in lines), lines
+
+
 def test_a_misspelt_secret_key_points_at_the_secret():
     errors = errors_of({"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}, "kaito-aks:hftoken": "x"})
     assert errors == ["kaito-aks:hftoken: unknown config key; did you mean kaito-aks:hfToken?"]
@@ -201,3 +245,113 @@ def test_no_message_is_pydantics_stock_wording():
     )
     assert errors
     assert not [e for e in errors if "Input should be" in e or "valid string" in e]
+
+
+KUBECONFIG_FILE = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_relative_kubeconfig_path_is_read_from_the_stack_folder_not_the_working_directory(
+    tmp_path, capsys, monkeypatch, command
+):
+    """`pulumi up` runs the program (and the provider reads the path) in the project folder."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "beside.yaml").write_text(KUBECONFIG_FILE)
+    (elsewhere / "here.yaml").write_text(KUBECONFIG_FILE)
+    monkeypatch.chdir(elsewhere)
+    extra = ["--out", str(tmp_path / "out")] if command == "render" else []
+    for path, ok in (("./beside.yaml", True), ("here.yaml", False)):
+        (project / "Pulumi.s.yaml").write_text(
+            f"config:\n  kaito-aks:cluster: {{kubeconfig: {{path: {path}, context: c}}}}\n" + PHI
+        )
+        code = main([command, "s", "--dir", str(project), *extra])
+        printed = "".join(capsys.readouterr())
+        assert (code == 0) is ok, printed
+        if not ok:
+            assert f"cluster.kubeconfig.path: here.yaml does not exist (relative to {project})" in printed
+    rendered = tmp_path / "out" / "s" / "providers"
+    if command == "render":
+        assert "kubeconfig: ./beside.yaml" in "".join(p.read_text() for p in rendered.iterdir())
+
+
+def test_render_prints_warnings_as_validate_does(tmp_path, capsys):
+    (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + "  kaito:workspaces: []\n")
+    assert main(["render", "odd", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    printed = "".join(capsys.readouterr())
+    assert "odd: warning: kaito:workspaces: not read by this program" in printed
+    assert printed.count("not read by this program") == 1
+
+
+@pytest.mark.parametrize(
+    ("cluster", "expected"),
+    [
+        ({"aks": {"resourceGroup": "rg", "name": 42, "location": "eastus2"}}, "cluster.aks.name: must be text"),
+        ({"aks": {"resourceGroup": "rg\x01x", "name": "kaito", "location": "eastus2"}}, "cluster.aks.resourceGroup:"),
+        ({"aks": "kaito"}, "cluster.aks: must be a map"),
+        ({"existing": {"resourceGroup": ["rg"], "name": "kaito"}}, "cluster.existing.resourceGroup:"),
+        ({"aks": {}, "existing": {}}, "cluster: choose exactly one"),
+    ],
+)
+def test_an_unusable_cluster_section_is_the_only_problem_said(cluster, expected):
+    """Not also 'node pools are created in AKS; use cluster.aks' to a stack that has cluster.aks,
+    nor what the pools would need from a cluster nobody can tell (review B7)."""
+    pools = [{"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "gpuDriver": "operator"}]
+    errors = errors_of(
+        {
+            "kaito-aks:cluster": cluster,
+            "kaito-aks:gpuNodePools": pools,
+            "kaito-aks:workspaces": [LLAMA_WS],
+        },
+        hf_token="hf_x",
+    )
+    assert [e for e in errors if not e.startswith("cluster")] == [], errors
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            '{name: phi, model: phi-4-mini-instruct, "\\e[31mRED\\e[0m": 1}',
+            'workspaces[0]."\\x1b[31mRED\\x1b[0m": unknown',
+        ),
+        ("{name: " + "n" * 100_000 + ", model: phi-4-mini-instruct}", "(100000 characters) is not a DNS-1123"),
+        ("{name: phi, model: " + "m" * 100_000 + "}", "preset 'mmmmm"),
+        ("{name: phi, image: " + "i" * 100_000 + "}", "repository name must not be more than 255 characters"),
+        ("{name: phi, model: phi-4-mini-instruct, null: x}", 'workspaces[0]."<nil>": a null key (null) reaches'),
+    ],
+)
+def test_what_a_message_shows_of_a_value_is_bounded_and_escaped(tmp_path, capsys, command, entry, expected):
+    """(review polish 1-2)"""
+    printed = check(tmp_path, capsys, "config:\n" + CLUSTER + f"  kaito-aks:workspaces: [{entry}]\n", command)
+    assert expected in printed
+    assert "\x1b" not in printed
+    assert len(printed) < 1000, printed[:300]
+    assert "None" not in printed
+
+
+def test_a_null_is_called_null(tmp_path, capsys):
+    text = (
+        "config:\n" + AKS + "  kaito-aks:gpuNodePools: [{name: a100, vmSize: Standard_NC24ads_A100_v4, spot: ~}, ~]\n"
+    )
+    printed = check(tmp_path, capsys, text)
+    assert "gpuNodePools[0].spot: must be true or false, not null" in printed
+    assert "gpuNodePools[1]: must be a map of key: value, not null" in printed
+    assert "None" not in printed
+
+
+def test_a_long_list_without_aliases_is_not_said_to_expand_through_aliases(tmp_path, capsys):
+    """(review polish 3)"""
+    text = "config:\n" + CLUSTER + "  kaito-aks:workspaces: [" + ", ".join(["x"] * 100_001) + "]\n"
+    printed = check(tmp_path, capsys, text)
+    assert "Pulumi.bad.yaml:3: holds more than 100000 values; a stack file holds a few hundred" in printed
+    assert "alias" not in printed

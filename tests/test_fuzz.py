@@ -1,14 +1,16 @@
 """A seeded generator of realistic mistakes over this repository's stack files (wrong types at
 every key, typos, unknown and missing keys, out-of-range numbers, odd strings, YAML tricks, bad
-bytes, keys outside the namespace, misplaced secrets), fed to `validate` and `render`. Each
-mistake must get a clean answer: no traceback, no hang, bounded memory, every error naming the
-file and line or a config path, and no secret in any output. The seed and the count are fixed,
-so a failure reproduces; `FUZZ_CASES` and `FUZZ_SEED` run more."""
+bytes, keys outside the namespace, misplaced secrets, and the scalar forms, tags, merge keys and
+bare keys whose reading the Pulumi CLI decides, written raw), fed to `validate` and `render`.
+Each mistake must get a clean answer: no traceback, no hang, bounded memory, every error naming
+the file and its line or a config path, and no secret in any output. The seed and the count are
+fixed, so a failure reproduces; `FUZZ_CASES` and `FUZZ_SEED` run more."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import random
 import re
@@ -34,7 +36,9 @@ HANG_SECONDS = 20
 PROBLEM_LINE = re.compile(
     r'^  (Pulumi\.fuzz\.yaml:\d+: )?("?[A-Za-z_][\w\-:./"]*"?)(\[\d+\]|\.[\w\-:./"]+|\."[^"]+")*: \S'
 )
-FILE_ERROR = re.compile(r"^fuzz: (not rendered: )?Pulumi\.fuzz\.yaml(:\d+)?: \S")
+FILE_ERROR = re.compile(r"^fuzz: (not rendered: )?Pulumi\.fuzz\.yaml:\d+: \S")
+# A trap (a form the CLI reads otherwise than it says) is said at its line.
+TRAP_LINE = re.compile(r"^  Pulumi\.fuzz\.yaml:\d+: \S.* to the Pulumi CLI")
 
 ODD_VALUES: list[Any] = [
     123, -1, 0, 1.5, 1e9, 2**63, float("inf"), "", "text", "yes", True, None, [], {}, ["x"], {"x": 1},
@@ -96,8 +100,62 @@ def data_mutation(rng: random.Random, config: dict[str, Any]) -> None:
         parent[last] = rng.choice([0, -5, 10**7, 10**12, 1e309, 0.5])
 
 
+# Written raw, where yaml.safe_dump would quote them: numbers, dates, nulls and tags as yaml.v3
+# reads them (stacks/pulumi_yaml.py), traps among them.
+RAW_VALUES = [
+    "010", "017", "0_10", "007", "08", "1_000", "1__0", "0b101", "-0b11", "-0x1", "+0x1F", "0o17", "1.", "1.0",
+    "1e3", ".5", "1e400", "9223372036854775808", "123456789012345678901234567890", "2024-06-01", "2001-1-1",
+    "2001-12-14T21:59:43Z", "2001-12-14 21:59:43", "2001-02-30", ".inf", "-.Inf", ".nan", "~", "null", "",
+    "!!str 010", "!!int 010", "!!float 1", "!!binary aGVsbG8=", "!!timestamp 2001-12-14", "!secret hf_x",
+    "!!set {a, b}", "!!omap [a: 1, b: 2]", "!!python/object:os.system x", "yes", "True", "_1",
+]  # fmt: skip
+RAW_KEYS = ["010", "8", "1.", "1.5", "true", "null", "~", "2024-06-01", "0x1F", "<<"]
+# Read otherwise than they say: refused wherever the file is read (the CLI refuses .inf and .nan).
+TRAPS = {
+    "010", "017", "0_10", "!!int 010", "2024-06-01", "2001-1-1", "2001-12-14T21:59:43Z", "2001-12-14 21:59:43",
+    "!!timestamp 2001-12-14", ".inf", "-.Inf", ".nan", "!secret hf_x", "!!python/object:os.system x",
+}  # fmt: skip
+FORMS = ROOT / "tests" / "data" / "cli_forms.yaml"
+RECORDED = ROOT / "tests" / "data" / "cli_forms.json"
+
+
+def raw_mutation(rng: random.Random, config: dict[str, Any]) -> dict[str, str]:
+    """A value or key written in one of yaml.v3's forms, a map merged (`<<`), or a key written
+    without its namespace. Returns what to write raw in place of each sentinel after dumping."""
+    ours = [k for k in config if k.startswith("kaito-aks:")]
+    key = rng.choice(ours)
+    kind = rng.randrange(4)
+    if kind == 2:
+        config[key.split(":", 1)[1]] = config.pop(key)  # the CLI reads it as kaito-aks:<key>
+        return {}
+    paths = [p for p in leaves(config[key], (key,)) if len(p) > 1] or [(key,)]
+    path = rng.choice(paths)
+    parent, last = get(config, path[:-1]), path[-1]
+    sentinel = f"RAW{rng.randrange(10**6)}X"
+    if kind == 0:
+        parent[last] = sentinel
+        return {sentinel: rng.choice(RAW_VALUES)}
+    if kind == 1 and isinstance(parent, dict):
+        parent[sentinel] = parent.pop(last)
+        return {sentinel: rng.choice(RAW_KEYS)}
+    maps = [p for p in leaves(config[key], (key,)) if isinstance(get(config, p), dict) and len(p) > 1]
+    if not maps:
+        return {}
+    target = rng.choice(maps)
+    holder, at, merged = get(config, target[:-1]), target[-1], get(config, target)
+    override = {k: "other" for k in list(merged)[:1]}
+    if isinstance(holder, list):  # a second entry merged from the first: PyYAML writes &id / *id
+        holder.append({"MERGEX": merged, **override})
+    else:
+        holder[at] = {"MERGEX": dict(merged), **override}
+    return {"MERGEX": "<<"}
+
+
 def namespace_mistake(rng: random.Random, config: dict[str, Any]) -> None:
-    key = rng.choice([k for k in config if k.startswith("kaito-aks:")])
+    ours = [k for k in config if k.startswith("kaito-aks:")]
+    if not ours:  # an earlier mistake took them all
+        return
+    key = rng.choice(ours)
     config[rng.choice(["kaito:", "kaitoaks:", "Kaito-aks:", "kaito_aks:"]) + key.split(":", 1)[1]] = config.pop(key)
 
 
@@ -105,10 +163,9 @@ def secret_mistake(rng: random.Random, config: dict[str, Any]) -> None:
     if rng.random() < 0.5:
         config["kaito-aks:hfToken"] = SECRET  # in plaintext: must be refused, never echoed
     else:
-        key = rng.choice(
-            [k for k in config if k.startswith("kaito-aks:") and not k.endswith(("hfToken", "kubeconfig"))]
-        )
-        config[key] = {"secure": "v1:abc:" + SECRET}
+        ours = [k for k in config if k.startswith("kaito-aks:") and not k.endswith(("hfToken", "kubeconfig"))]
+        if ours:
+            config[rng.choice(ours)] = {"secure": "v1:abc:" + SECRET}
 
 
 def text_trick(rng: random.Random, text: str) -> bytes:
@@ -158,8 +215,17 @@ def cases() -> list[tuple[str, bytes]]:
             continue
         document = yaml.load(text, Loader=Yaml12Loader)
         config = document["config"]
+        if choice < 0.4:
+            raw: dict[str, str] = {}
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                raw.update(raw_mutation(rng, config))
+            dumped = yaml.safe_dump(document, allow_unicode=True)
+            for sentinel, written in raw.items():
+                dumped = dumped.replace(sentinel, written)
+            out.append((f"{n}:{name}:raw_mutation", dumped.encode()))
+            continue
         mutate: Callable[[random.Random, dict[str, Any]], None]
-        mutate = namespace_mistake if choice < 0.3 else secret_mistake if choice < 0.4 else data_mutation
+        mutate = namespace_mistake if choice < 0.5 else secret_mistake if choice < 0.6 else data_mutation
         for _ in range(rng.choice([1, 1, 2, 3])):
             mutate(rng, config)
         out.append((f"{n}:{name}:{mutate.__name__}", yaml.safe_dump(document, allow_unicode=True).encode()))
@@ -208,6 +274,7 @@ def judge(
             lines = printed.splitlines()
             named = [line for line in lines if PROBLEM_LINE.match(line) or FILE_ERROR.match(line)]
             unnamed = [line for line in lines if line.startswith("  ") and not PROBLEM_LINE.match(line)]
+            unnamed += [line for line in lines if "to the Pulumi CLI" in line and not TRAP_LINE.match(line)]
             if not named or unnamed:
                 problems.append(f"{label} {command}: an error without a path: {(unnamed or lines)[:2]}")
     return problems
@@ -249,3 +316,56 @@ def test_the_unmutated_stack_files_pass(tmp_path: Path, name: str) -> None:
     """The generator's baseline: every stack file of this repository is valid as written."""
     (tmp_path / "Pulumi.fuzz.yaml").write_text((ROOT / f"Pulumi.{name}.yaml").read_text())
     assert answer("validate", tmp_path)[0] == 0
+
+
+def cli_readings() -> dict[str, Any]:
+    """What the Pulumi CLI hands the program for each of RAW_VALUES written in a list
+    (tests/data/cli_forms.json, recorded from the CLI; the forms it refuses are not there)."""
+    from stacks.pulumi_yaml import decode
+
+    written = FORMS.read_text().split("  kaito-aks:fuzz-forms:", 1)[1].split("\n  bare:", 1)[0]
+    forms = [line.removeprefix("    -").strip() for line in written.splitlines()[1:]]
+    handed = decode(json.loads(RECORDED.read_text())["values"]["kaito-aks:fuzz-forms"])
+    assert forms == [v for v in RAW_VALUES if v not in (".inf", "-.Inf", ".nan")], "cli_forms.yaml lists other forms"
+    return dict(zip(forms, handed, strict=True))
+
+
+def test_every_raw_form_reads_as_the_pulumi_cli_reads_it_or_is_refused_at_its_line(tmp_path: Path) -> None:
+    """Each form at a random value of a random stack file (seeded): `validate` refuses a trap at its
+    line, and reads any other form as the program would receive it under the real CLI."""
+    from stacks.stackfile import read_stack_file
+
+    rng = random.Random(SEED)
+    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in stack_names(ROOT)}
+    readings = cli_readings()
+    problems: list[str] = []
+    for form in RAW_VALUES:
+        name = rng.choice(sorted(stacks))
+        document = yaml.load(stacks[name], Loader=Yaml12Loader)
+        key = rng.choice(
+            [
+                k
+                for k in document["config"]
+                if k.startswith("kaito-aks:") and k not in ("kaito-aks:hfToken", "kaito-aks:kubeconfig")
+            ]
+        )  # (a secret in plaintext is refused as such, never echoed)
+        path = rng.choice([p for p in leaves(document["config"][key], (key,)) if len(p) > 1] or [(key, "x")])
+        if len(path) == 1 or not isinstance(get(document["config"], path[:-1]), dict | list):
+            path = (key, "x")
+        get(document["config"], path[:-1])[path[-1]] = "RAWFORMX"
+        text = yaml.safe_dump(document, allow_unicode=True).replace("RAWFORMX", form)
+        (tmp_path / "Pulumi.fuzz.yaml").write_text(text)
+        code, printed = answer("validate", tmp_path)
+        label = f"{form!r} at {path} of {name}"
+        if form in TRAPS:
+            if code == 0 or not any(
+                TRAP_LINE.match(line) or "YAML tag the Pulumi CLI" in line for line in printed.splitlines()
+            ):
+                problems.append(f"{label}: not refused at its line: {printed[:300]}")
+            continue
+        got: Any = read_stack_file("fuzz", tmp_path).config
+        for part in path:
+            got = got[part]
+        if json.dumps(got) != json.dumps(readings[form]):
+            problems.append(f"{label}: read {got!r}, the CLI hands {readings[form]!r}")
+    assert not problems, "\n".join(problems)

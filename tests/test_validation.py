@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kaito_aks.problems import shown
 from tests.conftest import config, errors_of, run
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
@@ -521,7 +522,7 @@ def test_images_must_parse_as_kaito_parses_them(image, error, where):
         "tuning.output.image": {**TUNING, "tuning": {**tuning, "output": {**tuning["output"], "image": image}}},
     }[where]
     assert one_error(config([ws])) == (
-        f"workspaces[0].{where}: {image!r} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
+        f"workspaces[0].{where}: {shown(image)} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
     )
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from kaito_aks.problems import shown
+
 _ALPHANUMERIC = r"[a-z0-9]+"
 _SEPARATOR = r"(?:[._]|__|[-]+)"
 _PATH_COMPONENT = rf"{_ALPHANUMERIC}(?:{_SEPARATOR}{_ALPHANUMERIC})*"
@@ -71,5 +73,7 @@ def image_problem(ref: str) -> str | None:
     """What is wrong with an image reference, for `schema.Check`."""
     error = parse_error(ref)
     return (
-        None if error is None else f"{ref!r} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
+        None
+        if error is None
+        else f"{shown(ref)} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
     )

@@ -10,11 +10,13 @@ same way (`hf_token` in Python reads `hfToken` in YAML).
 
 from __future__ import annotations
 
+import datetime
 import difflib
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, cast
 
 Naming = Literal["python", "schema"]
 """How arg names are written: Python's snake_case, or the camelCase of the provider schema and
@@ -62,6 +64,80 @@ def rename(text: str, naming: Naming) -> str:
     return _QUOTED.sub(one, text)
 
 
+SHOWN = 60  # characters of a value a message shows
+LONGEST_WORD = 200  # longer runs without a space (an echoed value) are cut in a message
+LONGEST_MESSAGE = 2000
+
+
+def shown(value: object, limit: int = SHOWN) -> str:
+    """A value as a message shows it, bounded: YAML's null, true and false; text quoted with
+    control characters escaped (never raw) and cut after `limit` characters; a set as a sorted
+    list; a map or a list by its kind; any other object by its type, never its repr."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if value.bit_length() > 200:  # (str() of a 4300-digit number raises)
+            return f"a number of {math.floor(value.bit_length() * math.log10(2)) + 1} digits"
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str | bytes):
+        text = repr(value[:limit])
+        return text if len(value) <= limit else f"{text}... ({len(value)} characters)"
+    if isinstance(value, set | frozenset):
+        members = cast("set[object]", value)
+        listed = sorted(shown(v, 20) for v in members)
+        return f"[{', '.join(listed[:20])}{', ...' if len(listed) > 20 else ''}]"
+    if isinstance(value, Mapping):
+        return "a map"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    return f"a {type(value).__name__}"
+
+
+def kind_of(value: object) -> str:
+    """What a value is, without showing it (for a secret)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, Mapping):
+        return "a map"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def escaped(text: str) -> str:
+    """`text` with every character that is not printable escaped (\x1b, \u202e): a message never
+    carries a terminal escape or a line break from a value."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def bounded(message: str) -> str:
+    """A message as it is printed: escaped, each run of more than LONGEST_WORD characters without
+    a space (an echoed value) cut, and at most LONGEST_MESSAGE characters (head and tail kept)."""
+    text = re.sub(
+        rf"\S{{{LONGEST_WORD + 1},}}", lambda m: f"{m.group(0)[:SHOWN]}... ({len(m.group(0))} characters)", message
+    )
+    text = escaped(text)
+    if len(text) > LONGEST_MESSAGE:
+        text = f"{text[: LONGEST_MESSAGE - 500]} ... {text[-400:]}"
+    return text
+
+
 def parse_path(text: str) -> tuple[PathPart, ...]:
     """ "workspaces[2].label_selector" -> ("workspaces", 2, "label_selector")."""
     return tuple(int(i) if i else n for n, i in _PART.findall(text))
@@ -74,7 +150,8 @@ def format_path(path: Sequence[PathPart], naming: Naming = "python") -> str:
             out += f"[{part}]"
             continue
         if isinstance(part, Key):
-            text = str(part) if _PLAIN_KEY.fullmatch(part) else f'"{part}"'
+            key = str(part) if len(part) <= SHOWN else f"{part[:SHOWN]}..."
+            text = key if _PLAIN_KEY.fullmatch(key) else '"' + escaped(key).replace('"', '\\"') + '"'
         else:
             text = camel(part) if naming == "schema" else part
         out += f".{text}" if out else text
@@ -106,7 +183,7 @@ class Problem:
     def text(self, naming: Naming = "python") -> str:
         """ "path: message", arg names written the `naming` way."""
         where = format_path(self.path, naming)
-        message = rename(self.message, naming)
+        message = bounded(rename(self.message, naming))
         return f"{where}: {message}" if where else message
 
     def __str__(self) -> str:

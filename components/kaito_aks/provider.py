@@ -25,7 +25,7 @@ from pulumi.provider.server import main as serve
 
 from kaito_aks import __version__
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.problems import InvalidArgsError, Problem, camel, format_path, rename
+from kaito_aks.problems import InvalidArgsError, Problem, bounded, camel, format_path, rename
 from kaito_aks.schema import (
     Field,
     Schema,
@@ -306,7 +306,8 @@ def _whole(value: Any) -> Any:
 def _input_errors(component: str, name: str, problems: list[Problem]) -> InputPropertiesError:
     """The problems as the engine shows bad inputs: each at its property, in the schema's names."""
     details: list[InputPropertyErrorDetails] = [
-        {"property_path": format_path(p.path, "schema"), "reason": rename(p.message, "schema")} for p in problems
+        {"property_path": format_path(p.path, "schema"), "reason": bounded(rename(p.message, "schema"))}
+        for p in problems
     ]
     listing = "\n".join(f"  - {p.text('schema')}" for p in problems)
     return InputPropertiesError(f"{component} {name}: {len(problems)} problem(s) with its inputs:\n{listing}", details)

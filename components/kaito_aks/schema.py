@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 import pulumi
 
 from kaito_aks.parsed import is_list, is_list_or_tuple, is_mapping
-from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean
+from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean, kind_of, shown
 
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ class Matches:
     what: str
 
     def check(self, value: str) -> str | None:
-        return None if re.fullmatch(self.pattern, value) else f"{value!r} is not {self.what}"
+        return None if re.fullmatch(self.pattern, value) else f"{shown(value)} is not {self.what}"
 
 
 @dataclass(frozen=True)
@@ -333,35 +333,43 @@ class Schema:
         return {n: f for n, f in every.items() if self.only is None or n in self.only}
 
 
-def _kind_error(value: Any, expected: str) -> str:
-    shown = (
-        repr(value) if not isinstance(value, Mapping | list) else ("a map" if isinstance(value, Mapping) else "a list")
-    )
-    if len(shown) > 60:
-        shown = shown[:57] + "..."
-    return f"must be {expected}, not {shown}"
+def _kind_error(value: Any, expected: str, secret: bool = False) -> str:
+    """'must be <expected>, not <the value>': a secret's value never shown, only its kind."""
+    return f"must be {expected}, not {kind_of(value) if secret else shown(value)}"
 
 
-def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem]) -> Any:
+DEFERRED = "must be known at preview; it cannot come from another resource (an Output)"
+
+
+def check_value(
+    tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem], secret: bool = False
+) -> Any:
     """Check `value` against type `tp`; append problems; return the value to keep (dicts given
-    for args classes become instances, when they are well formed)."""
+    for args classes become instances, when they are well formed). The value of a secret (a
+    Secret[...] type, or `secret`) is never shown in a problem."""
+    secret = secret or _is_secret(tp)
     constraints = [c for c in _constraints_here(tp)]
     tp = unannotated(tp)
     inner = optional_of(tp)
     if inner is not None:
         if value is None:
             return None
-        return check_value(inner, value, path, naming, out)
+        return check_value(inner, value, path, naming, out, secret)
     inner = input_of(tp)
     if inner is not None:
         if _deferred(value):
             return value  # known only at deploy time
-        return check_value(inner, value, path, naming, out)
+        return check_value(inner, value, path, naming, out, secret)
+    if _deferred(value) and tp is not Any:
+        out.append(Problem(path, DEFERRED, "type"))
+        return value
     before = len(out)
-    result = _check_plain(tp, value, path, naming, out)
+    result = _check_plain(tp, value, path, naming, out, secret)
     if len(out) == before:
         for c in constraints:
             why = c.check(result)
+            if why and secret:
+                why = "breaks its rule (its value is secret, so it is not shown here)"
             if why:
                 # A number out of bounds is not used at all (10 million replicas would make 10
                 # million names); a string that breaks a naming rule still is, for the other rules.
@@ -384,7 +392,9 @@ def _constraints_here(tp: Any) -> list[Constraint]:
     return found
 
 
-def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem]) -> Any:
+def _check_plain(
+    tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem], secret: bool = False
+) -> Any:
     origin = get_origin(tp)
     if tp is Any:
         return value
@@ -392,56 +402,57 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
         options = get_args(tp)
         if value not in options or isinstance(value, bool) != any(isinstance(o, bool) for o in options):
             close = did_you_mean(str(value), [str(o) for o in options]) if isinstance(value, str) else []
-            hint = f"; did you mean {close[0]}?" if close else ""
-            out.append(Problem(path, _kind_error(value, "one of " + ", ".join(str(o) for o in options)) + hint, "type"))
+            hint = f"; did you mean {close[0]}?" if close and not secret else ""
+            expected = "one of " + ", ".join(str(o) for o in options)
+            out.append(Problem(path, _kind_error(value, expected, secret) + hint, "type"))
         return value
     if tp is bool:
         if not isinstance(value, bool):
-            out.append(Problem(path, _kind_error(value, "true or false"), "type"))
+            out.append(Problem(path, _kind_error(value, "true or false", secret), "type"))
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            out.append(Problem(path, _kind_error(value, "a whole number"), "type"))
+            out.append(Problem(path, _kind_error(value, "a whole number", secret), "type"))
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            out.append(Problem(path, _kind_error(value, "a number"), "type"))
+            out.append(Problem(path, _kind_error(value, "a number", secret), "type"))
         elif not math.isfinite(value):
-            out.append(Problem(path, f"must be a finite number, not {value}", "type"))
+            out.append(Problem(path, f"must be a finite number, not {kind_of(value) if secret else value}", "type"))
         return value
     if tp is str:
         if not isinstance(value, str):
-            if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, int | float) and not isinstance(value, bool) and not secret and naming == "schema":
                 out.append(
                     Problem(
                         path,
-                        f"must be text; YAML reads this as the number {value} (so 1.30 becomes 1.3): quote it, "
-                        f'e.g. "{value}"',
+                        f"must be text; YAML reads this as the number {shown(value)} (so 1.30 becomes 1.3): quote "
+                        f'it, e.g. "{shown(value)}"',
                         "number-as-text",
                     )
                 )
             else:
-                out.append(Problem(path, _kind_error(value, "text"), "type"))
+                out.append(Problem(path, _kind_error(value, "text", secret), "type"))
         elif "\x00" in value or any(ord(ch) < 32 and ch not in "\t\n" for ch in value):
             out.append(Problem(path, "contains control characters", "type"))
         return value
     if origin in (list, Sequence, tuple):
         (item,) = get_args(tp)[:1]
         if not is_list_or_tuple(value):
-            out.append(Problem(path, _kind_error(value, f"a list of {describe(item)}"), "type"))
+            out.append(Problem(path, _kind_error(value, f"a list of {describe(item)}", secret), "type"))
             return value
-        return [check_value(item, v, (*path, i), naming, out) for i, v in enumerate(value)]
+        return [check_value(item, v, (*path, i), naming, out, secret) for i, v in enumerate(value)]
     if origin in (dict, Mapping):
         _, item = get_args(tp)
         if not is_mapping(value):
-            out.append(Problem(path, _kind_error(value, "a map of key: value"), "type"))
+            out.append(Problem(path, _kind_error(value, "a map of key: value", secret), "type"))
             return value
         result: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                out.append(Problem((*path, Key(str(k))), f"keys must be text, not {k!r}", "type"))
+                out.append(Problem((*path, Key(shown(k))), f"keys must be text, not {kind_of(k)}", "type"))
                 continue
-            result[k] = check_value(item, v, (*path, Key(k)), naming, out)
+            result[k] = check_value(item, v, (*path, Key(k)), naming, out, secret)
         return result
     if is_args_class(tp):
         if isinstance(value, tp):
@@ -451,11 +462,11 @@ def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming
             built, problems = build(Schema(tp), value, naming, path)
             out += problems
             return built if built is not None else value
-        out.append(Problem(path, _kind_error(value, f"a {tp.__name__} (a map of its args)"), "type"))
+        out.append(Problem(path, _kind_error(value, f"a {tp.__name__} (a map of its args)", secret), "type"))
         return value
     if isinstance(tp, type):
         if not isinstance(value, tp):
-            out.append(Problem(path, _kind_error(value, f"a {tp.__name__}"), "type"))
+            out.append(Problem(path, _kind_error(value, f"a {tp.__name__}", secret), "type"))
         return value
     return value
 
@@ -603,9 +614,25 @@ def default_text(f: Field) -> str:
     return str(value) if not is_list(value) else ", ".join(str(v) for v in value)
 
 
+SECRET_SHOWN = "[secret]"
+
+
+def _repr_without_secrets(self: object) -> str:
+    """The dataclass repr, a secret's value replaced (a repr ends up in logs and tracebacks)."""
+    own = fields(type(self))
+    shown_fields = [
+        f"{f.name}={SECRET_SHOWN if f.name in own and own[f.name].secret and value is not None else repr(value)}"
+        for f in dataclasses.fields(self)  # type: ignore[arg-type]
+        if f.repr
+        for value in [getattr(self, f.name)]
+    ]
+    return f"{type(self).__qualname__}({', '.join(shown_fields)})"
+
+
 def documented(cls: type[T]) -> type[T]:
     """Append each arg's description, type and default to the class docstring, so help(),
-    IDEs and the generated docs show the same text as the provider schema."""
+    IDEs and the generated docs show the same text as the provider schema; and keep secret
+    values out of the repr."""
     lines = [inspect.cleandoc(cls.__doc__ or ""), "", "Args:"]
     for f in fields(cls).values():
         kind = describe(f.type)
@@ -614,6 +641,7 @@ def documented(cls: type[T]) -> type[T]:
         lines.append(head + ":")
         lines += [f"        {line}" for line in (f.doc or "").splitlines()]
     cls.__doc__ = "\n".join(lines)
+    cls.__repr__ = _repr_without_secrets  # type: ignore[method-assign, assignment]
     return cls
 
 

@@ -34,12 +34,16 @@ class KubeconfigClusterArgs:
     """The kubeconfig context; default: the file's current context."""
 
 
-def kubeconfig_file_problem(path: str, context: str | None = None) -> str | None:
+def kubeconfig_file_problem(path: str, context: str | None = None, base: Path | None = None) -> str | None:
     """Why `path` cannot be the cluster's kubeconfig (missing, a directory, empty, not a
-    kubeconfig, no such context), or None."""
-    file = Path(path).expanduser()
+    kubeconfig, no such context), or None. A relative path is read from `base` (default: the
+    working directory, where `pulumi up` runs the program and the provider reads it)."""
+    given = Path(path).expanduser()
+    folder = base or Path.cwd()
+    file = given if given.is_absolute() else folder / given
     if not file.exists():
-        return f"{path} does not exist"
+        where = "" if given.is_absolute() else f" (relative to {folder.resolve()})"
+        return f"{path} does not exist{where}"
     if not file.is_file():
         return f"{path} is not a file"
     try:
@@ -59,7 +63,8 @@ def kubeconfig_file_problem(path: str, context: str | None = None) -> str | None
     return None
 
 
-def kubeconfig_cluster_problems(args: KubeconfigClusterArgs) -> list[Problem]:
+def kubeconfig_cluster_problems(args: KubeconfigClusterArgs, *, base: Path | None = None) -> list[Problem]:
+    """`base`: where a relative `path` is read from (default: the working directory)."""
     problems: list[Problem] = []
     if args.kubeconfig is not None and args.path is not None:
         problems.append(
@@ -68,7 +73,7 @@ def kubeconfig_cluster_problems(args: KubeconfigClusterArgs) -> list[Problem]:
             )
         )
     elif args.path is not None and args.path.strip():
-        why = kubeconfig_file_problem(args.path, args.context)
+        why = kubeconfig_file_problem(args.path, args.context, base)
         if why:
             problems.append(Problem.at("path", why, "kubeconfig-file"))
     return problems

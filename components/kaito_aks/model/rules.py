@@ -19,7 +19,7 @@ from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, works
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -171,7 +171,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
         elif not is_hugging_face_id(model, chart):  # an id outside the catalog: model_warnings
             close = catalog.closest_presets(model, release)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
+            yield Problem.at("model", f"unknown KAITO {chart.version} preset {shown(model)}{hint}", "unknown-preset")
         return
     has_token = args.hf_token is not None or bool(args.model_access_secret)
     if preset.gated and preset.download_at_runtime and not has_token:
