@@ -17,6 +17,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
+from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.rules import max_model_len
@@ -65,6 +66,10 @@ from stacks.config import (
 from stacks.errors import StackConfigError, secret_key
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
+EMPTY_KUBECONFIG = (
+    f"{EMPTY_CONTENTS}: `pulumi config set --secret kubeconfig < kubeconfig.yaml`, or `pulumi config rm kubeconfig` "
+    "to use cluster.kubeconfig.path"
+)
 # Stands in for a secret where only its presence is known (validate, render).
 SECRET_PRESENT = "[secret]"
 
@@ -588,6 +593,13 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
         for k in raw
         if k not in SECRET_KEYS and is_config_secret(prefix + k)
     ]
+    # set but empty: the provider would read $KUBECONFIG or ~/.kube/config instead
+    contents = raw.get("kubeconfig")
+    empty = (
+        [Problem((secret_key("kubeconfig"),), EMPTY_KUBECONFIG, "kubeconfig-empty")]
+        if isinstance(contents, str) and not contents.strip()
+        else []
+    )
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
@@ -603,6 +615,8 @@ def load_stack() -> tuple[StackConfig, StackSecrets]:
             secret_values=secrets,
             azure_location=engine.get("azure-native:location"),
         )
+        if empty:
+            raise StackConfigError(empty)
     except StackConfigError as err:
-        raise err.with_source(_own_stack_file()) from None
+        raise StackConfigError([*empty, *err.problems], _own_stack_file()) from None
     return cfg, secrets

@@ -219,6 +219,8 @@ def unannotated(tp: Any) -> Any:
 
 
 def _constraints(tp: Any) -> tuple[Constraint, ...]:
+    """Every constraint on a type, through Annotated, Input and Optional (one traversal for the
+    checks and the docs)."""
     found: list[Constraint] = []
     while True:
         if get_origin(tp) is Annotated:
@@ -345,7 +347,7 @@ def _kind_error(value: Any, expected: str) -> str:
 def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem]) -> Any:
     """Check `value` against type `tp`; append problems; return the value to keep (dicts given
     for args classes become instances, when they are well formed)."""
-    constraints = [c for c in _constraints_here(tp)]
+    constraints = _constraints(tp)
     tp = unannotated(tp)
     inner = optional_of(tp)
     if inner is not None:
@@ -356,7 +358,7 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
     if inner is not None:
         if _deferred(value):
             return value  # known only at deploy time
-        return check_value(inner, value, path, naming, out)
+        tp = unannotated(inner)  # known now: held to the same constraints
     before = len(out)
     result = _check_plain(tp, value, path, naming, out)
     if len(out) == before:
@@ -371,17 +373,6 @@ def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming,
 
 def _deferred(value: object) -> bool:
     return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
-
-
-def _constraints_here(tp: Any) -> list[Constraint]:
-    found: list[Constraint] = []
-    while get_origin(tp) is Annotated:
-        found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
-        tp = get_args(tp)[0]
-    inner = input_of(tp) or optional_of(tp)
-    if inner is not None:
-        found += _constraints_here(inner)
-    return found
 
 
 def _check_plain(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem]) -> Any:

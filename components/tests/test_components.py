@@ -29,7 +29,7 @@ from kaito_aks import (
     NodeGroup,
 )
 from kaito_aks.nodes import SPOT_TAINT
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, reveal, run
+from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 POOL = "azure-native:containerservice:AgentPool"
@@ -37,6 +37,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 A100 = "Standard_NC24ads_A100_v4"
 A10 = "Standard_NV36ads_A10_v5"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def aks() -> AksCluster:
@@ -247,9 +248,7 @@ def test_the_operators_refuse_what_their_charts_cannot_do():
 
 
 def kubeconfig_cluster() -> KubeconfigCluster:
-    return KubeconfigCluster(
-        "cluster", KubeconfigClusterArgs(kubeconfig="apiVersion: v1\nkind: Config\n", context="dev")
-    )
+    return KubeconfigCluster("cluster", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="dev"))
 
 
 def test_a_model_serves_replicas_behind_one_endpoint_with_the_providers_credentials():
@@ -268,7 +267,7 @@ def test_a_model_serves_replicas_behind_one_endpoint_with_the_providers_credenti
     assert outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
     assert outputs["model"] == "phi-4-mini-instruct"
     wait = ev.named("phi/ready", "pulumi-python:dynamic/kaito-aks:ModelReady")
-    assert reveal(wait.inputs["kubeconfig"]) == "apiVersion: v1\nkind: Config\n"  # the provider's, kept secret
+    assert reveal(wait.inputs["kubeconfig"]) == KUBECONFIG  # the provider's, kept secret
     assert wait.inputs["context"] == "dev"
 
 

@@ -24,7 +24,7 @@ from kaito_aks import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from kaito_aks.testing import MOCK_SUBSCRIPTION, MOCK_TENANT, ProgramMocks, RecordingMonitor, cluster_id, run
+from kaito_aks.testing import MOCK_KUBECONFIG, MOCK_SUBSCRIPTION, MOCK_TENANT, ProgramMocks, RecordingMonitor, cluster_id, run
 from test_components import kubeconfig_cluster, refused
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -35,7 +35,7 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 A100 = "Standard_NC24ads_A100_v4"
-KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def aks_with_provisioner(version: str = "0.4.3") -> None:

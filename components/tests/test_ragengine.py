@@ -34,7 +34,7 @@ from kaito_aks import (
     VectorDbArgs,
 )
 from kaito_aks.kaito.go_url import parse_request_uri
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, Secret, reveal, run
+from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, Secret, reveal, run
 from kaito_aks.waits.model_ready import Watched, judge
 from kube_schema import crd_validator, unknown_value_paths
 
@@ -45,7 +45,7 @@ API = {"0.8.0": "kaito.sh/v1alpha1", "0.8.1": "kaito.sh/v1alpha1", "0.12.0": "ka
 LLM = "http://phi.default.svc.cluster.local/v1/chat/completions"
 A10 = "Standard_NV36ads_A10_v5"
 ON_A10 = RagComputeArgs(instance_type=A10, label_selector=LabelSelectorArgs(match_labels={"apps": "rag"}))
-KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def refused(program: Any) -> str:

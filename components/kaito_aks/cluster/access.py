@@ -12,6 +12,8 @@ from typing import Any, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
+from kaito_aks.cluster.kubeconfig_text import require_contents
+
 
 @dataclass(frozen=True)
 class ClusterAccess:
@@ -22,10 +24,17 @@ class ClusterAccess:
     path: str | None = None
     context: str | None = None
 
+    def contents(self) -> pulumi.Output[str] | None:
+        """The contents as a secret, refused at deploy time if they arrive empty (an Output known
+        only then): empty contents would mean $KUBECONFIG or ~/.kube/config."""
+        if self.kubeconfig is None:
+            return None
+        return pulumi.Output.secret(self.kubeconfig).apply(require_contents)
+
     def props(self) -> dict[str, Any]:
         """What a wait sends its provider: the contents only as a secret."""
         return {
-            "kubeconfig": pulumi.Output.secret(self.kubeconfig) if self.kubeconfig is not None else None,
+            "kubeconfig": self.contents(),
             "kubeconfigPath": self.path,
             "context": self.context,
         }
@@ -38,7 +47,7 @@ class ClusterProvider(k8s.Provider):
     access: ClusterAccess
 
     def __init__(self, name: str, access: ClusterAccess, opts: pulumi.ResourceOptions | None = None):
-        kubeconfig = pulumi.Output.secret(access.kubeconfig) if access.kubeconfig is not None else access.path
+        kubeconfig = access.contents() if access.kubeconfig is not None else access.path
         # pulumi_kubernetes leaves the __props__ parameter of Provider.__init__ untyped.
         super().__init__(name, kubeconfig=kubeconfig, context=access.context, opts=opts)  # pyright: ignore[reportUnknownMemberType]
         self.access = access

@@ -10,10 +10,11 @@ import pulumi
 import yaml
 
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, Secret, checked_args, documented
+from kaito_aks.schema import Matches, checked_args, documented
 
 TYPE = "kaito-aks:index:KubeconfigCluster"
 FORMER_TYPES = ("kaito-aks:kubernetes:KubeconfigCluster",)
@@ -26,8 +27,8 @@ class KubeconfigClusterArgs:
     """Any existing cluster, reached through a kubeconfig: its contents, a file, or (neither
     given) $KUBECONFIG, then ~/.kube/config, as kubectl reads them."""
 
-    kubeconfig: Secret[pulumi.Input[str]] | None = None
-    """Kubeconfig contents (kept secret), instead of `path`."""
+    kubeconfig: KubeconfigContents | None = None
+    """Kubeconfig contents (kept secret), instead of `path`; never empty."""
     path: Annotated[str, NOT_EMPTY] | None = None
     """A kubeconfig file; default: $KUBECONFIG, then ~/.kube/config."""
     context: str | None = None
