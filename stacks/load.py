@@ -315,6 +315,8 @@ def parse_stack_config(
         found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
     found += rag_problems
     found += rules.check(cfg, model_index, pool_index, rag_index)
+    # A pool's node counts are its count or autoscale, which the pool's own rules check.
+    found = [p for p in found if p.code != "pool-nodes"]
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
         raise StackConfigError(problems)

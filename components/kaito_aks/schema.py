@@ -565,6 +565,19 @@ def checked_args(component: str, name: str, cls: type[T], args: Any, *rules: Cal
     return instance
 
 
+def resource_name_problems(cls: type, field: str, resource_name: str) -> list[Problem]:
+    """The problems of `resource_name` as the `field` it stands in for when that is not given
+    (a pool's or a model's name): the field's own rules, saying where the value came from."""
+    problems: list[Problem] = []
+    check_value(fields(cls)[field].type, resource_name, (field,), "python", problems)
+    return [
+        dataclasses.replace(
+            p, message=f"{p.message}; it is the resource name, which `{field}` defaults to: set `{field}`"
+        )
+        for p in problems
+    ]
+
+
 def judged(instance: T | None, shape: list[Problem], rules: Sequence[Callable[[T], list[Problem]]]) -> list[Problem]:
     """The rules' problems with `instance`, but none about a field `shape` already names (nor
     about the args as a whole, which the rules judged without that field)."""

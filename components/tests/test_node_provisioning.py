@@ -24,7 +24,15 @@ from kaito_aks import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from kaito_aks.testing import MOCK_KUBECONFIG, MOCK_SUBSCRIPTION, MOCK_TENANT, ProgramMocks, RecordingMonitor, cluster_id, run
+from kaito_aks.testing import (
+    MOCK_KUBECONFIG,
+    MOCK_SUBSCRIPTION,
+    MOCK_TENANT,
+    ProgramMocks,
+    RecordingMonitor,
+    cluster_id,
+    run,
+)
 from test_components import kubeconfig_cluster, refused
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

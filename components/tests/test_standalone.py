@@ -11,9 +11,15 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from kaito_aks import (
+    GpuNodePool,
+    GpuNodePoolArgs,
+    GpuOperator,
+    GpuOperatorArgs,
     InvalidArgsError,
     KaitoModel,
     KaitoModelArgs,
+    KaitoOperator,
+    KaitoOperatorArgs,
     KubeconfigCluster,
     KubeconfigClusterArgs,
     LabelSelectorArgs,
@@ -21,6 +27,8 @@ from kaito_aks import (
     RagEngine,
     RagEngineArgs,
 )
+from kaito_aks.model import component
+from kaito_aks.model.many import deploy_models
 from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
 
 A100 = "Standard_NC24ads_A100_v4"
@@ -100,3 +108,152 @@ def test_kubeconfig_contents_known_only_at_deploy_time_fail_the_provider_when_em
 def through_plain() -> pulumi.ResourceOptions:
     """An explicit provider that gives the waits no credentials."""
     return pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG)))
+
+
+# ---------------------------------------------------------------- B4: spot pools on KAITO 0.8
+
+
+def test_a_model_on_kaito_0_8_refuses_a_spot_pool_it_selects():
+    spot = pool("spot", spot=True)
+    message = refused(lambda: KaitoModel("m", on_pool("spot", node_groups=[spot]), opts=through(cluster())))
+    assert "args.node_groups[0].spot: KAITO 0.8.1's pods do not tolerate the AKS spot taint" in message
+    # a spot pool it does not select, or KAITO 0.12 (spotInstance), is fine
+    regular = pool("a100")
+    ev = run(lambda: KaitoModel("m", on_pool("a100", node_groups=[spot, regular]), opts=through(cluster())))
+    assert len(ev.of_type(WORKSPACE)) == 1
+    ev = run(
+        lambda: KaitoModel("m", on_pool("spot", node_groups=[spot], kaito_version="0.12.0"), opts=through(cluster()))
+    )
+    assert [r for r in ev.resources if r.type.endswith(":InferenceSet")]
+
+
+# ---------------------------------------------------------------- B5 and polish 5: defaulted names
+
+
+def test_a_pools_default_name_is_checked_like_a_given_one():
+    def program() -> None:
+        GpuNodePool("gpu-pool-a100-east", GpuNodePoolArgs(cluster_name="c", resource_group_name="r", vm_size=A100))
+
+    message = refused(program)
+    assert (
+        "args.name: 'gpu-pool-a100-east' is not an AKS node pool name: 1-12 lowercase letters and digits, starting "
+        "with a letter; it is the resource name, which name defaults to: set name"
+    ) in message
+    ev = run(
+        lambda: GpuNodePool(
+            "gpu-pool-a100-east", GpuNodePoolArgs(cluster_name="c", resource_group_name="r", vm_size=A100, name="a100")
+        )
+    )
+    assert ev.named("gpu-pool-a100-east", "azure-native:containerservice:AgentPool").inputs["agentPoolName"] == "a100"
+
+
+def test_a_models_default_name_says_it_is_the_resource_name():
+    quiet = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
+    message = refused(
+        lambda: KaitoModel("Phi_4", KaitoModelArgs(kaito_version="0.8.1", model=PHI, **quiet), opts=through_plain())
+    )
+    assert "args.name: 'Phi_4' is not a DNS-1123 label" in message
+    assert "it is the resource name, which name defaults to: set name" in message
+    given = refused(
+        lambda: KaitoModel(
+            "m", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="Phi_4", **quiet), opts=through_plain()
+        )
+    )
+    assert "defaults to" not in given
+
+
+# ---------------------------------------------------------------- G1: every check the stack makes
+
+
+def test_deploy_models_refuses_two_models_whose_objects_collide():
+    def program() -> None:
+        c = cluster()
+        deploy_models(
+            "models",
+            [
+                ("a", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi")),
+                ("b", KaitoModelArgs(kaito_version="0.8.1", model="phi-4", name="phi")),
+            ],
+            opts=through(c),
+        )
+
+    message = refused(program)
+    assert (
+        "args.b.name: default/phi is also created for a; choose names that do not collide (replicas are named "
+        "<name>-0, <name>-1, ...)"
+    ) in message
+
+    # replicas: phi (2 replicas) makes phi-1, which a model named phi-1 would take as well
+    def replicas() -> None:
+        deploy_models(
+            "models",
+            [
+                ("a", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi", replicas=2)),
+                ("b", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi-1")),
+            ],
+            opts=through(cluster()),
+        )
+
+    assert "args.b.name: default/phi-1 is also created for a" in refused(replicas)
+
+
+def test_a_pool_described_by_hand_is_checked_like_a_gpu_node_pool():
+    misspelt = pool("q", vm_size="Standard_NC24ads_A100_v5")
+    upside_down = pool("q", min_nodes=5, max_nodes=1)
+    for group, expected in (
+        (
+            misspelt,
+            "args.node_groups[0].vm_size: Standard_NC24ads_A100_v5 is not a GPU VM size KAITO knows; did you mean Standard_NC24ads_A100_v4",
+        ),
+        (upside_down, "args.node_groups[0].min_nodes: is greater than max_nodes (5 > 1)"),
+    ):
+        model = refused(lambda g=group: KaitoModel("m", on_pool("q", node_groups=[g]), opts=through(cluster())))
+        assert expected in model
+        operator = refused(
+            lambda g=group: KaitoOperator(
+                "kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[g]), opts=through(cluster())
+            )
+        )
+        assert expected in operator
+        gpu = refused(lambda g=group: GpuOperator("gpu", GpuOperatorArgs(node_groups=[g]), opts=through(cluster())))
+        assert expected in gpu
+
+
+def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken():
+    t4 = pool("t4", vm_size=T4)
+    expected = (
+        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): it needs CUDA compute "
+        "capability 8.0 or newer"
+    )
+    assert expected in refused(
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[t4]), opts=through(cluster()))
+    )
+    assert expected in refused(
+        lambda: KaitoModel("m", on_pool("t4", node_groups=[t4], kaito_version="0.12.0"), opts=through(cluster()))
+    )
+    ev = run(
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[t4]), opts=through(cluster()))
+    )
+    assert ev.named("kaito", "kubernetes:helm.sh/v3:Release")
+
+
+# ---------------------------------------------------------------- G4: the model rules run once
+
+
+def test_deploy_models_checks_each_model_once(monkeypatch: pytest.MonkeyPatch):
+    counts: dict[str, int] = {}
+    rules = component.model_problems
+
+    def counted(args: KaitoModelArgs) -> list[Any]:
+        counts[args.name or ""] = counts.get(args.name or "", 0) + 1
+        return rules(args)
+
+    monkeypatch.setattr(component, "model_problems", counted)
+
+    def program() -> None:
+        models = [(n, KaitoModelArgs(kaito_version="0.8.1", model=PHI, name=n)) for n in ("a", "b")]
+        deploy_models("models", models, opts=through(cluster()))
+
+    ev = run(program)
+    assert len(ev.of_type(WORKSPACE)) == 2
+    assert counts == {"a": 1, "b": 1}

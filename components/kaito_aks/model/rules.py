@@ -14,7 +14,17 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
-from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
+from kaito_aks.nodes import (
+    GPU_PRESENT_LABEL,
+    LINUX_LABEL,
+    SPOT_TAINT,
+    TAINT,
+    NodeGroup,
+    dropped_by,
+    node_groups_problems,
+    selects,
+    spot_problem,
+)
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 
@@ -39,6 +49,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
             )
         )
     problems += [*_names(args, chart), *_source(args, chart), *_placement(args), *_tuning(args, chart)]
+    problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     if chart is not None and args.node_provisioning == "auto" and not problems:
         problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
@@ -344,7 +355,6 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
 
 
 def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
-    every = catalog.all_gpu_skus()
     spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
     if spelled is not None:
         return Problem.at(
@@ -352,14 +362,9 @@ def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
             f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
             "instance-type",
         )
-    known = every.get(name)
-    if known is not None:
-        return Problem.at(
-            "instance_type",
-            f"KAITO {chart.version} no longer supports {known.gpu_model} ({name}): it needs CUDA compute capability 8.0 "
-            "or newer (A10, A100, H100, H200)",
-            "instance-type",
-        )
+    dropped = dropped_by(chart, name)
+    if dropped is not None:
+        return Problem.at("instance_type", dropped, "instance-type")
     close = catalog.closest_skus(name)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     return Problem.at(
@@ -374,7 +379,7 @@ def _nodes(n: int) -> str:
     return "1 node" if n == 1 else f"{n} nodes"
 
 
-def _kaito_tolerates(taint: str) -> bool:
+def _kaito_tolerates(taint: str, chart: catalog.KaitoChart) -> bool:
     """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
     nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.12 with
     spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
@@ -382,7 +387,9 @@ def _kaito_tolerates(taint: str) -> bool:
     if m is None:
         return False
     key, value, effect = m["key"], m["value"], m["effect"]
-    if effect == "PreferNoSchedule" or taint == SPOT_TAINT:
+    if taint == SPOT_TAINT:
+        return spot_problem(chart) is None
+    if effect == "PreferNoSchedule":
         return True
     return effect == "NoSchedule" and ((key == "sku" and value == "gpu") or key == "nvidia.com/gpu")
 
@@ -403,8 +410,11 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
         )
         return
     for i, g in candidates:
+        spot = spot_problem(chart) if g.spot else None
+        if spot is not None:
+            yield Problem.at(("node_groups", i, "spot"), spot, "spot")
         for j, taint in enumerate(g.taints):
-            if TAINT.match(taint) and not _kaito_tolerates(taint):
+            if TAINT.match(taint) and taint != SPOT_TAINT and not _kaito_tolerates(taint, chart):
                 yield Problem.at(
                     ("node_groups", i, "taints", j),
                     "KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "
@@ -423,14 +433,10 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
     pools = [g for _, g in candidates]
     size = pools[0].vm_size
     sku = catalog.all_gpu_skus().get(size)
-    if sku is not None and size not in catalog.gpu_skus(chart.sku_catalog):
+    dropped = dropped_by(chart, size)
+    if dropped is not None:
         for i, _ in candidates:
-            yield Problem.at(
-                ("node_groups", i, "vm_size"),
-                f"KAITO {chart.version} no longer supports {sku.gpu_model} ({size}): it needs CUDA compute capability 8.0 "
-                "or newer (A10, A100, H100, H200)",
-                "pool-sku-version",
-            )
+            yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
         return
     if all(g.max_nodes == 0 for g in pools):
         yield Problem.at("model", "every GPU pool it may use has no nodes; give one at least a node", "empty-pools")

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.nodes import NodeGroup, merge_tolerations, node_taints
+from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
@@ -38,7 +38,7 @@ class GpuOperatorArgs:
 
 
 def gpu_operator_problems(args: GpuOperatorArgs) -> list[Problem]:
-    problems: list[Problem] = []
+    problems = node_groups_problems(args.node_groups)
     if len({g.gpu_driver for g in args.node_groups}) > 1:
         problems.append(
             Problem.at(

@@ -10,7 +10,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.nodes import DEFAULT_GPU_TAINTS, NodeGroup, merge_tolerations, node_taints
+from kaito_aks.nodes import (
+    DEFAULT_GPU_TAINTS,
+    NodeGroup,
+    merge_tolerations,
+    node_groups_problems,
+    node_taints,
+    spot_problem,
+)
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
@@ -99,16 +106,13 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
         else:
             problems += gate_problems(("values", Key("featureGates")), gates, chart)
-    for i, group in enumerate(args.node_groups):
-        if group.spot and chart.spot_toleration is None:
-            problems.append(
-                Problem.at(
-                    ("node_groups", i, "spot"),
-                    f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) "
-                    "or a regular pool",
-                    "spot",
-                )
-            )
+    problems += node_groups_problems(args.node_groups, chart)
+    spot = spot_problem(chart)
+    problems += [
+        Problem.at(("node_groups", i, "spot"), spot, "spot")
+        for i, group in enumerate(args.node_groups)
+        if spot is not None and group.spot
+    ]
     if "nodeProvisioner" in args.values and chart.node_provisioner is not None:
         problems.append(
             Problem(
