@@ -554,12 +554,19 @@ def as_args(cls: type[T], value: Any, naming: Naming = "python") -> tuple[T | No
     return None, [Problem((), _kind_error(value, f"a {cls.__name__}"), "type")]
 
 
-def checked_args(component: str, name: str, cls: type[T], args: Any, *rules: Callable[[T], list[Problem]]) -> T:
+def checked_args(
+    component: str,
+    name: str,
+    cls: type[T],
+    args: Any,
+    *rules: Callable[[T], list[Problem]],
+    also: Sequence[Problem] = (),
+) -> T:
     """A component's args, checked: their shape, then the component's rules on what is well
     formed (a rule does not speak of a field already reported). Raises InvalidArgsError with every
-    problem before the component registers anything."""
+    problem (and those in `also`, e.g. about its options) before the component registers anything."""
     instance, problems = as_args(cls, args)
-    problems = problems + judged(instance, problems, rules)
+    problems = problems + judged(instance, problems, rules) + list(also)
     if problems or instance is None:
         raise InvalidArgsError(component, name, problems)
     return instance

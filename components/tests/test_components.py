@@ -8,6 +8,7 @@ import pickle
 from pathlib import Path
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 from kaito_aks import (
@@ -53,12 +54,18 @@ def pool(cluster: AksCluster, name: str = "gpu", **kw: object) -> GpuNodePool:
     )
 
 
+def on_cluster() -> pulumi.ResourceOptions:
+    """Through an explicit Kubernetes provider, one that carries no credentials for the waits."""
+    return pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG)))
+
+
 def refused(program: object) -> str:
     """The InvalidArgsError a program raises, after checking nothing was registered."""
     monitor = RecordingMonitor(ProgramMocks())
     with pytest.raises(InvalidArgsError) as err:
         run(program, monitor=monitor)  # type: ignore[arg-type]
-    assert monitor.registrations == [], "resources were registered before the error"
+    # nothing of the component: only the providers the program made first
+    assert [r for r in monitor.registrations if not r.type.startswith("pulumi:providers:")] == [], "registered"
     return str(err.value)
 
 
@@ -179,7 +186,9 @@ def test_a_wrong_shape_is_named_not_an_attribute_error_deep_inside():
 def test_kaito_operator_computes_its_chart_values():
     ev = run(
         lambda: KaitoOperator(
-            "kaito", KaitoOperatorArgs(version="0.8.1", gpu_discovery="external", feature_gates={"vLLM": True})
+            "kaito",
+            KaitoOperatorArgs(version="0.8.1", gpu_discovery="external", feature_gates={"vLLM": True}),
+            opts=on_cluster(),
         )
     )
     values = ev.named("kaito", RELEASE).inputs["values"]
@@ -192,7 +201,16 @@ def test_kaito_operator_computes_its_chart_values():
 def test_kaito_operator_takes_the_cluster_name_from_another_resource():
     """The chart values held an Output and were deep-copied: '__getstate__ can only be called
     during serialization'."""
-    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", cluster_name=aks().cluster_name)))
+
+    def program() -> None:
+        cluster = aks()
+        KaitoOperator(
+            "kaito",
+            KaitoOperatorArgs(version="0.8.1", cluster_name=cluster.cluster_name),
+            opts=pulumi.ResourceOptions(provider=cluster.provider),
+        )
+
+    ev = run(program)
     assert ev.named("kaito", RELEASE).inputs["values"]["clusterName"] == "aks"
 
 
@@ -205,7 +223,7 @@ def test_kaito_operator_refuses_an_unknown_gate_before_registering_anything():
 
 def test_kaito_operators_bundled_discovery_tolerates_the_pools_taints_spot_included():
     spot = NodeGroup(name="spot", vm_size=A100, taints=["team=ml:NoSchedule"], spot=True)
-    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[spot])))
+    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[spot]), opts=on_cluster()))
     values = ev.named("kaito", RELEASE).inputs["values"]
     tolerations = values["gpu-feature-discovery"]["tolerations"]
     assert {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoSchedule"} in tolerations
@@ -224,7 +242,7 @@ def test_gpu_operator_tolerates_the_pools_it_is_given():
         GpuOperator(
             "gpu-operator",
             GpuOperatorArgs(node_groups=[spot.node_group]),
-            opts=pulumi.ResourceOptions(depends_on=[spot]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[spot]),
         )
 
     ev = run(program)
@@ -272,16 +290,20 @@ def test_a_model_serves_replicas_behind_one_endpoint_with_the_providers_credenti
 
 
 def test_a_model_with_no_credentials_is_refused_rather_than_reading_the_local_kubeconfig():
-    message = refused(lambda: KaitoModel("phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct")))
-    assert "args.kubeconfig: the waits read the cluster and have no credentials" in message
-    ev = run(
-        lambda: KaitoModel(
-            "phi",
-            KaitoModelArgs(
-                kaito_version="0.8.1", model="phi-4-mini-instruct", wait_for_gpu_nodes=False, wait_for_ready=False
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(
+            lambda: KaitoModel(
+                "phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct"), opts=on_cluster()
             ),
+            monitor=monitor,
         )
+    assert "args.kubeconfig: the waits read the cluster and have no credentials" in str(err.value)
+    assert [r.type for r in monitor.registrations] == ["pulumi:providers:kubernetes"]  # only the plain provider
+    quiet = KaitoModelArgs(
+        kaito_version="0.8.1", model="phi-4-mini-instruct", wait_for_gpu_nodes=False, wait_for_ready=False
     )
+    ev = run(lambda: KaitoModel("phi", quiet, opts=on_cluster()))
     assert len(ev.of_type(WORKSPACE)) == 1
 
 
@@ -349,9 +371,11 @@ def test_a_model_given_the_pools_checks_kaitos_sizing_and_its_selector_at_previe
     assert "args.label_selector: matches no GPU node pool" in message
     ev = run(
         lambda: KaitoModel(
-            "phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", node_groups=[a10], **quiet)
+            "phi",
+            KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", node_groups=[a10], **quiet),  # type: ignore[arg-type]
+            opts=on_cluster(),
         )
-    )  # type: ignore[arg-type]
+    )
     assert len(ev.of_type(WORKSPACE)) == 1
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 import upstream_facts
@@ -295,7 +296,12 @@ def test_an_existing_cluster_said_to_run_the_add_on_is_checked(caplog: pytest.Lo
 
 
 def auto_model(version: str = "0.8.1", **kw: Any) -> None:
-    KaitoModel("phi", KaitoModelArgs(kaito_version=version, node_provisioning="auto", kubeconfig=KUBECONFIG, **kw))
+    KaitoModel(
+        "phi",
+        KaitoModelArgs(kaito_version=version, node_provisioning="auto", kubeconfig=KUBECONFIG, **kw),
+        # an explicit provider that gives the waits no credentials: they take `kubeconfig`
+        opts=pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG))),
+    )
 
 
 def test_an_auto_model_asks_kaito_for_its_instance_type_and_waits_longer_for_no_gpu_labels():

@@ -4,6 +4,7 @@ the same Args the Python components take, and the same type tokens."""
 from __future__ import annotations
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 from pulumi.errors import InputPropertiesError
 
@@ -151,9 +152,15 @@ def test_a_rag_engines_inputs_are_typed_and_the_llm_url_may_be_another_resources
     assert compute["labelSelector"]["$ref"] == "#/types/kaito-aks:index:LabelSelector"
 
 
+def on_cluster() -> pulumi.ResourceOptions:
+    """The options the engine hands construct: the program's providers by package (here one
+    that carries no credentials for the waits)."""
+    return pulumi.ResourceOptions(providers={"kubernetes": k8s.Provider("k8s", kubeconfig=pulumi.Output.secret("x"))})
+
+
 def construct(token: str, inputs: dict[str, object]) -> None:
     provider = KaitoAksProvider()
-    run(lambda: provider.construct("m", token, inputs, pulumi.ResourceOptions()))
+    run(lambda: provider.construct("m", token, inputs, on_cluster()))
 
 
 def test_construct_refuses_unknown_keys_instead_of_dropping_them():
@@ -195,7 +202,7 @@ def test_construct_builds_the_component_from_wire_values():
             "waitForGpuNodes": False,
             "waitForReady": False,
         }
-        states.append(provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, pulumi.ResourceOptions()).state)
+        states.append(provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, on_cluster()).state)
 
     ev = run(program)
     workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
@@ -216,7 +223,7 @@ def test_construct_builds_a_rag_engine_from_wire_values():
         },
         "waitForReady": False,
     }
-    ev = run(lambda: provider.construct("rag", "kaito-aks:index:RagEngine", inputs, pulumi.ResourceOptions()))
+    ev = run(lambda: provider.construct("rag", "kaito-aks:index:RagEngine", inputs, on_cluster()))
     (engine,) = ev.of_type("kubernetes:kaito.sh/v1alpha1:RAGEngine")
     assert engine.inputs["spec"]["inferenceService"]["contextWindowSize"] == 4096
     with pytest.raises(InputPropertiesError) as err:

@@ -11,6 +11,8 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from kaito_aks import (
+    AksCluster,
+    AksClusterArgs,
     GpuNodePool,
     GpuNodePoolArgs,
     GpuOperator,
@@ -26,6 +28,8 @@ from kaito_aks import (
     NodeGroup,
     RagEngine,
     RagEngineArgs,
+    RagEngineOperator,
+    RagEngineOperatorArgs,
 )
 from kaito_aks.model import component
 from kaito_aks.model.many import deploy_models
@@ -237,6 +241,41 @@ def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken():
     assert ev.named("kaito", "kubernetes:helm.sh/v3:Release")
 
 
+# ---------------------------------------------------------------- G2: never the default provider
+
+
+def test_every_in_cluster_component_needs_an_explicit_kubernetes_provider():
+    quiet = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
+    expected = (
+        "opts: no Kubernetes provider: deploy through AksCluster.provider / KubeconfigCluster.provider or pass a "
+        "kubernetes Provider in opts"
+    )
+    programs = [
+        lambda: KaitoModel("m", KaitoModelArgs(kaito_version="0.8.1", model=PHI, **quiet)),
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1")),
+        lambda: GpuOperator("gpu", GpuOperatorArgs()),
+        lambda: RagEngineOperator("rag", RagEngineOperatorArgs(version="0.12.0")),
+        lambda: RagEngine("rag", RagEngineArgs(kaito_version="0.12.0", wait_for_ready=False)),
+    ]
+    for program in programs:
+        assert expected in refused(program)
+
+
+def test_a_provider_inherited_from_a_parent_counts_and_carries_its_credentials():
+    def program() -> None:
+        c = cluster()
+        parent = pulumi.ComponentResource(
+            "my:index:Models", "parent", None, pulumi.ResourceOptions(providers=[c.provider])
+        )
+        KaitoModel("m", KaitoModelArgs(kaito_version="0.8.1", model=PHI), opts=pulumi.ResourceOptions(parent=parent))
+
+    ev = run(program)
+    (workspace,) = ev.of_type(WORKSPACE)
+    assert workspace.provider_urn == ev.named("c", "pulumi:providers:kubernetes").urn
+    ready = ev.named("m/ready", "pulumi-python:dynamic/kaito-aks:ModelReady")
+    assert reveal(ready.inputs["kubeconfig"]) == KUBECONFIG  # the waits got the parent's ClusterProvider's
+
+
 # ---------------------------------------------------------------- G4: the model rules run once
 
 
@@ -257,3 +296,38 @@ def test_deploy_models_checks_each_model_once(monkeypatch: pytest.MonkeyPatch):
     ev = run(program)
     assert len(ev.of_type(WORKSPACE)) == 2
     assert counts == {"a": 1, "b": 1}
+
+
+# ---------------------------------------------------------------- G7: Pulumi's plain mocks
+
+
+class PlainMocks(pulumi.runtime.Mocks):
+    """The mocks Pulumi's docs show: every resource echoes its inputs, every call answers {}."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return {}
+
+
+def test_plain_pulumi_mocks_get_a_clear_error_from_aks_cluster_not_a_type_error():
+    errors: list[BaseException] = []
+
+    def program() -> None:
+        AksCluster("c", AksClusterArgs(resource_group="rg", name="kaito", location="eastus"))
+
+    pulumi.runtime.set_mocks(PlainMocks(), preview=False)
+    try:
+
+        @pulumi.runtime.test
+        def declared() -> pulumi.Output[Any]:
+            program()
+            return pulumi.Output.from_input(None)
+
+        declared()
+    except Exception as err:
+        errors.append(err)
+    assert errors, "the missing credentials went unnoticed"
+    assert not isinstance(errors[0], TypeError), errors[0]
+    assert "listManagedClusterUserCredentials" in str(errors[0])

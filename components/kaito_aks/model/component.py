@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_of
+from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
@@ -103,6 +103,7 @@ class KaitoModel(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KaitoModelArgs, opts: pulumi.ResourceOptions | None = None):
         checked, problems = check_model(args, name)
+        problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
         access = None
         if checked is not None and not problems:
             access = waits_access(checked, opts)

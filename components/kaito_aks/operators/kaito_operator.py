@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.cluster.access import provider_problems
 from kaito_aks.nodes import (
     DEFAULT_GPU_TAINTS,
     NodeGroup,
@@ -203,7 +204,9 @@ class KaitoOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems)
+        checked = checked_args(
+            "KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems, also=provider_problems(opts)
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))
         self.namespace = self.release.status.namespace
