@@ -164,7 +164,8 @@ class GpuNodePool(pulumi.ComponentResource):
     """The pool's VM size."""
 
     node_group: NodeGroup
-    """Its nodes as the other components see them (labels, taints, node counts)."""
+    """Its nodes as the other components see them (labels, taints, node counts): pass it in
+    their `node_groups`."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems, default_name(name))

@@ -81,8 +81,15 @@ class KubeconfigCluster(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     """The kubeconfig context (or "kubeconfig"): the name KAITO's chart is given."""
+    kubeconfig: pulumi.Output[str | None]
+    """The kubeconfig as the cluster's Kubernetes provider takes it (secret): the contents, or the
+    file's path; none when neither was given ($KUBECONFIG, then ~/.kube/config). Other languages
+    build their kubernetes Provider from it, and give it to the components' `kubeconfig`."""
+    context: pulumi.Output[str | None]
+    """The kubeconfig context, for that provider; none: the file's current context."""
 
     provider: ClusterProvider
+    """The explicit Kubernetes provider every in-cluster resource uses (Python)."""
 
     def __init__(self, name: str, args: KubeconfigClusterArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("KubeconfigCluster", name, KubeconfigClusterArgs, args, kubeconfig_cluster_problems)
@@ -90,4 +97,9 @@ class KubeconfigCluster(pulumi.ComponentResource):
         access = ClusterAccess(kubeconfig=checked.kubeconfig, path=checked.path, context=checked.context)
         self.provider = ClusterProvider(name, access, opts=child_options(self, opts))
         self.cluster_name = pulumi.Output.from_input(checked.context or "kubeconfig")
-        self.register_outputs({"context": checked.context, "clusterName": self.cluster_name})
+        given = checked.kubeconfig if checked.kubeconfig is not None else checked.path
+        self.kubeconfig = pulumi.Output.secret(given)
+        self.context = pulumi.Output.from_input(checked.context)
+        self.register_outputs(
+            {"context": self.context, "clusterName": self.cluster_name, "kubeconfig": self.kubeconfig}
+        )

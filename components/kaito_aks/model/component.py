@@ -81,8 +81,9 @@ def waits_access(args: KaitoModelArgs, opts: pulumi.ResourceOptions | None) -> C
 class KaitoModel(pulumi.ComponentResource):
     """One model KAITO serves (or fine-tunes): its Workspaces or InferenceSet, ConfigMaps,
     Hugging Face Secret and Service, with waits so `pulumi up` ends with it serving. Deploy it
-    through the cluster's provider (`AksCluster.provider`, `KubeconfigCluster.provider`) and
-    depend it on the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
+    through the cluster's Kubernetes provider (in Python an AksCluster's or KubeconfigCluster's
+    `provider`; elsewhere a kubernetes Provider made from their `kubeconfig`) and depend it on
+    the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
 
     endpoint: pulumi.Output[str | None]
     """In-cluster OpenAI-compatible URL (/v1/chat/completions) of the model's Service; none for tuning."""
@@ -111,9 +112,9 @@ class KaitoModel(pulumi.ComponentResource):
                 problems.append(
                     Problem.at(
                         "kubeconfig",
-                        "the waits read the cluster and have no credentials: deploy through the provider of AksCluster "
-                        "or KubeconfigCluster (opts), give `kubeconfig`, or turn off `wait_for_gpu_nodes` and "
-                        "`wait_for_ready`",
+                        "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an "
+                        "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` "
+                        "output), or turn off `wait_for_gpu_nodes` and `wait_for_ready`",
                         "no-credentials",
                     )
                 )

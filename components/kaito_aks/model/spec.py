@@ -179,8 +179,9 @@ class KaitoModelArgs:
     preview that its selector picks one kind of node and that KAITO admits and places it there.
     Default: not known (the GPU-node wait checks at `pulumi up`)."""
     kubeconfig: KubeconfigContents | None = None
-    """Credentials the waits read the cluster with (kept secret); default: those of the
-    ClusterProvider in `opts` (AksCluster.provider, KubeconfigCluster.provider)."""
+    """Credentials the waits read the cluster with (kept secret; e.g. an AksCluster's or
+    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
+    their `provider`)."""
     context: str | None = None
     """Kubeconfig context for the waits; default: the provider's, or the current one."""
     wait_for_gpu_nodes: bool = True

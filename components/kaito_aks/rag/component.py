@@ -103,8 +103,9 @@ class RagEngine(pulumi.ComponentResource):
                 problems.append(
                     Problem.at(
                         "kubeconfig",
-                        "the readiness wait reads the cluster and has no credentials: deploy through the provider of "
-                        "AksCluster or KubeconfigCluster (opts), give `kubeconfig`, or turn off `wait_for_ready`",
+                        "the readiness wait reads the cluster and has no credentials: deploy through a ClusterProvider "
+                        "(an AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their "
+                        "`kubeconfig` output), or turn off `wait_for_ready`",
                         "no-credentials",
                     )
                 )

@@ -174,8 +174,9 @@ class RagEngineArgs:
     load_balancer: bool = False
     """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
     kubeconfig: KubeconfigContents | None = None
-    """Credentials the readiness wait reads the cluster with (kept secret); default: those of
-    the ClusterProvider in `opts` (AksCluster.provider, KubeconfigCluster.provider)."""
+    """Credentials the readiness wait reads the cluster with (kept secret; e.g. an AksCluster's or
+    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
+    their `provider`)."""
     context: str | None = None
     """Kubeconfig context for the wait; default: the provider's, or the current one."""
     wait_for_ready: bool = True
