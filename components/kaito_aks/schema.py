@@ -294,26 +294,27 @@ def literal_values(tp: Any) -> tuple[Any, ...] | None:
     return get_args(tp) if get_origin(tp) is Literal else None
 
 
-def describe(tp: Any) -> str:
-    """A short human name of a type, for docs and errors."""
+def describe(tp: Any, classes: bool = False) -> str:
+    """A short human name of a type, for docs and errors; `classes`: args classes by their name
+    (help()), else "object" (the config reference, where Python's class names mean nothing)."""
     tp = unannotated(tp)
     inner = input_of(tp)
     if inner is not None:
-        return describe(inner)
+        return describe(inner, classes)
     inner = optional_of(tp)
     if inner is not None:
-        return describe(inner)
+        return describe(inner, classes)
     origin = get_origin(tp)
     if origin is Literal:
         return " | ".join(str(v) for v in get_args(tp))
     if origin in (list, Sequence, tuple):
-        return f"list of {describe(get_args(tp)[0])}"
+        return f"list of {describe(get_args(tp)[0], classes)}"
     if origin in (dict, Mapping):
-        return "map" if get_args(tp)[1] is Any else f"map of {describe(get_args(tp)[1])}"
+        return "map" if get_args(tp)[1] is Any else f"map of {describe(get_args(tp)[1], classes)}"
     if tp is Any:
         return "any"
     if is_args_class(tp):
-        return "object"
+        return tp.__name__ if classes else "object"
     return {str: "text", int: "whole number", float: "number", bool: "true | false"}.get(
         tp, getattr(tp, "__name__", str(tp))
     )
@@ -615,13 +616,14 @@ def default_text(f: Field) -> str:
 
 
 def documented(cls: type[T]) -> type[T]:
-    """Append each arg's description, type and default to the class docstring, so help(),
-    IDEs and the generated docs show the same text as the provider schema."""
+    """Append each arg's description, type, bounds and default to the class docstring, so
+    help(), IDEs and the generated docs show the same text as the provider schema."""
     lines = [inspect.cleandoc(cls.__doc__ or ""), "", "Args:"]
     for f in fields(cls).values():
-        kind = describe(f.type)
         default = default_text(f)
-        head = f"    {f.name} ({kind}{', required' if f.required else ''}{f', default {default}' if default else ''})"
+        facts = [describe(f.type, classes=True), constraint_text(f), "required" if f.required else ""]
+        facts.append(f"default {default}" if default else "")
+        head = f"    {f.name} ({', '.join(x for x in facts if x)})"
         lines.append(head + ":")
         lines += [f"        {line}" for line in (f.doc or "").splitlines()]
     cls.__doc__ = "\n".join(lines)

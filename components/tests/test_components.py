@@ -406,6 +406,15 @@ def test_stacks_deployed_before_the_waits_moved_still_find_their_providers():
 
 def test_help_shows_every_arg_with_its_default():
     doc = KaitoModelArgs.__doc__ or ""
-    assert "replicas (whole number, default 1):" in doc
+    assert "replicas (whole number, 1-1000, default 1):" in doc
     assert "Serving instances behind the one endpoint." in doc
     assert "kaito_version (text, required):" in doc
+
+
+def test_help_shows_bounds_and_nested_types_as_the_schema_does():
+    doc = KaitoModelArgs.__doc__ or ""
+    assert "adapters (list of AdapterArgs, at most 10):" in doc
+    assert "label_selector (LabelSelectorArgs):" in doc
+    assert "node_groups (list of NodeGroup):" in doc
+    assert "gpu_nodes_timeout_minutes (whole number, 1-1440, default 20):" in doc
+    assert "count (whole number, 0-1000):" in (GpuNodePoolArgs.__doc__ or "")

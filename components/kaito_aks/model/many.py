@@ -63,7 +63,12 @@ def deploy_models(
     """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
     per node selector (each model's wait_for_* args decide whether it is waited for, and its
     timeouts stay its own). `opts` apply to every model (the cluster's provider, what
-    they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`."""
+    they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`.
+    Models whose objects would share a name in a namespace are refused with the rest.
+
+    The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
+    model, and parenting them to a component now would change their URNs in every stack
+    deployed so far (they would be replaced)."""
     checked: list[tuple[str, KaitoModelArgs]] = []
     problems: list[Problem] = []
     for resource_name, args in models:
