@@ -331,3 +331,18 @@ def test_plain_pulumi_mocks_get_a_clear_error_from_aks_cluster_not_a_type_error(
     assert errors, "the missing credentials went unnoticed"
     assert not isinstance(errors[0], TypeError), errors[0]
     assert "listManagedClusterUserCredentials" in str(errors[0])
+
+
+def test_kubeconfig_contents_pulumi_yaml_hands_over_as_a_map_reach_the_waits():
+    """Pulumi YAML passes a YAML-looking secret config value to construct already parsed."""
+    parsed = {"apiVersion": "v1", "clusters": [{"name": "dev", "cluster": {"server": "https://dev"}}]}
+
+    def program() -> None:
+        KaitoModel(
+            "m",
+            KaitoModelArgs(kaito_version="0.8.1", model=PHI, kubeconfig=pulumi.Output.secret(parsed)),  # type: ignore[arg-type]
+            opts=through_plain(),
+        )
+
+    ev = run(program)
+    assert reveal(ev.named("m/ready", "pulumi-python:dynamic/kaito-aks:ModelReady").inputs["kubeconfig"]) == parsed

@@ -5,7 +5,7 @@ wherever contents are taken, and contents known at preview must list a cluster."
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import pulumi
 import yaml
@@ -13,6 +13,7 @@ import yaml
 from kaito_aks.parsed import is_dict
 from kaito_aks.schema import Check, Secret
 
+T = TypeVar("T")
 EMPTY = (
     "is empty, and the Kubernetes provider would then read $KUBECONFIG or ~/.kube/config (perhaps another "
     "cluster): give the kubeconfig's contents"
@@ -41,9 +42,11 @@ KubeconfigContents = Annotated[Secret[pulumi.Input[str]], Check(_contents_proble
 """Kubeconfig contents, kept secret: when known at preview, checked (never empty, a cluster listed)."""
 
 
-def require_contents(text: str) -> str:
+def require_contents(contents: T) -> T:
     """Contents that arrive at deploy time (an Output): never empty, so nothing falls back to
-    the ambient kubeconfig."""
-    if not text.strip():
+    the ambient kubeconfig. (Pulumi YAML hands a YAML-looking secret over already parsed, as a
+    map: the waits read that too.)"""
+    value: object = contents
+    if (isinstance(value, str) and not value.strip()) or (is_dict(value) and not value) or value is None:
         raise ValueError(f"the kubeconfig contents {EMPTY}")
-    return text
+    return contents
