@@ -28,6 +28,11 @@ subset directory has no Go sources):
     ragengine/chart.yaml, ragengine/chart-values.yaml   the same for KAITO's ragengine chart
     presets.yaml        KAITO's preset table: supported_models.yaml and the model catalog (0.11+)
     preset-definitions.yaml  the numbers in the presets' Go definitions (before 0.11)
+    model-catalog.yaml  every model of the Hugging Face model catalog (0.11+): licence and the
+                        numbers KAITO sizes it by (model_catalog.yaml)
+    catalog-rules.yaml  what KAITO's code does with a catalog name (0.11+): the legacy preset
+                        names it maps to catalog ids, the models it serves with Transformers, and
+                        the models it fine-tunes, with their tuning GPU memory
     skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
     feature-gates.yaml  the feature gates KAITO's controller knows, with their defaults
     service-account.yaml  gpu-provisioner: the service account its controller runs as
@@ -271,15 +276,24 @@ def go_model_definitions(text: str) -> dict[str, dict[str, Any]]:
     tuning = go_func_bodies(text, "GetTuningParameters")
     distributed = go_func_bodies(text, "SupportDistributedInference")
     tunable = go_func_bodies(text, "SupportTuning")
+    # The name a type is registered under (plugin.Registration{Name: C, Instance: &v}, var v T):
+    # KAITO serves that name with T's parameters, whatever metadata T reads (0.6's deepseekV3
+    # reads deepseek-r1-0528's).
+    types = dict(re.findall(r"^var (\w+)\s+(\w+)\s*$", text, re.M))
+    registered = {
+        types[var]: consts[const]
+        for const, var in re.findall(r"Name:\s*(\w+),\s*Instance:\s*&(\w+)", text)
+        if var in types and const in consts
+    }
     presets: dict[str, dict[str, Any]] = {}
     for receiver, body in inference.items():
         name_ref = re.search(r"metadata\.MustGet\((\w+)\)", body)
         if name_ref is None:
             continue
-        name = consts[name_ref.group(1)]
+        name = registered.get(receiver, consts[name_ref.group(1)])
         entry: dict[str, Any] = {
             "gpuCount": int(_go_field(body, "GPUCountRequirement", str)),
-            "modelGiB": quantity_gib(_go_field(body, "TotalSafeTensorFileSize", str)),
+            **_memory_fields(body),
             "diskGiB": quantity_gib(_go_field(body, "DiskStorageRequirement", str)),
             "bytesPerToken": _go_field(body, "BytesPerToken", int, default=None),
             "tokenLimit": _go_field(body, "ModelTokenLimit", int, default=None),
@@ -291,7 +305,7 @@ def go_model_definitions(text: str) -> dict[str, dict[str, Any]]:
         if "return true" in tunable.get(receiver, "") and "PresetParam{" in tuning_body:
             per_gpu = re.search(r"TuningPerGPUMemoryRequirement:\s*map\[string\]int\{([^}]*)\}", tuning_body)
             entry["tuning"] = {
-                "modelGiB": quantity_gib(_go_field(tuning_body, "TotalSafeTensorFileSize", str)),
+                **_memory_fields(tuning_body),
                 "gpuCount": int(_go_field(tuning_body, "GPUCountRequirement", str)),
                 "perGpuMemoryGiB": {k: int(v) for k, v in re.findall(r'"(\w+)":\s*(\d+)', per_gpu.group(1))}
                 if per_gpu
@@ -299,6 +313,20 @@ def go_model_definitions(text: str) -> dict[str, dict[str, Any]]:
             }
         presets[name] = entry
     return presets
+
+
+def _memory_fields(body: str) -> dict[str, float]:
+    """What a preset needs of GPU memory: the weights' size (TotalSafeTensorFileSize, 0.8+), or
+    before that the total and per-GPU memory KAITO required (TotalGPUMemoryRequirement,
+    PerGPUMemoryRequirement, up to 0.7)."""
+    size = _go_field(body, "TotalSafeTensorFileSize", str, default=None)
+    if size is not None:
+        return {"modelGiB": quantity_gib(size)}
+    out = {"totalGpuMemoryGiB": quantity_gib(_go_field(body, "TotalGPUMemoryRequirement", str))}
+    per_gpu = _go_field(body, "PerGPUMemoryRequirement", str, default=None)
+    if per_gpu is not None:
+        out["perGpuMemoryGiB"] = quantity_gib(per_gpu)
+    return out
 
 
 def _go_field(body: str, name: str, kind: type, default: Any = ...) -> Any:
@@ -375,7 +403,11 @@ def kaito_skus(src: Source) -> dict[str, Any] | None:
             continue
         fields = dict(re.findall(r'(\w+):\s*("[^"]*"|resource\.MustParse\("[^"]*"\)|[0-9.]+|true|false)', line))
         name = fields.pop("SKU").strip('"')
-        mem = fields.get("GPUMemGiB") or re.sub(r'resource\.MustParse\("([^"]*)"\)', r"\1", fields.get("GPUMem", ""))
+        mem = (
+            fields.get("GPUMemGiB")
+            or fields.get("GPUMemGB")
+            or re.sub(r'resource\.MustParse\("([^"]*)"\)', r"\1", fields.get("GPUMem", ""))
+        )
         skus[name] = {
             "gpuCount": int(fields["GPUCount"]),
             "gpuMemGiB": quantity_gib(mem) if mem.endswith("i") else int(mem),
@@ -388,6 +420,87 @@ def kaito_skus(src: Source) -> dict[str, Any] | None:
             ),
         }
     return {"skus": skus}
+
+
+# The catalog fields KAITO sizes a model by (presets/workspace/generator: loadFromCatalog and
+# calculateKVCacheTokenSize read these and nothing else), with the licence.
+CATALOG_FIELDS = (
+    "license",
+    "modelFileSize",
+    "modelTokenLimit",
+    "hiddenSize",
+    "numHiddenLayers",
+    "numAttentionHeads",
+    "numKeyValueHeads",
+    "headDim",
+    "kvLoraRank",
+    "qkRopeHeadDim",
+    "quantMethod",
+    "quantBits",
+    "architectures",
+)
+
+
+def kaito_model_catalog(src: Source) -> dict[str, Any] | None:
+    """Every model of KAITO's Hugging Face model catalog, by its id as the catalog writes it."""
+    found = src.read(f"{MODELS}/model_catalog.yaml")
+    if found is None:
+        return None
+    models = {}
+    for m in yaml.safe_load(found[1])["models"]:
+        models[m["name"]] = {k: m[k] for k in CATALOG_FIELDS if m.get(k) not in (None, "", 0)}
+    return {"models": models}
+
+
+def _go_map_body(text: str, var: str) -> str:
+    """The body of `var <var> = map[...]...{ ... }`, by brace matching, comments removed."""
+    text = re.sub(r"^\s*//.*$", "", text, flags=re.M)
+    m = re.search(rf"\bvar {var}\s*=\s*map\[[^\]]*\][^{{]*\{{", text)
+    if m is None:
+        raise SystemExit(f"no map {var}")
+    depth, i = 1, m.end()
+    while depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    return text[m.end() : i - 1]
+
+
+def _go_map_entries(body: str) -> dict[str, str]:
+    """Top-level `"key": { ... }` entries of a Go map literal's body."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r'^\t"([^"]+)":\s*\{', body, re.M):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(body[i], 0)
+            i += 1
+        out[m.group(1)] = body[m.end() : i - 1]
+    return out
+
+
+def kaito_catalog_rules(src: Source) -> dict[str, Any] | None:
+    """What KAITO's code does with a catalog name (0.11+): a legacy preset name is lower-cased
+    and mapped to a catalog id (pkg/utils/plugin LegacyBuiltinToCatalog); a model is served by
+    the Transformers runtime when its short name (the id's last segment, lower case) has a base
+    command in TransformerInferenceParameters, and is fine-tuned when it is a key of
+    TransformerTuningParameters (with that entry's TotalSafeTensorFileSize as tuning memory)."""
+    if src.read(f"{MODELS}/model_catalog.yaml") is None:
+        return None  # before the catalog: presets are Go definitions (preset-definitions.yaml)
+    plugin = src.read("pkg/utils/plugin/plugin.go")
+    inference = src.read(f"{MODELS}/transformer_runtime_inference_parameters.go")
+    tuning = src.read(f"{MODELS}/transformer_runtime_tuning_parameters.go")
+    if plugin is None or inference is None or tuning is None:
+        return None  # a folder with the catalog but not the Go sources (e.g. ../shared/reference)
+    legacy = dict(re.findall(r'"([^"]+)":\s*"([^"]+)"', _go_map_body(plugin[1], "LegacyBuiltinToCatalog")))
+    transformers = [
+        name
+        for name, body in _go_map_entries(_go_map_body(inference[1], "TransformerInferenceParameters")).items()
+        if re.search(r'BaseCommand:\s*("[^"]+"|\w+)', body)
+    ]
+    tunable = {
+        name: {"modelGiB": quantity_gib(_go_field(body, "TotalSafeTensorFileSize", str))}
+        for name, body in _go_map_entries(_go_map_body(tuning[1], "TransformerTuningParameters")).items()
+    }
+    return {"legacyAliases": legacy, "transformers": transformers, "tuning": tunable}
 
 
 def kaito_feature_gates(src: Source) -> dict[str, Any] | None:
@@ -426,6 +539,8 @@ def derive_kaito(src: Source) -> dict[str, Any]:
         ("presets.yaml", kaito_presets),
         ("preset-definitions.yaml", kaito_preset_definitions),
         ("skus.yaml", kaito_skus),
+        ("model-catalog.yaml", kaito_model_catalog),
+        ("catalog-rules.yaml", kaito_catalog_rules),
     ):
         data = derive(src)
         if data is not None:

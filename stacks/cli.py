@@ -3,7 +3,7 @@
 python -m stacks render <stack>... [--out DIR]   desired state as reviewable files
 python -m stacks validate <stack>...             the config checks alone, every error at once
 python -m stacks models list [--version V] [--json]
-python -m stacks models estimate <preset> [--version V] [--pool VMSIZE] [--region R] [--json]
+python -m stacks models estimate <model> [--version V] [--pool VMSIZE] [--region R] [--json]
 """
 
 from __future__ import annotations
@@ -40,15 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     docs = sub.add_parser("docs", help="print the config reference (the README's, generated from the schema)")
     docs.add_argument("--readme", action="store_true", help="write it into README.md")
 
-    models = sub.add_parser("models", help="the KAITO preset catalog")
+    models = sub.add_parser("models", help="the models KAITO serves: presets, and from 0.11 its Hugging Face catalog")
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (
-        ("list", "every preset and what it needs"),
+        ("list", "every model a KAITO version serves, what it needs, its licence and gating"),
         ("estimate", "the smallest GPU SKUs per node count"),
     ):
         p = msub.add_parser(name, help=help_text)
         if name == "estimate":
-            p.add_argument("preset")
+            p.add_argument("preset", metavar="model", help="a preset name or (0.11+) a catalog Hugging Face id")
             p.add_argument("--pool", metavar="VMSIZE", help="how many nodes of this VM size one instance needs")
             p.add_argument("--region", default=DEFAULT_REGION, help=f"for prices (default: {DEFAULT_REGION})")
         p.add_argument("--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version")
@@ -101,7 +101,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
 def _validate(stacks: list[str], root: Path) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
-    from stacks.errors import StackConfigError
+    from stacks.errors import StackConfigError, located
     from stacks.load import foreign_keys, parse_stack_file
 
     failed = 0
@@ -121,6 +121,8 @@ def _validate(stacks: list[str], root: Path) -> int:
             for line in err.lines:
                 print(f"  {line}")
             continue
+        for warning in cfg.warnings:
+            print(f"{stack}: warning: {located(warning, f)}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
@@ -137,7 +139,7 @@ def _kaito_nodes(cfg: StackConfig) -> str:
     chart = catalog.kaito_charts()[cfg.kaito.version]
     counts: dict[str, int] = {}
     for m in cfg.models:
-        preset = catalog.presets(chart.preset_catalog).get(m.model or "")
+        preset = catalog.find_preset(m.model or "", chart.preset_catalog)
         sku = find_instance_type(m.instance_type or "", chart)
         per_replica = 1
         if preset is not None and sku is not None and m.tuning is None and m.runtime != "transformers":
@@ -148,11 +150,18 @@ def _kaito_nodes(cfg: StackConfig) -> str:
     return f"KAITO creates the GPU nodes: {listed or 'none'}"
 
 
-def _preset_rows(version: str) -> list[dict]:
-    chart = catalog.kaito_charts()[version]
+def _model_rows(version: str) -> list[dict]:
+    """What a release serves: its presets, or (0.11+) every model of its Hugging Face model
+    catalog, with the legacy preset name KAITO maps to it."""
+    release = catalog.kaito_charts()[version].preset_catalog
+    aliases = catalog.legacy_names(release)
+    models = catalog.catalog_models(release) or catalog.presets(release)
     return [
         {
-            "preset": p.name,
+            "model": p.name,
+            "preset": aliases.get(p.name.lower()) if aliases else p.name,
+            "huggingFace": p.hugging_face_id,
+            "license": p.license,
             "family": p.family,
             "gpuMemoryGiB": p.model_gib,
             "diskGiB": p.disk_gib,
@@ -163,31 +172,56 @@ def _preset_rows(version: str) -> list[dict]:
             "tuningGpuMemoryGiB": p.tuning_gib,
             "gated": p.gated,
             "maxContext": p.token_limit,
+            "kvCacheBytesPerToken": p.bytes_per_token or None,
         }
-        for p in sorted(catalog.presets(chart.preset_catalog).values(), key=lambda p: p.name)
+        for p in sorted(models.values(), key=lambda p: p.name.lower())
     ]
 
 
 def _models_list(version: str, as_json: bool) -> int:
-    rows = _preset_rows(version)
+    rows = _model_rows(version)
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
-    header = f"{'PRESET':32} {'GPU MEM':>8} {'GPUS':>4} {'MULTI-NODE':10} {'RUNTIMES':19} {'TUNING':11} GATED"
-    print(f"KAITO {version} presets (GPU memory: what the admission webhook requires)")
-    print(header)
+    release = catalog.kaito_charts()[version].preset_catalog
+    if catalog.catalog_code(release) is not None:
+        print(
+            f"KAITO {version}: the {len(rows)} models of its Hugging Face model catalog. Write the id (any letter "
+            "case) or its legacy preset name as `model`; any other Hugging Face id is sized by KAITO from Hugging "
+            "Face at admission. GPU memory: what the admission webhook requires."
+        )
+    else:
+        print(f"KAITO {version} presets (GPU memory: what the admission webhook requires)")
+    width = max(len("MODEL"), *(len(r["model"]) for r in rows))
+    alias = max(len("PRESET"), *(len(r["preset"] or "-") for r in rows))
+    preset_head = f" {'PRESET':{alias}}" if catalog.catalog_code(release) else ""
+    print(
+        f"{'MODEL':{width}}{preset_head} {'GPU MEM':>8} {'GPUS':>4} {'MULTI-NODE':10} {'RUNTIMES':19} "
+        f"{'TUNING':11} {'LICENSE':12} GATED"
+    )
     for r in rows:
         tuning = "lora,qlora" if r["tuning"] else "-"
+        preset = f" {r['preset'] or '-':{alias}}" if preset_head else ""
         print(
-            f"{r['preset']:32} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>4} {'yes' if r['multiNode'] else 'no':10} "
-            f"{','.join(r['runtimes']):19} {tuning:11} {'yes' if r['gated'] else 'no'}"
+            f"{r['model']:{width}}{preset} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>4} "
+            f"{'yes' if r['multiNode'] else 'no':10} {','.join(r['runtimes']):19} {tuning:11} "
+            f"{r['license'] or '-':12} {'yes' if r['gated'] else 'no'}"
         )
     return 0
 
 
 def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, region: str) -> int:
+    from kaito_aks.model.rules import HF_MODEL_ID
+
     chart = catalog.kaito_charts()[version]
-    preset = catalog.presets(chart.preset_catalog).get(name)
+    preset = catalog.find_preset(name, chart.preset_catalog)
+    if preset is None and chart.accepts_hugging_face_ids and HF_MODEL_ID.match(name):
+        print(
+            f"{name} is not in KAITO {version}'s model catalog: KAITO sizes it from Hugging Face when the "
+            "Workspace is created, so there is nothing to estimate offline",
+            file=sys.stderr,
+        )
+        return 2
     if preset is None:
         close = catalog.closest_presets(name, chart.preset_catalog)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -221,6 +255,8 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
             json.dumps(
                 {
                     "preset": name,
+                    "model": preset.name,
+                    "license": preset.license,
                     "gpuMemoryGiB": preset.model_gib,
                     "gpusPerNode": preset.gpu_count,
                     "multiNode": preset.distributed,
@@ -235,8 +271,10 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
         return 0
     spread = "may span nodes" if preset.distributed else "one node"
     gated = "gated: set the hfToken secret" if preset.gated else "not gated"
+    license = f", licence {preset.license}" if preset.license else ""
     print(
-        f"{name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread}, {gated} (KAITO {version})"
+        f"{preset.name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread}, {gated}"
+        f"{license} (KAITO {version})"
     )
     if not rows:
         print("  no usable KAITO-known Azure SKU fits")

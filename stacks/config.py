@@ -336,7 +336,8 @@ WORKSPACE = Section(
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
                 "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
-                "instance_type": "GPU VM size KAITO provisions; only with kaito.nodeProvisioning auto.",
+                "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
+                "kaito.nodeProvisioning auto, refused with byo.",
             },
             defaults={"ready_timeout_minutes": None},
         ),
@@ -487,6 +488,9 @@ class StackConfig:
     has_hf_token: bool
     has_kubeconfig: bool
     azure_location: str | None
+    # What cannot be checked before KAITO sees it (e.g. a Hugging Face id outside KAITO's
+    # catalog), at config paths: `validate` prints them; under `pulumi up` each model logs its own.
+    warnings: tuple[Problem, ...] = ()
 
     @property
     def is_azure(self) -> bool:

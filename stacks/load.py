@@ -20,13 +20,13 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconf
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import max_model_len
+from kaito_aks.model.rules import max_model_len, model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
@@ -231,6 +231,17 @@ def parse_stack_config(
         if present
     )
     stack_defaults = model_defaults(kaito, kaito_args)
+    stack_wide = dict(STACK_WIDE)
+    forced = forced_runtime(kaito_args)
+    if forced is not None:  # the vLLM gate is off: KAITO serves every model so, whatever it asks
+        stack_defaults["runtime"] = forced
+        value_gates = operator.get("values", {}).get("featureGates")
+        in_values = isinstance(value_gates, Mapping) and "vLLM" in value_gates
+        stack_wide["runtime"] = (
+            "kaito",
+            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
+            Key("vLLM"),
+        )
     hf_token: Any = (
         secret_values.hf_token
         if secret_values.hf_token is not None
@@ -251,6 +262,11 @@ def parse_stack_config(
                 )
             )
             model_index.append(i)
+    warnings = tuple(
+        _model_problem_at(w, i, pool_index, ws_values[i])
+        for i, args in zip(model_index, models, strict=True)
+        for w in model_warnings(args)
+    )
 
     rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
     install_rag = rag_operator[StackRagEngineOperator].get("install")
@@ -285,6 +301,7 @@ def parse_stack_config(
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
         azure_location=azure_location,
+        warnings=warnings,
     )
 
     # ---- the components' own rules, at config paths; then what only a whole stack can get wrong
@@ -299,8 +316,9 @@ def parse_stack_config(
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
     operator_problems = kaito_operator_problems(kaito_args)
-    if not kaito_install:  # only the release matters: the chart is installed elsewhere
-        operator_problems = [p for p in operator_problems if p.path == ("version",)]
+    if not kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
+        unsupported = catalog.unsupported_kaito_version(kaito_args.version)
+        operator_problems = [Problem.at("version", unsupported, "version")] if unsupported else []
     found += [_at_pools(p, pool_index) or p.under("kaito") for p in operator_problems]
     if gpu_operator_args is not None:
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
@@ -309,7 +327,7 @@ def parse_stack_config(
     for i, args in zip(model_index, models, strict=True):
         given = ws_values[i]
         for p in check_model(args)[1]:
-            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given), args))
+            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given, stack_wide), args))
     if rag_operator_args is not None:
         operator_found = ragengine_operator_problems(rag_operator_args)
         found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
@@ -471,16 +489,21 @@ STACK_WIDE: dict[str, tuple[PathPart, ...]] = {
 
 
 def _model_problem_at(
-    problem: Problem, index: int, pool_index: list[int], given: dict[type, dict[str, Any]] | None
+    problem: Problem,
+    index: int,
+    pool_index: list[int],
+    given: dict[type, dict[str, Any]] | None,
+    stack_wide: Mapping[str, tuple[PathPart, ...]] = STACK_WIDE,
 ) -> Problem:
     """A model's problem at its config path: the workspace entry, or the stack-wide key or pool
-    the arg came from."""
+    the arg came from (`stack_wide`: the args the stack set, by where they were set)."""
     at_pool = _at_pools(problem, pool_index)
     if at_pool is not None:
         return at_pool
     head = problem.path[0] if problem.path else None
-    if isinstance(head, str) and head in STACK_WIDE:
-        return dataclasses.replace(problem, path=(*STACK_WIDE[head], *problem.path[1:]))
+    own = given[KaitoModelArgs] if given is not None else {}
+    if isinstance(head, str) and head in stack_wide and head not in own:
+        return dataclasses.replace(problem, path=(*stack_wide[head], *problem.path[1:]))
     own_timeout = given is not None and given[KaitoModelArgs].get("ready_timeout_minutes") is not None
     if head == "ready_timeout_minutes" and not own_timeout:
         return dataclasses.replace(problem, path=("kaito", *problem.path))

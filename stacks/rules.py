@@ -13,6 +13,7 @@ from kaito_aks.model.names import claimed_names, name_collisions
 from kaito_aks.model.rules import match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import dropped_by, selects, vm_size_problem
+from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
 from kaito_aks.problems import Key, Problem
 from stacks.config import StackConfig
 from stacks.errors import secret_key
@@ -62,6 +63,7 @@ def check(
         *_kaito(cfg),
         *_nodes(cfg),
         *_add_on(cfg),
+        *_gates(cfg, model_index),
         *_names(cfg, model_index),
         *_rag(cfg, rag_index or []),
         *_pools(cfg, pool_index),
@@ -236,7 +238,13 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
         )
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
-    if chart.replicas == "workspacePerReplica" and gates.get("enableInferenceSetController") is True and cfg.models:
+    # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
+    # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name;
+    # 0.6 has none.
+    adopts_anywhere = (
+        chart.replicas == "workspacePerReplica" and chart.feature_gates.get("enableInferenceSetController") is False
+    )
+    if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.models:
         yield Problem(
             ("kaito", "feature_gates", Key("enableInferenceSetController")),
             f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "
@@ -252,6 +260,33 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             else "featureGates and values configure the chart we install; with install: false set them where KAITO "
             "is installed",
             "install",
+        )
+
+
+def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
+    """Gates that change how KAITO admits the stack's models."""
+    chart = catalog.kaito_charts().get(cfg.kaito.version)
+    if chart is None:
+        return
+    if forced_runtime(cfg.kaito) is not None:
+        for i, args in zip(model_index, cfg.models, strict=True):
+            if args.runtime == "vllm":
+                yield Problem(
+                    ("workspaces", i, "runtime"),
+                    "KAITO serves every model with transformers while kaito.featureGates.vLLM is false (it ignores "
+                    "kaito.sh/runtime): remove runtime, or turn the gate on",
+                    "runtime-gate",
+                )
+    streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    if streaming and created and any(m.model and m.tuning is None and m.runtime != "transformers" for m in cfg.models):
+        written = cfg.kaito.values.get("featureGates")
+        in_values = isinstance(written, dict) and "ModelStreaming" in written
+        yield Problem(
+            ("kaito", *(("values", Key("featureGates")) if in_values else ("feature_gates",)), Key("ModelStreaming")),
+            "KAITO's webhook then denies every vLLM preset unless the cluster has the blob.csi.azure.com CSI driver "
+            "(validateStreamingCSIDriver), which AKS clusters this stack creates do not enable: turn the gate off",
+            "gate",
         )
 
 

@@ -27,14 +27,34 @@ def reference_models(version: str) -> dict[str, dict]:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_models_list_names_every_served_preset_with_its_gating(capsys, version):
-    rows = {r["preset"]: r for r in cli_json(capsys, "models", "list", "--version", version)}
-    real = {n: m for n, m in reference_models(version).items() if not m.get("deprecated")}
+    rows = cli_json(capsys, "models", "list", "--version", version)
     chart = catalog.kaito_charts()[version]
-    assert set(rows) == set(real) - set(catalog.removed_presets(chart.preset_catalog))
-    for name, row in rows.items():
-        assert row["gated"] == bool(real[name].get("downloadAuthRequired")), name
+    real = {n: m for n, m in reference_models(version).items() if not m.get("deprecated")}
+    presets = catalog.presets(chart.preset_catalog)
+    assert {r["preset"] for r in rows} - {None} == set(real) - set(catalog.removed_presets(chart.preset_catalog))
+    for row in rows:
+        name = row["preset"]
         assert row["gpuMemoryGiB"] > 0
-        assert row["runtimes"] == catalog.presets(chart.preset_catalog)[name].runtimes
+        if name is not None:
+            if real[name].get("downloadAuthRequired"):
+                assert row["gated"], name
+            assert row["runtimes"] == presets[name].runtimes
+            assert row["gated"] == presets[name].gated
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_models_list_shows_the_whole_hugging_face_catalog_with_licence_and_gating(capsys, version):
+    rows = {r["model"]: r for r in cli_json(capsys, "models", "list", "--version", version)}
+    release = catalog.kaito_charts()[version].preset_catalog
+    real = kaito(version, "model-catalog")["models"] if catalog.catalog_code(release) else {}
+    if not real:
+        assert all(r["model"] == r["preset"] for r in rows.values())  # presets only
+        return
+    assert set(rows) == set(real)
+    for model_id, row in rows.items():
+        assert row["license"] == real[model_id]["license"]
+        assert row["gated"] == (model_id.lower() in catalog.gated_models())
+    assert rows["meta-llama/Llama-3.1-8B-Instruct"]["preset"] == "llama-3.1-8b-instruct"
 
 
 def test_models_list_table(capsys):
@@ -42,15 +62,40 @@ def test_models_list_table(capsys):
     out = capsys.readouterr().out
     assert "phi-4-mini-instruct" in out
     assert "llama-3.1-8b-instruct" in out
+    assert main(["models", "list", "--version", "0.12.0"]) == 0
+    out = capsys.readouterr().out
+    assert "the 60 models of its Hugging Face model catalog" in out
+    assert "deepseek-ai/DeepSeek-V3.2" in out
+    line = next(x for x in out.splitlines() if x.startswith("meta-llama/Llama-3.1-8B-Instruct "))
+    assert line.split()[1:2] == ["llama-3.1-8b-instruct"]
+    assert line.split()[-2:] == ["llama3.1", "yes"]  # licence, gated
+
+
+def test_models_estimate_takes_catalog_ids_and_says_when_it_cannot(capsys):
+    answer = cli_json(capsys, "models", "estimate", "deepseek-ai/deepseek-v3.2", "--version", "0.12.0")
+    assert answer["model"] == "deepseek-ai/DeepSeek-V3.2"
+    assert answer["license"] == "mit"
+    by_sku = {o["sku"]: o["nodes"] for o in answer["options"]}
+    assert by_sku["Standard_ND96isr_H200_v5"] == 1  # 1128 GiB >= 642.14 GiB: one node
+    assert by_sku["Standard_ND96isr_H100_v5"] == 2  # 640 GiB < 642.14 GiB: two
+    assert main(["models", "estimate", "foo/NotAModel", "--version", "0.12.0"]) == 2
+    assert "sizes it from Hugging Face" in capsys.readouterr().err
+    assert main(["models", "estimate", "deepseek-ai/DeepSeek-V3.2", "--version", "0.8.1"]) == 2
+    assert "unknown KAITO 0.8.1 preset" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
     ("version", "preset"),
-    [(v, p) for v, chart in catalog.kaito_charts().items() for p in sorted(catalog.presets(chart.preset_catalog))],
+    [
+        (v, p)
+        for v, chart in catalog.kaito_charts().items()
+        for p in sorted({*catalog.presets(chart.preset_catalog), *catalog.catalog_models(chart.preset_catalog)})
+    ],
 )
 def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, version, preset):
     chart = catalog.kaito_charts()[version]
-    p = catalog.presets(chart.preset_catalog)[preset]
+    p = catalog.find_preset(preset, chart.preset_catalog)
+    assert p is not None
     skus = catalog.gpu_skus(chart.sku_catalog)
     answer = cli_json(capsys, "models", "estimate", preset, "--version", version)
     assert answer["gpuMemoryGiB"] == p.model_gib

@@ -364,3 +364,20 @@ def test_on_aks_the_wait_uses_the_clusters_credentials_after_the_pools_and_opera
         assert isinstance(wait_.inputs["kubeconfig"], Secret)
         types = {ev.by_urn(d).type for d in wait_.dependencies}
         assert {"azure-native:containerservice:AgentPool", "kubernetes:helm.sh/v3:Release"} <= types
+
+
+def test_0_12_waits_for_the_gpu_nodes_again_on_every_inference_set_change():
+    """0.12's InferenceSet webhook re-runs the child Workspace's create checks on every update
+    (inferenceset_validation.go:54-56, pkg/utils/inferenceset ValidateWorkspaceForInferenceSet): a
+    replicas change is denied while no matching GPU node is labelled, so the wait looks first.
+    Per-replica Workspaces (0.8) are admitted once: only a new one re-runs it."""
+
+    def guarded(replicas: int, version: str) -> list[str]:
+        (wait,) = run(config([{**PHI, "replicas": replicas}], kaito={"version": version})).of_type(WAIT)
+        return wait.inputs["workspaces"]
+
+    one, two = guarded(1, "0.12.0"), guarded(2, "0.12.0")
+    assert one[0].startswith("phi@")
+    assert GpuNodesProvider().diff("id", {"workspaces": one}, {"workspaces": two}).changes
+    assert guarded(1, "0.12.0") == one  # no change, no new wait
+    assert guarded(2, "0.8.1") == ["phi-0", "phi-1"]

@@ -130,9 +130,30 @@ def test_immutable_fields_replace_and_delete_first():
         "resource.labelSelector",
         "resource.instanceType",
         "resource.count",
-        "inference.preset.name",
+        "inference.preset",
     }
     assert ws.options["deleteBeforeReplace"] is True
+
+
+def replaced_by(paths: list[str], changed: str) -> bool:
+    """Whether a change at `changed` replaces the object (Pulumi replaces on a listed path or below it)."""
+    return any(changed == p or changed.startswith(p + ".") for p in paths)
+
+
+@pytest.mark.parametrize(
+    ("version", "kind", "preset"),
+    [
+        ("0.8.1", WORKSPACE, "inference.preset"),
+        ("0.12.0", "kubernetes:kaito.sh/v1beta1:InferenceSet", "spec.template.inference.preset"),
+    ],
+)
+def test_a_new_model_access_secret_replaces_what_kaito_would_not_update(version, kind, preset):
+    """KAITO's webhook compares the whole preset on update, presetOptions included ("field is
+    immutable: inference.preset", workspace_validation.go 0.8.1:610-612, 0.12.0:895-897): giving
+    hfToken or modelAccessSecret to a running model must replace it, not be denied mid-update."""
+    (obj,) = run(config([{**LLAMA, "modelAccessSecret": "hf"}], kaito={"version": version})).of_type(kind)
+    assert replaced_by(obj.options["replaceOnChanges"], f"{preset}.presetOptions.modelAccessSecret")
+    assert replaced_by(obj.options["replaceOnChanges"], f"{preset}.name")
 
 
 def test_workspaces_wait_for_the_kaito_operator():
@@ -281,7 +302,7 @@ def test_adapters_are_named_image_sources(workspace_errors):
 
 def test_tuning_workspace_shape(workspace_errors):
     tuning = {
-        "method": "qlora",
+        "method": "lora",  # qlora would need QuantizationConfig.load_in_4bit (KAITO's webhook)
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
         "config": {"training_config": {"TrainingArguments": {"num_train_epochs": 1}}},
@@ -292,7 +313,7 @@ def test_tuning_workspace_shape(workspace_errors):
     assert "inference" not in ws.inputs
     assert ws.inputs["tuning"] == {
         "preset": {"name": "phi-4-mini-instruct"},
-        "method": "qlora",
+        "method": "lora",
         "config": ws.inputs["tuning"]["config"],
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},

@@ -137,10 +137,6 @@ def test_what_contradicts_auto_mode_is_refused_with_the_fix(cfg: dict[str, objec
 # ---------------------------------------------------------------- the AKS add-on
 
 
-PENDING_0_6 = pytest.mark.xfail(strict=True, reason="KAITO 0.6.0's data (the add-on's release) lands separately")
-
-
-@PENDING_0_6
 def test_the_add_on_stack_enables_the_profile_and_installs_no_kaito():
     ev = run(add_on())
     cluster = ev.named("cluster", CLUSTER)
@@ -163,10 +159,9 @@ def test_the_add_on_stack_enables_the_profile_and_installs_no_kaito():
         ({"kaito": {"install": True}}, "kaito.install: the AI toolchain operator add-on installs KAITO"),
         ({"kaito": {"nodeProvisioning": "byo"}}, "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes"),
         ({"gpuProvisioner": {"install": True}}, "gpuProvisioner.install: the add-on runs its node provisioner in AKS"),
-        pytest.param(
+        (
             {"kaito": {"featureGates": {"vLLM": False}}},
             "kaito.install: the AKS add-on offers no KAITO feature gates or chart values",
-            marks=PENDING_0_6,
         ),
     ],
 )

@@ -185,7 +185,20 @@ def test_ensure_node_class_gate_exists_in_0_8():
 
 def test_tuning_only_on_presets_that_support_it():
     err = one_error(config([{**TUNING, "model": "falcon-7b-instruct"}]))
-    assert err.startswith("workspaces[0].tuning: KAITO cannot fine-tune falcon-7b-instruct; tunable presets:")
+    assert err.startswith("workspaces[0].tuning: KAITO 0.8.1 cannot fine-tune falcon-7b-instruct; tunable presets:")
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.12.0"])
+def test_mistral_7b_cannot_be_fine_tuned_on_0_11_or_0_12(version):
+    """0.11 and 0.12 serve mistral-7b as mistral-7b-v0.3; its tuning parameters call MustGet("mistral-7b-v0.3"),
+    which supported_models.yaml does not have (vllm_model.go 0.11.0:241-258, 0.12.0:256-271): the controller panics, so
+    the webhook's admission would only lead to a tuning job that never starts."""
+    gated = {**TUNING, "model": "mistral-7b", "modelAccessSecret": "hf"}  # gated from 0.11 (a download)
+    err = one_error(config([gated], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].tuning: KAITO {version} cannot fine-tune mistral-7b; tunable presets: ")
+    assert "mistral-7b," not in err
+    assert "phi-4-mini-instruct" in err
+    run(config([{**TUNING, "model": "mistral-7b"}]))
 
 
 def test_tuning_input_needs_exactly_one_source():
@@ -198,6 +211,131 @@ def test_tuning_output_image_needs_a_push_secret():
     tuning = {**TUNING["tuning"], "output": {"image": "registry.example.com/a:1"}}
     err = one_error(config([{**TUNING, "tuning": tuning}]))
     assert err == "workspaces[0].tuning.output.imagePushSecret: required with image: a Secret to push the adapter with"
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("ftp://example.com/data.parquet", "data source URL must use HTTP or HTTPS"),
+        ("file:///data/train.parquet", "invalid data source URL"),
+        ("http://localhost:8080/data.parquet", "data source URL must not target a local or metadata endpoint"),
+        ("http://metadata.google.internal/x", "data source URL must not target a local or metadata endpoint"),
+        ("http://10.0.0.5/data.parquet", "data source URL must not target a loopback, private, or link-local address"),
+        ("http://[fe80::1%25eth0]/d", "data source URL must not target a loopback, private, or link-local address"),
+    ],
+)
+def test_tuning_urls_kaito_0_12_refuses(url, error):
+    """validateDataSourceURL, new in 0.12.0 (workspace_validation.go:355-361, 383-413)."""
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "input": {"urls": ["https://example.com/a.parquet", url]}}}
+    err = one_error(config([ws], kaito={"version": "0.12.0"}))
+    assert err == f"workspaces[0].tuning.input.urls[1]: KAITO 0.12.0 denies it: {error}"
+    run(config([ws]))  # 0.8.1 checks no URL
+    run(config([ws], kaito={"version": "0.11.0"}))  # nor does 0.11.0
+
+
+QLORA = {"QuantizationConfig": {"load_in_4bit": True}, "TrainingArguments": {"output_dir": "/mnt/results"}}
+
+
+@pytest.mark.parametrize(
+    ("method", "given", "where", "message"),
+    [
+        ("qlora", {"lora": {}}, "training_config", "required: a map of sections (KAITO: \"Expected 'training_config'"),
+        (
+            "qlora",
+            {**QLORA, "LoRAConfig": {"r": 8}},
+            "training_config.LoRAConfig",
+            "Unrecognized section (KAITO); did ",
+        ),
+        ("qlora", {"LoraConfig": {"r": 8}}, "training_config.QuantizationConfig", "method qlora needs load_in_4bit or"),
+        (
+            "qlora",
+            {"QuantizationConfig": {"load_in_4bit": "yes"}},
+            "training_config.QuantizationConfig.load_in_4bit",
+            "must be true, false or null, not 'yes' (KAITO: value must be either nil or a boolean)",
+        ),
+        (
+            "qlora",
+            {"QuantizationConfig": {"load_in_4bit": True, "load_in_8bit": True}},
+            "training_config.QuantizationConfig",
+            "KAITO denies load_in_4bit and load_in_8bit both true",
+        ),
+        ("lora", QLORA, "training_config.QuantizationConfig", "KAITO denies load_in_4bit or load_in_8bit true with"),
+        (
+            "qlora",
+            {**QLORA, "TrainingArguments": {"output_dir": "../results"}},
+            "training_config.TrainingArguments.output_dir",
+            "must name a directory under /mnt (KAITO: Invalid output_dir specified: '../results', must be a directory)",
+        ),
+        (
+            "qlora",
+            {**QLORA, "TrainingArguments": {"output_dir": 1}},
+            "training_config.TrainingArguments.output_dir",
+            "must be text, not 1 (KAITO: output_dir is not a string)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("version", ["0.8.1", "0.12.0"])
+def test_tuning_config_is_checked_as_kaito_checks_training_config_yaml(method, given, where, message, version):
+    """tuning_config_validation.go (0.8.1:108-264, 0.12.0:108-263): the sections, the quantization
+    the method implies, and an output_dir under /mnt."""
+    body = given if "lora" in given else {"training_config": given}
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "method": method, "config": body}}
+    err = one_error(config([ws], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].tuning.config.{where}: {message}"), err
+
+
+def test_a_tuning_config_kaito_admits():
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], "config": {"training_config": {**QLORA, "LoraConfig": {"r": 8}}}}}
+    run(config([ws], kaito={"version": "0.12.0"}))
+    lora = {
+        "training_config": {"QuantizationConfig": {"load_in_4bit": False}, "TrainingArguments": {"output_dir": "x"}}
+    }
+    run(config([{**ws, "tuning": {**ws["tuning"], "method": "lora", "config": lora}}]))
+
+
+@pytest.mark.parametrize(
+    ("volume", "where", "message"),
+    [
+        (
+            {"persistentVolumeClaim": {"claim": "data"}},
+            "persistentVolumeClaim.claim",
+            "not a field of Kubernetes' PersistentVolumeClaimVolumeSource (KAITO decodes it strictly: json: unknown "
+            'field "claim"); did you mean claimName?',
+        ),
+        ({"pvc": {"claimName": "data"}}, "pvc", "not a field of Kubernetes' VolumeSource (KAITO decodes it strictly"),
+        ({"emptyDir": {"sizeLimit": "10 GB"}}, "emptyDir.sizeLimit", "'10 GB' is not a Kubernetes quantity"),
+        ({"hostPath": {"path": 1}}, "hostPath.path", "must be text, not 1"),
+        ({"emptyDir": {}, "hostPath": {"path": "/d"}}, "", "gives 2 volume types (emptyDir, hostPath); Kubernetes"),
+    ],
+)
+@pytest.mark.parametrize("side", ["input", "output"])
+def test_tuning_volume_sources_are_decoded_as_kaito_decodes_them(volume, where, message, side):
+    """KAITO's webhook decodes the Workspace strictly (pkg/workspace/webhooks/webhooks.go, knative with
+    DisallowUnknownFields); volumeSource is schemaless, so the API server prunes nothing before it."""
+    ws = {**TUNING, "tuning": {**TUNING["tuning"], side: {"volumeSource": volume}}}
+    err = one_error(config([ws]))
+    path = f"workspaces[0].tuning.{side}.volumeSource" + (f".{where}" if where else "")
+    assert err.startswith(f"{path}: {message}"), err
+
+
+def test_a_volume_source_kaito_decodes():
+    pvc = {"persistentVolumeClaim": {"claimName": "data", "readOnly": True}}
+    run(config([{**TUNING, "tuning": {**TUNING["tuning"], "input": {"volumeSource": pvc}}}]))
+
+
+@pytest.mark.parametrize(
+    ("resources", "where", "message"),
+    [
+        ({"limit": {"cpu": "2"}}, "limit", "not a field of Kubernetes' ResourceRequirements (KAITO decodes it"),
+        ({"limits": {"memory": "8 GB"}}, "limits.memory", "'8 GB' is not a Kubernetes quantity (e.g. 500m, 2, 16Gi)"),
+        ({"requests": ["cpu"]}, "requests", "must be a map"),
+    ],
+)
+def test_custom_image_resources_are_decoded_as_kaito_decodes_them(resources, where, message):
+    """inference.template is schemaless too: KAITO's strict decoding sees the container's resources."""
+    err = one_error(config([{**CPU, "resources": resources}]))
+    assert err.startswith(f"workspaces[0].resources.{where}: {message}"), err
+    run(config([{**CPU, "resources": {"requests": {"cpu": 0.5, "memory": "4Gi"}, "limits": {"memory": "8Gi"}}}]))
 
 
 def test_tuning_runs_once():
@@ -222,6 +360,34 @@ def test_node_provisioning_gate_is_owned_by_node_provisioning():
     assert err == "kaito.featureGates.disableNodeAutoProvisioning: set by nodeProvisioning (byo | auto); remove it"
 
 
+def test_model_streaming_needs_model_mirror():
+    """KAITO's controller exits at start-up otherwise (cmd/workspace/main.go 0.11.0:163-168, 0.12.0:166-171)."""
+    streaming = {"version": "0.12.0", "featureGates": {"ModelStreaming": True}}
+    assert one_error(config([PHI], kaito=streaming)) == (
+        "kaito.featureGates.ModelStreaming: KAITO's controller exits at start-up (\"ModelStreaming feature gate "
+        'requires ModelMirror to be enabled"); set ModelMirror true as well'
+    )
+    in_values = {"version": "0.12.0", "values": {"featureGates": {"ModelStreaming": True}}}
+    assert one_error(config([PHI], kaito=in_values)).startswith("kaito.values.featureGates.ModelStreaming: ")
+    run(config([PHI], kaito={"version": "0.12.0", "featureGates": {"ModelStreaming": True, "ModelMirror": True}}))
+
+
+def test_with_the_vllm_gate_off_every_model_runs_transformers():
+    """KAITO ignores kaito.sh/runtime when the vLLM gate is off (api/v1beta1/labels.go 0.8.1:49-66,
+    0.12.0:118-137), so its transformers rules apply to every model."""
+    off = {"featureGates": {"vLLM": False}}
+    ev = run(config([{**PHI, "adapters": [{"name": "sql", "image": "r.io/sql:1", "strength": 0.5}]}], kaito=off))
+    (ws,) = ev.of_type(WORKSPACE)
+    assert ws.inputs["metadata"]["annotations"] == {"kaito.sh/runtime": "transformers"}
+    assert one_error(config([{**PHI, "runtime": "vllm"}], kaito=off)) == (
+        "workspaces[0].runtime: KAITO serves every model with transformers while kaito.featureGates.vLLM is false "
+        "(it ignores kaito.sh/runtime): remove runtime, or turn the gate on"
+    )
+    assert one_error(config([PHI], kaito={**off, "version": "0.12.0"})) == (
+        "kaito.featureGates.vLLM: KAITO 0.12.0 cannot serve phi-4-mini-instruct with transformers; use vllm"
+    )
+
+
 def test_feature_gates_are_booleans():
     err = one_error(config([PHI], kaito={"featureGates": {"vLLM": "yes please"}}))
     assert err.startswith("kaito.featureGates.vLLM: must be true or false, not 'yes please'")
@@ -229,7 +395,9 @@ def test_feature_gates_are_booleans():
 
 def test_version_outside_the_supported_table():
     err = one_error(config([PHI], kaito={"version": "0.7.2"}))
-    assert err == "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"
+    assert err == (
+        "kaito.version: KAITO 0.7.2 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0"
+    )
 
 
 def test_an_unsupported_version_does_not_hide_the_workspace_errors():
@@ -251,9 +419,53 @@ def test_empty_label_selector_is_rejected():
 
 
 def test_byo_presets_need_match_labels():
-    selector = {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
+    selector = {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["gpu"]}]}
     err = one_error(config([{**PHI, "labelSelector": selector}]))
     assert err.startswith("workspaces[0].labelSelector: KAITO finds bring-your-own GPU nodes by matchLabels")
+
+
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ({"key": "zone", "operator": "NotIn", "values": ["1"]}, 'operator "NotIn" cannot be converted'),
+        ({"key": "zone", "operator": "Exists"}, 'operator "Exists" cannot be converted'),
+        (
+            {"key": "zone", "operator": "In", "values": ["1", "2"]},
+            'operator "In" without a single value cannot be converted',
+        ),
+    ],
+)
+@pytest.mark.parametrize("workspace", [PHI, CPU])
+def test_match_expressions_must_convert_to_match_labels(expression, why, workspace):
+    """KAITO denies a selector metav1.LabelSelectorAsMap cannot convert, presets and custom images alike
+    (workspace_validation.go 0.8.1:360-364, 0.12.0:508-511; on update 0.12.0:813-816)."""
+    selector = {"matchLabels": {"agentpool": "gpu"}, "matchExpressions": [expression]}
+    err = one_error(config([{**workspace, "labelSelector": selector}]))
+    assert err == (
+        f"workspaces[0].labelSelector.matchExpressions[0]: KAITO denies it ({why} into the old label selector "
+        "format): use In with one value, or matchLabels"
+    )
+    one = {"key": "zone", "operator": "In", "values": ["1"]}
+    run(config([{**workspace, "labelSelector": {**selector, "matchExpressions": [one]}}]))
+
+
+def test_labels_kaito_reserves_for_its_own_nodes_are_refused_in_a_selector_from_0_11():
+    """KAITO 0.11+ drops reserved keys from a selector, and denies one left empty
+    (workspace_validation.go 0.12.0:513-533, labels.go:218-259)."""
+    only = {"matchLabels": {"kaito.sh/workspace": "phi"}}
+    err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.12.0"}))
+    assert err == (
+        'workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.12.0 reserves this label for the '
+        'nodes it manages and ignores it in a selector (and denies a selector left empty: "matchLabels must contain '
+        'at least one non-reserved label"); select by another label'
+    )
+    mixed = {"matchLabels": {"agentpool": "gpu", "karpenter.kaito.sh/workspace-name": "phi"}}
+    err = one_error(config([{**PHI, "labelSelector": mixed}], kaito={"version": "0.12.0"}))
+    assert err.startswith('workspaces[0].labelSelector.matchLabels."karpenter.kaito.sh/workspace-name": KAITO 0.12.0 ')
+    assert err.endswith("ignores it in a selector; select by another label")
+    run(config([{**PHI, "labelSelector": only}]))  # 0.8.1 lists nodes by every label given
+    err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.11.0"}))
+    assert err.startswith('workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.11.0 reserves')
 
 
 def test_runtime_is_for_presets():
@@ -265,6 +477,57 @@ def test_at_most_ten_adapters():
     adapters = [{"name": f"a{i}", "image": f"r/a{i}:1"} for i in range(11)]
     err = one_error(config([{**PHI, "adapters": adapters}]))
     assert err == "workspaces[0].adapters: has 11 entries; at most 10 (KAITO serves at most 10 per workspace)"
+
+
+def test_adapter_names_fit_the_container_and_volume_kaito_names_after_them():
+    """KAITO names an adapter's init container puller-<name> and, with pull secrets, a volume
+    docker-config-<name>-inference-adapter (manifests.go 0.8.1:283-290, 0.12.0:252-260); both are
+    DNS-1123 labels, or the StatefulSet is refused after admission."""
+    long = "a" * 57
+    err = one_error(config([{**PHI, "adapters": [{"name": long, "image": "registry.example.com/sql:1"}]}]))
+    assert err == (
+        f"workspaces[0].adapters[0].name: {long!r} is not an adapter name: a DNS-1123 label of at most 56 characters "
+        "(KAITO names its init container puller-<name>)"
+    )
+    dotted = one_error(config([{**PHI, "adapters": [{"name": "sql.v1", "image": "registry.example.com/sql:1"}]}]))
+    assert dotted.startswith("workspaces[0].adapters[0].name: 'sql.v1' is not an adapter name")
+    secret = {"name": "a" * 32, "image": "registry.example.com/sql:1", "imagePullSecrets": ["acr"]}
+    assert one_error(config([{**PHI, "adapters": [secret]}])) == (
+        "workspaces[0].adapters[0].name: 32 characters; with imagePullSecrets KAITO names a volume "
+        "docker-config-<name>-inference-adapter, so at most 31"
+    )
+    run(config([{**PHI, "adapters": [{**secret, "name": "a" * 31}, {"name": "b" * 56, "image": "r.io/b:1"}]}]))
+
+
+@pytest.mark.parametrize(
+    ("image", "error"),
+    [
+        ("0" * 64, f"invalid repository name ({'0' * 64}), cannot specify 64-byte hexadecimal strings"),
+        ("-registry.example.com/sql:1", "invalid reference format"),
+        ("myorg/Sql:1", "invalid reference format: repository name (myorg/Sql) must be lowercase"),
+        ("registry.example.com/" + "s" * 256 + ":1", "repository name must not be more than 255 characters"),
+        ("registry.example.com/sql@md5:" + "0" * 32, "unsupported digest algorithm"),
+        ("registry.example.com/sql@sha256:" + "0" * 63, "invalid checksum digest length"),
+    ],
+)
+@pytest.mark.parametrize("where", ["adapters[0].image", "tuning.input.image", "tuning.output.image"])
+def test_images_must_parse_as_kaito_parses_them(image, error, where):
+    """KAITO parses adapter and tuning images with distribution/reference's ParseDockerRef
+    (workspace_validation.go 0.8.1:252-256, 288-290; 0.12.0:363-366, 431-433)."""
+    tuning = TUNING["tuning"]
+    ws = {
+        "adapters[0].image": {**PHI, "adapters": [{"name": "sql", "image": image}]},
+        "tuning.input.image": {**TUNING, "tuning": {**tuning, "input": {"image": image}}},
+        "tuning.output.image": {**TUNING, "tuning": {**tuning, "output": {**tuning["output"], "image": image}}},
+    }[where]
+    assert one_error(config([ws])) == (
+        f"workspaces[0].{where}: {image!r} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
+    )
+
+
+def test_images_kaito_parses_are_accepted():
+    for image in ("[fd00::1]:5000/adapters/sql:1", "registry.example.com/sql@sha512:" + "0" * 128, "Registry/sql:1"):
+        run(config([{**PHI, "adapters": [{"name": "sql", "image": image}]}]))
 
 
 def test_adapter_strength_between_zero_and_one():
@@ -390,6 +653,75 @@ def test_vllm_refuses_adapters_on_presets_that_disallow_lora():
 def test_max_model_len_is_an_integer_within_the_context_window(value, message):
     err = one_error(config([{**PHI, "config": {"vllm": {"max-model-len": value}}}]))
     assert err == f"workspaces[0].config.vllm.max-model-len: {message}"
+
+
+@pytest.mark.parametrize(
+    ("given", "where", "message"),
+    [
+        (
+            {"vllm": ["--max-model-len", "4096"]},
+            "config.vllm",
+            "must be a map of vLLM arguments (KAITO: cannot unmarshal !!seq into map[string]string)",
+        ),
+        ({"vllm": "hello"}, "config.vllm", "must be a map of vLLM arguments (KAITO: cannot unmarshal !!str into"),
+        ({"vllm": None}, "config.vllm", "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out"),
+        (
+            {"vllm": {"served-model-name": ["a", "b"]}},
+            "config.vllm.served-model-name",
+            "must be one value (KAITO: cannot unmarshal !!seq into string)",
+        ),
+        (
+            {"vllm": {"speculative-config": {"method": "ngram"}}},
+            "config.vllm.speculative-config",
+            "must be one value (KAITO: cannot unmarshal !!map into string)",
+        ),
+        (
+            {"vllm": {"swap-space": None}},
+            "config.vllm.swap-space",
+            "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it",
+        ),
+        (
+            {"vllm": {"max_model_len": 8192}},
+            "config.vllm.max_model_len",
+            "write max-model-len: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
+        ),
+        (
+            {"vllm": {"max-model-len": "4096"}},
+            "config.vllm.max-model-len",
+            "write the number 4096, not the text '4096': KAITO's node estimator (0.8+) reads only an unquoted number (it "
+            "would size for 2048 tokens)",
+        ),
+        (
+            {"transformers": {"max_length": 4096}},
+            "config.transformers",
+            "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from inference_config.yaml",
+        ),
+        ({"vlm": {}}, "config.vlm", "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from"),
+        (
+            {"kv_cache_cpu_memory_utilization": "half"},
+            "config.kv_cache_cpu_memory_utilization",
+            "must be a number, not 'half' (KAITO's vLLM runtime compares it with 0)",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("model", "version"), [("phi-4-mini-instruct", "0.8.1"), ("Qwen/Qwen3.5-2B", "0.12.0")])
+def test_runtime_config_is_what_kaito_reads_from_inference_config_yaml(given, where, message, model, version):
+    """The webhook decodes `vllm` into map[string]string (inference_config_validation.go 0.8.1:35-39,
+    86-89; 0.12.0:34-38, 79-82); KAITO's vLLM runtime reads vllm, kv_cache_cpu_memory_utilization and
+    max_probe_steps and passes each vllm entry as --<name> str(value) (inference_api.py KaitoConfig); the
+    node estimator scans the text for an unquoted max-model-len (pkg/utils/config_parser.go)."""
+    err = one_error(config([{**PHI, "model": model, "config": given}], kaito={"version": version}))
+    assert err.startswith(f"workspaces[0].{where}: {message}"), err
+
+
+def test_runtime_config_has_no_effect_with_transformers():
+    """KAITO mounts inference_config.yaml for vLLM only (pkg/model/interface.go 0.8.1:294-296, 0.12.0:482-484)."""
+    ws = {**PHI, "runtime": "transformers", "config": {"vllm": {"max-model-len": 4096}}}
+    assert one_error(config([ws])) == (
+        "workspaces[0].config: KAITO passes inference_config.yaml to vLLM only; with runtime transformers it has no "
+        "effect: remove it, or use runtime vllm"
+    )
+    run(config([{**PHI, "config": {"kv_cache_cpu_memory_utilization": 0, "vllm": {"max-model-len": 4096}}}]))
 
 
 def test_presets_removed_in_0_12_are_refused():

@@ -295,3 +295,16 @@ def test_tuning_that_does_not_fit_names_the_workspace_model():
         "phi-4-mini-instruct --pool Standard_NV36ads_A10_v5 --version 0.8.1`"
     )
     run(aks(workspaces=[TUNING], pools=[{**A10, "vmSize": "Standard_NC24ads_A100_v4"}]))
+
+
+def test_model_streaming_on_a_cluster_without_the_blob_csi_driver():
+    """With ModelStreaming on, KAITO's webhook requires the blob.csi.azure.com CSIDriver for every
+    vLLM preset (workspace_validation.go 0.11.0/0.12.0 validateStreamingCSIDriver); AKS enables it
+    only on request, and the clusters this program creates do not."""
+    gates = {"version": "0.12.0", "featureGates": {"ModelStreaming": True, "ModelMirror": True}}
+    assert one_error(aks(kaito=gates)) == (
+        "kaito.featureGates.ModelStreaming: KAITO's webhook then denies every vLLM preset unless the cluster has the "
+        "blob.csi.azure.com CSI driver (validateStreamingCSIDriver), which AKS clusters this stack creates do not "
+        "enable: turn the gate off"
+    )
+    run(aks(kaito=gates, cluster={"existing": {"resourceGroup": "rg", "name": "platform"}}))

@@ -24,7 +24,7 @@ LINUX_LABEL = {"kubernetes.io/os": "linux"}
 # assumed for GPU nodes of clusters the program does not create.
 DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
 # AKS puts this taint on every spot node; declaring it keeps the pool's taints as Azure reports
-# them, and KAITO (0.12+) and the GPU Operator tolerate it.
+# them, and KAITO (0.11+) and the GPU Operator tolerate it.
 SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 MAX_POOL_NODES = 1000  # AKS: nodes per node pool
 
@@ -136,24 +136,18 @@ def vm_size_problem(vm_size: str) -> str | None:
 
 def dropped_by(chart: KaitoChart, vm_size: str) -> str | None:
     """Why a KAITO release no longer takes a GPU size an earlier one did, or None (also None
-    for a size no release knows: `vm_size_problem` says that)."""
-    sku = catalog.all_gpu_skus().get(vm_size)
-    if sku is None or vm_size in catalog.gpu_skus(chart.sku_catalog):
-        return None
-    return (
-        f"KAITO {chart.version} no longer supports {sku.gpu_model} ({vm_size}): it needs CUDA compute capability 8.0 "
-        "or newer (A10, A100, H100, H200)"
-    )
+    for a size no release knows: `vm_size_problem` says that): catalog.dropped_sku's message."""
+    return catalog.dropped_sku(vm_size, chart.sku_catalog, chart.version)
 
 
 def spot_problem(chart: KaitoChart) -> str | None:
     """Why a KAITO release's pods cannot run on spot nodes, or None (they tolerate AKS's spot
-    taint from 0.12, with spotInstance)."""
+    taint from 0.11, with spotInstance)."""
     if chart.spot_toleration is not None:
         return None
     return (
-        f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.12.0 (spotInstance) or a "
-        "regular pool"
+        f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.11.0 or 0.12.0 "
+        "(spotInstance) or a regular pool"
     )
 
 

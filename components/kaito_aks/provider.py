@@ -320,12 +320,15 @@ def schema() -> dict[str, Any]:
 
 
 def from_wire(tp: Any, value: Any) -> Any:
-    """Numbers cross the wire as floats: whole ones become ints where the schema says integer."""
+    """Numbers cross the wire as floats: whole ones become ints where the schema says integer,
+    and in free-form data (`_whole`)."""
     tp = unannotated(tp)
     inner = input_of(tp) or optional_of(tp)
     if inner is not None:
         return from_wire(inner, value)
     origin = get_origin(tp)
+    if tp is Any:
+        return _whole(value)
     if tp is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if origin in (list, typing.Sequence) and is_list(value):
@@ -335,6 +338,19 @@ def from_wire(tp: Any, value: Any) -> Any:
     if is_args_class(tp) and is_dict(value):
         by_name = {f.schema_name: f for f in fields(tp).values()}
         return {k: (from_wire(by_name[k].type, v) if k in by_name else v) for k, v in value.items()}
+    return value
+
+
+def _whole(value: Any) -> Any:
+    """Free-form data (runtime and tuning parameters, resources, volumes) as it was written: the
+    wire turns 8192 into 8192.0, which KAITO's strconv.Atoi of max-model-len denies and vLLM's
+    integer arguments refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if is_dict(value):
+        return {k: _whole(v) for k, v in value.items()}
+    if is_list(value):
+        return [_whole(v) for v in value]
     return value
 
 

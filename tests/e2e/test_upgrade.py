@@ -18,6 +18,11 @@ GPU_NODE = "aks-a100-0"
 WAIT_TYPES = {"pulumi-python:dynamic/kaito-aks:GpuNodesReady", "pulumi-python:dynamic/kaito-aks:ModelReady"}
 
 
+def git_dir() -> str:
+    """The clone's history (.ci/run tests a copy without .git and says where it is)."""
+    return os.environ.get("KAITO_AKS_GIT_DIR") or str(ROOT / ".git")
+
+
 def use_commit(project: Project, commit: str | None) -> None:
     """Make the project's program the one of `commit` (from git), or the checkout's."""
     for name in {*OLD_FILES, *STACK_FILES}:
@@ -31,13 +36,12 @@ def use_commit(project: Project, commit: str | None) -> None:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, project.path / name)  # type: ignore[operator]
         return
-    # .ci/run tests a copy without .git; it says where the clone's history is
-    git_dir = os.environ.get("KAITO_AKS_GIT_DIR") or str(ROOT / ".git")
     archive = subprocess.run(
-        ["git", "--git-dir", git_dir, "archive", "--format=tar", commit, *OLD_FILES], capture_output=True
+        ["git", "--git-dir", git_dir(), "archive", "--format=tar", commit, *OLD_FILES], capture_output=True
     )
     assert archive.returncode == 0, (
-        f"cannot read commit {commit} from {git_dir} (a shallow clone? set KAITO_AKS_GIT_DIR): {archive.stderr.decode()[-300:]}"
+        f"cannot read commit {commit} from {git_dir()} (a shallow clone? set KAITO_AKS_GIT_DIR): "
+        f"{archive.stderr.decode()[-300:]}"
     )
     subprocess.run(["tar", "-x", "-C", str(project.path)], input=archive.stdout, check=True)
 
@@ -48,7 +52,11 @@ def test_a_stack_from_before_the_library_upgrades_without_replacing_anything(
     cluster.create_gpu_node(GPU_NODE, {"agentpool": "a100", "nvidia.com/gpu.present": "true"})
     cluster.label_node(GPU_NODE, GFD_LABELS)
     project = stack_project(bin_dir, cluster, work, "upgrade", "e2e", kubernetes_provider)
-    shutil.copy2(ROOT / "Pulumi.e2e.yaml", project.path / "Pulumi.e2e.yaml")
+    # the stack file as it was then: an existing Pulumi.<stack>.yaml keeps working
+    old_stack_file = subprocess.run(
+        ["git", "--git-dir", git_dir(), "show", f"{UPGRADE_FROM}:Pulumi.e2e.yaml"], capture_output=True, check=True
+    ).stdout
+    (project.path / "Pulumi.e2e.yaml").write_bytes(old_stack_file)
     project.init()
     use_commit(project, UPGRADE_FROM)
     project.pulumi("up", "--yes", "--skip-preview", quiet=True)

@@ -68,7 +68,7 @@ class GpuNodePoolArgs:
     """operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
     it; aks: AKS installs the driver and container toolkit."""
     spot: bool = False
-    """Azure Spot VMs (the nodes carry AKS's spot taint; KAITO tolerates it from 0.12)."""
+    """Azure Spot VMs (the nodes carry AKS's spot taint; KAITO tolerates it from 0.11)."""
     labels: Labels = field(default_factory=dict[str, str])
     """Node labels, besides nvidia.com/gpu.present=true and the ones AKS adds (select the pool by them)."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))

@@ -15,32 +15,67 @@ import yaml
 from pydantic import Field
 
 from kaito_aks.camel import CamelModel
+from kaito_aks.kaito import generator
 
 CATALOG_DIR = Path(__file__).parent
 
 
 class Preset(CamelModel):
-    """A KAITO preset model and what one serving instance of it needs."""
+    """A model KAITO serves (a preset, or from 0.11 a model of its Hugging Face catalog) and what
+    one serving instance of it needs, as one KAITO release measures it."""
 
     name: str = ""
     family: str
+    hugging_face_id: str | None = Field(default=None, alias="huggingFace")
+    license: str | None = None
     gpu_count: int
     model_gib: float = Field(alias="modelGiB")
+    per_gpu_gib: float = Field(default=0, alias="perGpuGiB")
     disk_gib: int = Field(alias="diskGiB")
-    token_limit: int
+    token_limit: int | None = None  # None: not known (KAITO checks no context window then)
     distributed: bool = False
     tuning_gib: float | None = Field(default=None, alias="tuningGiB")
     download_at_runtime: bool = False
     gated: bool = False
-    bytes_per_token: int
+    bytes_per_token: int = 0  # 0: not known (releases without the vLLM estimator)
     disallow_lo_ra: bool = Field(default=False, alias="disallowLoRA")
     disable_tensor_parallelism: bool = False
     runtimes: list[Literal["vllm", "transformers"]] = Field(default_factory=lambda: ["vllm", "transformers"])
+    added_in: str | None = None
     removed_in: str | None = None
 
     @property
     def supports_tuning(self) -> bool:
         return self.tuning_gib is not None
+
+
+class CatalogModel(CamelModel):
+    """One model of KAITO's Hugging Face model catalog, with the numbers KAITO sizes it by."""
+
+    id: str = ""
+    since: str
+    license: str | None = None
+    model_file_size: str  # "642.14Gi"
+    model_token_limit: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+
+    @property
+    def model_gib(self) -> float:
+        return float(self.model_file_size.removesuffix("Gi"))
+
+
+class CatalogCode(CamelModel):
+    """What one KAITO release's code does with a catalog name (hugging_face_models.yaml)."""
+
+    legacy_aliases: dict[str, str]  # short preset name -> catalog id, lower case
+    transformers: list[str]  # short names the Transformers runtime serves
+    tuning: dict[str, float]  # short names KAITO fine-tunes -> tuning GPU memory, GiB
 
 
 class GpuSku(CamelModel):
@@ -81,24 +116,36 @@ class Toleration(CamelModel):
 
 
 class KaitoChart(CamelModel):
-    """What kaito-aks knows about one KAITO workspace chart release."""
+    """What kaito-aks knows about one KAITO release: its workspace chart, and the rules and
+    arithmetic its controller and webhook apply to Workspaces."""
 
     version: str = ""
+    helm_install: bool = True
+    installed_by: str | None = None  # who installs it when this program does not (helm_install false)
     preset_catalog: str
     sku_catalog: str
     feature_gates: dict[str, bool]
     controller_only_gates: dict[str, bool]
     node_provisioner: NodeProvisioner | None
+    node_provisioning_modes: list[Literal["byo", "auto"]] = Field(default_factory=lambda: ["byo", "auto"])
+    default_instance_type: str | None = None  # the CRD's instanceType default, when it sizes by it
     replicas: Literal["workspacePerReplica", "inferenceSet"]
     inference_set_api_version: str | None
     spot_toleration: str | None
     accepts_hugging_face_ids: bool
     access_secret_on_any_preset: bool
-    served_model_id: Literal["preset", "inferenceSet"]
+    secret_for_every_download: bool = False
+    served_model_id: Literal["preset", "createdByLabel", "inferenceSet"]
     subchart_toggles: list[str]
     bundled_gfd_tolerations: list[Toleration]
     bundled_nfd_worker_tolerations: list[Toleration]
     value_keys: list[str]
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        """(major, minor): for rules a KAITO minor introduced (a later release keeps them)."""
+        major, minor = _minor(self.version)[:2]
+        return major, minor
 
     @property
     def sku_names_case_sensitive(self) -> bool:
@@ -185,6 +232,13 @@ class _ChartsFile(TypedDict):
     releaseName: str
     namespace: str
     versions: dict[str, Fields]
+    notYetSupported: NotRequired[dict[str, str]]  # minor -> why
+
+
+class _HuggingFaceFile(TypedDict):
+    releases: dict[str, Fields]  # KAITO minor -> CatalogCode
+    gated: dict[str, str]  # Hugging Face id -> evidence
+    models: dict[str, Fields]  # Hugging Face id -> CatalogModel
 
 
 @cache
@@ -212,15 +266,26 @@ def _snake(key: str) -> str:
 
 @cache
 def presets(catalog: str = "0.8") -> dict[str, Preset]:
-    """Presets as a given KAITO release measures them (catalog: '0.8', '0.12')."""
-    every = _all_presets(catalog)
-    return {n: p for n, p in every.items() if p.removed_in is None or _minor(catalog) < _minor(p.removed_in)}
+    """The short preset names a KAITO release serves (catalog: '0.6', '0.8', '0.11', '0.12'), as
+    it measures them: from 0.11 each is the catalog model it is a legacy alias of."""
+    return {n: p for n, p in _all_presets(catalog).items() if _served(p, catalog)}
 
 
 def removed_presets(catalog: str) -> dict[str, Preset]:
     """Presets an earlier KAITO release served that this one (catalog: '0.12') no longer does."""
-    served = presets(catalog)
-    return {n: p for n, p in _all_presets(catalog).items() if n not in served}
+    return {
+        n: p
+        for n, p in _all_presets(catalog).items()
+        if p.removed_in is not None and _minor(catalog) >= _minor(p.removed_in)
+    }
+
+
+def _served(p: Preset | CatalogModel, catalog: str) -> bool:
+    since = p.since if isinstance(p, CatalogModel) else p.added_in
+    removed = None if isinstance(p, CatalogModel) else p.removed_in
+    return (since is None or _minor(catalog) >= _minor(since)) and (
+        removed is None or _minor(catalog) < _minor(removed)
+    )
 
 
 @cache
@@ -228,19 +293,151 @@ def _all_presets(catalog: str) -> dict[str, Preset]:
     data = _presets_file()
     overrides = data.get("versionOverrides", {}).get(catalog, {})
     every = overrides.get("*", {})
-    return {
-        name: Preset.model_validate({"name": name, **fields, **every, **overrides.get(name, {})})
-        for name, fields in data["presets"].items()
-    }
+    out: dict[str, Preset] = {}
+    code = catalog_code(catalog)
+    for name, fields in data["presets"].items():
+        preset = Preset.model_validate({"name": name, **fields, **every, **overrides.get(name, {})})
+        alias = code.legacy_aliases.get(name) if code is not None else None
+        if alias is not None and alias in _catalog_by_lower(catalog):
+            # a legacy alias: KAITO serves the catalog model under this name
+            model = _catalog_by_lower(catalog)[alias]
+            preset = _catalog_preset(model, code, name=name, family=preset.family) if code else preset
+        facts = {"gated": _is_gated(preset.hugging_face_id), "license": _license(preset.hugging_face_id)}
+        out[name] = preset.model_copy(update=facts)
+    return out
 
 
-def deprecated_presets() -> dict[str, str]:
-    """Preset names KAITO rejects, with the advice to give instead."""
-    return dict(_presets_file()["deprecated"])
+def deprecated_presets(catalog: str = "0.8") -> dict[str, str]:
+    """Preset names a KAITO release rejects as deprecated, with the advice to give instead."""
+    served = presets(catalog)
+    return {n: advice for n, advice in _presets_file()["deprecated"].items() if n not in served}
 
 
 def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
-    return difflib.get_close_matches(name, list(presets(catalog)), n=n, cutoff=0.4)
+    """Did-you-mean among what a release serves: its presets and, from 0.11, its catalog ids."""
+    names = [*presets(catalog), *catalog_models(catalog)]
+    by_lower = {c.lower(): c for c in names}
+    return [by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.4)]
+
+
+# ---------------------------------------------------------------- the Hugging Face model catalog
+
+
+def _hugging_face_file() -> _HuggingFaceFile:
+    return cast(_HuggingFaceFile, _load("hugging_face_models.yaml"))
+
+
+@cache
+def catalog_code(catalog: str) -> CatalogCode | None:
+    """What a KAITO release's code does with catalog names; None: the release has no catalog."""
+    fields = _hugging_face_file()["releases"].get(catalog)
+    return None if fields is None else CatalogCode.model_validate(fields)
+
+
+@cache
+def catalog_models(catalog: str) -> dict[str, Preset]:
+    """Every model of a release's Hugging Face model catalog (0.11+; empty before), by its id as
+    the catalog writes it, sized by KAITO's arithmetic from the catalog's numbers."""
+    code = catalog_code(catalog)
+    if code is None:
+        return {}
+    return {
+        m.id: _catalog_preset(m, code, name=m.id, family=m.id.split("/")[0])
+        for m in _catalog_by_lower(catalog).values()
+    }
+
+
+@cache
+def _catalog_by_lower(catalog: str) -> dict[str, CatalogModel]:
+    if catalog_code(catalog) is None:
+        return {}
+    models = (CatalogModel.model_validate({"id": i, **f}) for i, f in _hugging_face_file()["models"].items())
+    return {m.id.lower(): m for m in models if _served(m, catalog)}
+
+
+def _catalog_preset(model: CatalogModel, code: CatalogCode, *, name: str, family: str) -> Preset:
+    """A catalog model as KAITO's vLLMCompatibleModel serves it (presets/workspace/models/
+    vllm_model.go): downloaded at start-up, any number of nodes, one GPU at least, Transformers
+    and tuning by its short name."""
+    short = generator.short_name(model.id)
+    return Preset.model_validate(
+        {
+            "name": name,
+            "family": family,
+            "huggingFace": model.id,
+            "license": model.license,
+            "gpuCount": 1,
+            "modelGiB": model.model_gib,
+            "diskGiB": generator.disk_gib(model.model_gib),
+            "tokenLimit": model.model_token_limit,
+            "distributed": True,
+            "tuningGiB": _tuning_gib(short, code),
+            "downloadAtRuntime": True,
+            "gated": _is_gated(model.id),
+            "bytesPerToken": generator.kv_cache_bytes_per_token(
+                hidden_size=model.hidden_size,
+                layers=model.num_hidden_layers,
+                heads=model.num_attention_heads,
+                kv_heads=model.num_key_value_heads,
+                head_dim=model.head_dim,
+                kv_lora_rank=model.kv_lora_rank,
+                qk_rope_head_dim=model.qk_rope_head_dim,
+            ),
+            "runtimes": ["vllm", "transformers"] if short in code.transformers else ["vllm"],
+            "addedIn": model.since,
+        }
+    )
+
+
+def _tuning_gib(short: str, code: CatalogCode) -> float | None:
+    """The GPU memory KAITO's tuning of `short` needs, when KAITO can tune it. Its tuning
+    parameters read the model's metadata from supported_models.yaml by the short name (MustGet,
+    presets/workspace/models/vllm_model.go 0.11.0:247, 0.12.0:260), which lists the legacy preset
+    names only: mistral-7b-v0.3, tunable by the table, is there as mistral-7b, so its tuning job
+    panics the controller after the webhook admitted it."""
+    return code.tuning.get(short) if short in code.legacy_aliases else None
+
+
+def find_preset(name: str, catalog: str) -> Preset | None:
+    """What a KAITO release serves under `name`, as it resolves names: a preset exactly; from
+    0.11 also a legacy preset name or a catalog id in any letter case (KAITO lower-cases both).
+    None: nothing it can size offline (a Hugging Face id outside the catalog is sized by KAITO
+    from Hugging Face at admission)."""
+    found = presets(catalog).get(name)
+    if found is not None or catalog_code(catalog) is None:
+        return found
+    lower = name.lower()
+    found = presets(catalog).get(lower)
+    if found is not None:
+        return found
+    model = _catalog_by_lower(catalog).get(lower)
+    return None if model is None else catalog_models(catalog)[model.id]
+
+
+def legacy_names(catalog: str) -> dict[str, str]:
+    """Catalog id (lower case) -> the legacy preset name KAITO maps to it (0.11+)."""
+    code = catalog_code(catalog)
+    return {} if code is None else {hf: short for short, hf in code.legacy_aliases.items()}
+
+
+@cache
+def gated_models() -> dict[str, str]:
+    """Hugging Face id (lower case) -> why its repository needs a token."""
+    return {hf.lower(): why for hf, why in _hugging_face_file()["gated"].items()}
+
+
+def _is_gated(hugging_face_id: str | None) -> bool:
+    return hugging_face_id is not None and hugging_face_id.lower() in gated_models()
+
+
+@cache
+def _licenses() -> dict[str, str]:
+    """Hugging Face id (lower case) -> its licence, as KAITO's catalog records it."""
+    return {hf.lower(): f["license"] for hf, f in _hugging_face_file()["models"].items() if f.get("license")}
+
+
+def _license(hugging_face_id: str | None) -> str | None:
+    return None if hugging_face_id is None else _licenses().get(hugging_face_id.lower())
 
 
 @cache
@@ -256,6 +453,20 @@ def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
         if sku.removed_in is None or _minor(catalog) < _minor(sku.removed_in):
             out[name] = sku
     return out
+
+
+def dropped_sku(size: str, catalog: str, version: str) -> str | None:
+    """Why KAITO `version` (its SKU catalog `catalog`) refuses an NVIDIA size an earlier release
+    listed, or None (a size it lists, or one it never knew)."""
+    sku = all_gpu_skus().get(size)
+    if sku is None or size in gpu_skus(catalog) or sku.removed_in is None:
+        return None
+    why = (
+        "it needs CUDA compute capability 8.0 or newer (A10, A100, H100, H200)"
+        if sku.removed_in == "0.12"
+        else f"its SKU table dropped the size in {sku.removed_in}; choose one it lists"
+    )
+    return f"KAITO {version} no longer supports {sku.gpu_model} ({size}): {why}"
 
 
 def closest_skus(name: str, n: int = 3) -> list[str]:
@@ -287,10 +498,40 @@ def kaito_chart_source() -> ChartSource:
 
 @cache
 def kaito_charts() -> dict[str, KaitoChart]:
-    """Supported KAITO releases, oldest first."""
+    """Supported KAITO releases, oldest first (including ones this program does not install:
+    `helm_install` false)."""
     versions = _charts_file("kaito_charts.yaml")["versions"]
     ordered = sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
     return {v: KaitoChart.model_validate({"version": v, **versions[v]}) for v in ordered}
+
+
+def installable_kaito_versions() -> list[str]:
+    """The KAITO releases this program installs with Helm, oldest first."""
+    return [v for v, c in kaito_charts().items() if c.helm_install]
+
+
+def unsupported_kaito_version(version: str, *, install: bool = False) -> str | None:
+    """Why KAITO `version` cannot be used, or None: the one rule every component and the stack
+    apply. `install`: this program is to install it (KaitoOperator), not only create Workspaces
+    for it. The message names the supported versions (and which of them this program installs)."""
+    charts = kaito_charts()
+    chart = charts.get(version)
+    installable = installable_kaito_versions()
+    if chart is not None and (chart.helm_install or not install):
+        return None
+    if chart is not None:
+        return f"KAITO {version} is what {chart.installed_by} runs; this program installs {_either(installable)}"
+    # one message whoever asks (the operator and the models of one stack say it once)
+    listing = ", ".join(f"{v} ({c.installed_by}'s)" if not c.helm_install else v for v, c in charts.items())
+    minor = ".".join(version.split(".")[:2])
+    upcoming = _charts_file("kaito_charts.yaml").get("notYetSupported", {}).get(minor)
+    if upcoming is not None:
+        return f"KAITO {version} is not supported yet ({upcoming}); use one of: {listing}"
+    return f"KAITO {version} is not supported; use one of: {listing}"
+
+
+def _either(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def ragengine_chart_source() -> ChartSource:

@@ -45,9 +45,10 @@ class InferenceSet(ApiModel):
 INFERENCE_SET_IMMUTABLE_PATHS = (
     "spec.labelSelector",
     "spec.template.resource.instanceType",
-    "spec.template.inference.preset.name",
     # Mutable, but KAITO 0.12's InferenceSet controller does not roll template edits out to the
-    # Workspaces it made: replacing the InferenceSet is what makes them reach the pods.
+    # Workspaces it made (and a Workspace's preset, presetOptions included, is immutable):
+    # replacing the InferenceSet is what makes them reach the pods.
+    "spec.template.inference.preset",
     "spec.template.inference.config",
     "spec.template.inference.adapters",
 )

@@ -23,6 +23,20 @@ class ObjectMeta(ApiModel):
     annotations: dict[str, str] | None = None
 
 
+# Label keys KAITO (0.11+) puts on the nodes and node pools it manages, and so ignores in a
+# user's selector (api/v1beta1/labels.go reservedSelectorLabelKeys; pkg/utils/consts).
+RESERVED_SELECTOR_LABELS = (
+    "kaito.sh/workspace",
+    "kaito.sh/ragengine",
+    "kaito.sh/workspacenamespace",
+    "kaito.sh/ragenginenamespace",
+    "karpenter.kaito.sh/workspace-name",
+    "karpenter.kaito.sh/workspace-namespace",
+    "karpenter.kaito.sh/inferenceset",
+    "karpenter.kaito.sh/inferenceset-namespace",
+)
+
+
 class LabelSelectorRequirement(ApiModel):
     key: str
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]

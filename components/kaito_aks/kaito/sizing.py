@@ -4,12 +4,16 @@ GPU-discovery wait agree with what KAITO does at deploy time:
 - admission (api/v1beta1/workspace_validation.go): in BYO mode the webhook counts the nodes that
   match the labelSelector *when the Workspace is created* and multiplies that count by GPU memory
   as KAITO reads it from GPU Feature Discovery's labels. 0.8 keeps the per-GPU label value (a
-  two-GPU node counts as one GPU's memory); 0.12 multiplies it by the GPU count.
-- the vLLM node estimator (pkg/workspace/estimator): how many nodes one serving instance spans,
-  from the first ready node's labels: model size x 1.02 against per-GPU memory x 0.84 minus 2.3 GiB
-  and the KV cache of max-model-len tokens (default 2048). 0.12 also keeps 5% of the model size.
+  two-GPU node counts as one GPU's memory); 0.11 and 0.12 multiply it by the GPU count. 0.6 (node
+  auto-provisioning only) checks `resource.count` (1) nodes of the instance type from its SKU
+  table: GPU count, memory per GPU and in total against the preset's requirements.
+- the vLLM node estimator (pkg/workspace/estimator, 0.8+): how many nodes one serving instance
+  spans, from the first ready node's labels: model size x 1.02 against per-GPU memory x 0.84 minus
+  2.3 GiB and the KV cache of max-model-len tokens (default 2048). 0.11+ also keeps 5% of the
+  model size. 0.6 has none: an instance runs on the `resource.count` nodes it provisions.
 
-`resource.count` plays no part: KAITO ignores it on the vLLM path."""
+Releases are named by their preset catalog: "0.6", "0.8", "0.11", "0.12". `resource.count`
+plays no part from 0.8: KAITO ignores it on the vLLM path."""
 
 from __future__ import annotations
 
@@ -18,12 +22,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kaito_aks.catalog import GpuSku, Preset, gpu_skus
+from kaito_aks.kaito import generator
 
 GIB = 1 << 30
 WEIGHT_EXPANSION = 1.02  # vLLM's loaded model vs its safetensors files
 GPU_MEMORY_UTILIZATION = 0.84  # KAITO's default --gpu-memory-utilization
 BASE_OVERHEAD_GIB = 2.3
-OVERHEAD_WEIGHT_FACTOR = {"0.8": 0.0, "0.12": 0.05}
+OVERHEAD_WEIGHT_FACTOR = {"0.8": 0.0, "0.11": 0.05, "0.12": 0.05}
+GPU_COUNT_CHECKED = ("0.6", "0.8")  # releases whose webhook checks a preset's GPU count
+NO_ESTIMATOR = ("0.6",)  # releases that place an instance on resource.count (1) nodes
 DEFAULT_MAX_MODEL_LEN = 2048
 
 
@@ -63,16 +70,24 @@ class PresetDemand(Protocol):
     def gpu_count(self) -> int: ...
     @property
     def model_gib(self) -> float: ...
+    @property
+    def per_gpu_gib(self) -> float: ...
 
 
 def admission_denial(preset: PresetDemand, hw: NodeGpus, nodes: int, release: str) -> str | None:
-    """Why the webhook denies a preset Workspace when `nodes` matching nodes exist, or None."""
+    """Why the webhook denies a preset Workspace when `nodes` matching nodes exist (0.6: the
+    nodes it would provision), or None."""
     if nodes == 0:
         return "No nodes found matching the specified label selector"
-    if release == "0.8" and nodes * hw.count < preset.gpu_count:
+    if release in GPU_COUNT_CHECKED and nodes * hw.count < preset.gpu_count:
         return f"Insufficient number of GPUs: {nodes * hw.count}, preset {preset.name} requires {preset.gpu_count}"
+    if hw.gib_per_gpu < preset.per_gpu_gib:
+        return (
+            f"Insufficient per GPU memory: {hw.gib_per_gpu} GiB per GPU, but preset {preset.name} requires at least "
+            f"{preset.per_gpu_gib:g} GiB per GPU"
+        )
     have = nodes * hw.kaito_node_memory(release)
-    need = math.ceil(preset.model_gib * GIB)
+    need = generator.quantity_bytes(preset.model_gib)
     if have < need:
         return (
             f"Insufficient total GPU memory: {nodes} node(s) x {hw.kaito_node_memory(release) // GIB} GiB = "
@@ -83,8 +98,8 @@ def admission_denial(preset: PresetDemand, hw: NodeGpus, nodes: int, release: st
 
 def nodes_to_admit(preset: Preset, hw: NodeGpus, release: str) -> int:
     """The fewest matching nodes that must exist for the webhook to admit the preset."""
-    by_memory = math.ceil(math.ceil(preset.model_gib * GIB) / hw.kaito_node_memory(release))
-    by_gpus = math.ceil(preset.gpu_count / hw.count) if release == "0.8" else 1
+    by_memory = math.ceil(generator.quantity_bytes(preset.model_gib) / hw.kaito_node_memory(release))
+    by_gpus = math.ceil(preset.gpu_count / hw.count) if release in GPU_COUNT_CHECKED else 1
     return max(1, by_memory, by_gpus)
 
 
@@ -108,6 +123,8 @@ def _vllm_nodes(
 ) -> int:
     """KAITO's vLLM node estimator (pkg/workspace/estimator) for nodes of `gpus_per_node` GPUs
     of `per_gpu` bytes each."""
+    if release in NO_ESTIMATOR:  # 0.6: an instance runs on the resource.count (1) nodes it provisions
+        return 1
     tokens = max_model_len or DEFAULT_MAX_MODEL_LEN
     available = per_gpu * GPU_MEMORY_UTILIZATION
     model = preset.model_gib * GIB * WEIGHT_EXPANSION
@@ -135,16 +152,23 @@ def _vllm_nodes(
     return nodes
 
 
-def transformers_denial(preset: PresetDemand, sku: GpuSku, release: str) -> str | None:
-    """Why KAITO's webhook denies a transformers-runtime preset (or a tuning job) on one node of
-    `sku` with node auto-provisioning, in its words, or None (workspace_validation.go: it checks
-    the SKU table only for the transformers runtime; 0.8 also counts GPUs)."""
-    if release == "0.8" and sku.gpu_count < preset.gpu_count:
+def instance_type_denial(preset: PresetDemand, sku: GpuSku, release: str) -> str | None:
+    """Why KAITO's webhook denies a preset on one node of `sku` with node auto-provisioning, in
+    its words, or None (workspace_validation.go: it checks the SKU table for the transformers
+    runtime and tuning from 0.8, for every runtime on 0.6; 0.6 and 0.8 also count GPUs, 0.6
+    checks memory per GPU)."""
+    if release in GPU_COUNT_CHECKED and sku.gpu_count < preset.gpu_count:
         return (
             f"Insufficient number of GPUs: Instance type {sku.name} provides {sku.gpu_count}, but preset "
             f"{preset.name} requires at least {preset.gpu_count}"
         )
-    if sku.gpu_mem_gib * GIB < math.ceil(preset.model_gib * GIB):
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    if per_gpu < preset.per_gpu_gib:
+        return (
+            f"Insufficient per GPU memory: Instance type {sku.name} provides {per_gpu}Gi per GPU, but preset "
+            f"{preset.name} requires at least {preset.per_gpu_gib:g}Gi per GPU"
+        )
+    if sku.gpu_mem_gib * GIB < generator.quantity_bytes(preset.model_gib):
         return (
             f"Insufficient total GPU memory: Instance type {sku.name} has a total of {sku.gpu_mem_gib}Gi, but preset "
             f"{preset.name} requires at least {preset.model_gib}Gi"
@@ -163,7 +187,7 @@ def smallest_instance_type(
         if sku.vendor != "nvidia" or sku.unusable:
             continue
         if transformers:
-            nodes = 1 if transformers_denial(preset, sku, release) is None else None
+            nodes = 1 if instance_type_denial(preset, sku, release) is None else None
         else:
             try:
                 nodes = nodes_on_instance_type(preset, sku, release, max_model_len)
@@ -180,6 +204,8 @@ def nodes_for(preset: Preset, sku: GpuSku, release: str, max_model_len: int | No
     """Nodes of `sku` that one instance needs so that KAITO both admits and schedules it (the
     larger of the two counts), or None when KAITO refuses the preset on that size."""
     hw = NodeGpus.of_sku(sku)
+    if release in NO_ESTIMATOR:  # resource.count (1) nodes: admitted there, or not at all
+        return None if admission_denial(preset, hw, 1, release) else 1
     try:
         serving = nodes_per_instance(preset, hw, release, max_model_len)
     except SizingError:

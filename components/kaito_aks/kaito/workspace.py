@@ -108,11 +108,13 @@ class Workspace(ApiModel):
         return self.to_api()
 
 
-# Fields KAITO refuses to change on an existing object: a change must replace it.
+# Fields KAITO refuses to change on an existing object: a change must replace it. The webhook
+# compares the whole preset (name, accessMode and presetOptions: "field is immutable:
+# inference.preset"), so adding or changing modelAccessSecret replaces the Workspace too.
 WORKSPACE_IMMUTABLE_PATHS = (
     "resource.count",
     "resource.instanceType",
     "resource.labelSelector",
-    "inference.preset.name",
+    "inference.preset",
     "tuning",
 )

@@ -1,5 +1,5 @@
-"""`KaitoModel`: one model KAITO serves or fine-tunes, as a component. Its Workspaces (KAITO 0.8:
-one per replica) or InferenceSet (0.12), the ConfigMaps and Hugging Face Secret they read, the
+"""`KaitoModel`: one model KAITO serves or fine-tunes, as a component. Its Workspaces (KAITO 0.6,
+0.8, 0.11: one per replica) or InferenceSet (0.12), the ConfigMaps and Hugging Face Secret they read, the
 Service that is its endpoint, and the waits that make `pulumi up` end with it serving."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.rules import model_problems
+from kaito_aks.model.rules import model_problems, model_warnings
 from kaito_aks.model.spec import RETIRED, KaitoModelArgs
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_mapping
@@ -88,7 +88,7 @@ class KaitoModel(pulumi.ComponentResource):
     endpoint: pulumi.Output[str | None]
     """In-cluster OpenAI-compatible URL (/v1/chat/completions) of the model's Service; none for tuning."""
     model: pulumi.Output[str | None]
-    """The model id clients send (0.8: the preset; 0.12: the InferenceSet's name); none for an image."""
+    """The model id clients send (0.6, 0.8: the preset; 0.11, 0.12: the model's name); none for an image."""
     source: pulumi.Output[str]
     """The preset, Hugging Face id or image it runs."""
     replicas: pulumi.Output[int]
@@ -122,6 +122,8 @@ class KaitoModel(pulumi.ComponentResource):
         assert checked is not None
         args = checked
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        for warning in model_warnings(args):  # what only KAITO can check: said, never silent
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_model(args)
         child = child_options(self, opts)
         prerequisites: list[pulumi.Resource] = []
@@ -154,7 +156,7 @@ class KaitoModel(pulumi.ComponentResource):
                 access,
                 selector=plan.gpu_nodes.selector,
                 demand=plan.gpu_nodes.demand,
-                workspaces=[m["metadata"]["name"] for m in manifests],
+                workspaces=plan.admitted(),
                 timeout_minutes=plan.gpu_nodes.timeout_minutes,
                 opts=child,
             )

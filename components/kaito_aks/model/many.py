@@ -109,7 +109,7 @@ def deploy_models(
             reach,
             selector=first.selector,
             demand=[p.gpu_nodes.demand for _, _, p in members if p.gpu_nodes],
-            workspaces=sorted(m["metadata"]["name"] for _, _, p in members for m in p.manifests()),
+            workspaces=sorted(n for _, _, p in members for n in p.admitted()),
             timeout_minutes=max(a.gpu_nodes_timeout_minutes for _, a, _ in members),
             opts=opts_without_provider(opts),
         )

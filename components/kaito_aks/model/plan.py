@@ -4,6 +4,7 @@ a test can look at it without Pulumi."""
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,8 +90,8 @@ class ModelPlan:
     hf_token_secret: str | None  # Secret to create from the Hugging Face token
     service: ServicePlan | None
     # The model id clients send (OpenAI `model`): KAITO 0.8 serves a preset under its preset
-    # name; 0.12 serves an InferenceSet's Workspaces under the InferenceSet's name. None for a
-    # custom image (ask it: GET /v1/models) and for tuning.
+    # name; 0.11 and 0.12 under the model's name (the created-by label, the InferenceSet's name).
+    # None for a custom image (ask it: GET /v1/models) and for tuning.
     served_model: str | None = None
     gpu_nodes: GpuNodesPlan | None = None  # what KAITO's webhook will look for before admitting it
     readiness: ReadinessPlan | None = None  # what says it serves
@@ -99,6 +100,17 @@ class ModelPlan:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    def admitted(self) -> list[str]:
+        """What KAITO's webhook admits against the GPU nodes, for the GPU-node wait to re-check
+        them when it changes: a Workspace by name (admitted once, when created), an InferenceSet
+        by name and content, since 0.12's webhook re-runs its Workspace's create checks, nodes
+        included, on every update (api/v1beta1/inferenceset_validation.go:54-56)."""
+        names = [ws.metadata.name for ws in self.workspaces]
+        if self.inference_set is not None:
+            manifest = json.dumps(self.inference_set.manifest(), sort_keys=True)
+            names.append(f"{self.inference_set.metadata.name}@{content_hash(manifest)}")
+        return names
 
     def manifests(self) -> list[dict[str, Any]]:
         """The KAITO objects as the API server receives them."""
@@ -130,7 +142,7 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     """The objects that serve (or tune) a model whose args passed `model_problems`."""
     chart = catalog.kaito_charts()[args.kaito_version]
     name = args.name or ""
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
     annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
@@ -235,10 +247,16 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
 
     gpu_nodes = None
     selector = resource.label_selector.match_labels
-    if preset is not None and not auto and selector:
+    if args.model and not auto and selector:
         # KAITO's webhook checks the matched nodes for presets with bring-your-own nodes only
-        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes).
-        demand = GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes). A
+        # Hugging Face id outside KAITO's catalog has no size offline: its nodes must still exist
+        # and be labelled.
+        demand = (
+            GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+            if preset is not None
+            else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
+        )
         gpu_nodes = GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
 
     return ModelPlan(
@@ -264,10 +282,12 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
 
 
 def served_model_id(args: KaitoModelArgs, chart: catalog.KaitoChart) -> str | None:
-    """What a client puts in `model` (KAITO 0.8: the preset; 0.12: the InferenceSet's name)."""
+    """What a client puts in `model`: KAITO 0.8 serves the preset name; 0.11 a Workspace
+    labelled inferenceset.kaito.sh/created-by (every replica here) under that label's value, the
+    model's name; 0.12 an InferenceSet's Workspaces under the InferenceSet's name, the same."""
     if not args.model or args.tuning is not None:
         return None
-    return args.name if chart.served_model_id == "inferenceSet" else args.model
+    return args.model if chart.served_model_id == "preset" else args.name
 
 
 def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[str, str] | None) -> ObjectMeta:

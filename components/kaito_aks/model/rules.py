@@ -9,28 +9,32 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from typing import Any
 
-from kaito_aks import catalog
+from kaito_aks import catalog, kube_json
 from kaito_aks.kaito import sizing
+from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
+from kaito_aks.kaito.tuning import data_url_error, training_config_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
-from kaito_aks.model.spec import KaitoModelArgs, is_gpu
+from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import (
     GPU_PRESENT_LABEL,
     LINUX_LABEL,
     SPOT_TAINT,
     TAINT,
     NodeGroup,
-    dropped_by,
     node_groups_problems,
     selects,
     spot_problem,
 )
-from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Problem
+from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 GIB = 1 << 30
+# KAITO 0.6's inference-config check: vLLM on several GPUs of less memory needs max-model-len.
+MAX_MODEL_LEN_REQUIRED_BELOW_GIB = 20
 
 
 def chart_of(args: KaitoModelArgs) -> catalog.KaitoChart | None:
@@ -41,20 +45,49 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
     """Every rule the model breaks (its args already have the right types)."""
     chart = chart_of(args)
     problems: list[Problem] = []
-    if chart is None:
-        supported = ", ".join(catalog.kaito_charts())
-        problems.append(
-            Problem.at(
-                "kaito_version", f"KAITO {args.kaito_version} is not supported; use one of: {supported}", "version"
-            )
-        )
-    problems += [*_names(args, chart), *_source(args, chart), *_placement(args), *_tuning(args, chart)]
+    unsupported = catalog.unsupported_kaito_version(args.kaito_version)
+    if unsupported is not None:
+        problems.append(Problem.at("kaito_version", unsupported, "version"))
+    problems += [
+        *_names(args, chart),
+        *_source(args, chart),
+        *_placement(args, chart),
+        *_tuning(args, chart),
+    ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     if chart is not None and args.node_provisioning == "auto" and not problems:
         problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
+
+
+def model_warnings(args: KaitoModelArgs) -> list[Problem]:
+    """What about the model cannot be checked before KAITO sees it: not errors (the model may
+    well deploy), said so nothing is accepted silently. The components log them (pulumi.log.warn)
+    and `validate` prints them."""
+    chart = chart_of(args)
+    model = args.model or ""
+    if chart is None or args.image or not model or not is_hugging_face_id(model, chart):
+        return []
+    if catalog.find_preset(model, chart.preset_catalog) is not None:
+        return []
+    return [
+        Problem.at(
+            "model",
+            f"{model} is not in KAITO {chart.version}'s model catalog: KAITO sizes it from Hugging Face when the "
+            "Workspace is created, so its size, context window, runtimes and architecture are not checked here "
+            "(nor whether it fits the GPU nodes); KAITO's admission webhook must reach huggingface.co over HTTPS "
+            "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
+            "repository needs `hf_token` or `model_access_secret`",
+            "hugging-face-unchecked",
+        )
+    ]
+
+
+def is_hugging_face_id(model: str, chart: catalog.KaitoChart) -> bool:
+    """Whether the release takes `model` as a Hugging Face id (org/model) rather than a preset."""
+    return chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model) is not None
 
 
 # ---------------------------------------------------------------- names
@@ -101,6 +134,8 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             )
         if args.model_access_secret:
             yield Problem.at("model_access_secret", "applies to presets only", "image-only")
+        if args.resources is not None:
+            yield from _decoded(("resources",), args.resources, "ResourceRequirements")
         return
     model = args.model or ""
     if args.compute == "cpu":
@@ -110,6 +145,7 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
             "ghcr.io/kaito-project/aikit/llama3.2:1b) instead of `model`, or use compute gpu",
             "cpu-preset",
         )
+    yield from _runtime_config(args, chart)
     for j, adapter in enumerate(args.adapters):
         if any(a.name == adapter.name for a in args.adapters[:j]):
             yield Problem.at(
@@ -117,34 +153,49 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
                 f'two adapters are named {adapter.name!r} (KAITO: "Duplicate adapter source name")',
                 "adapter-name",
             )
+        elif adapter.image_pull_secrets and len(adapter.name) > MAX_ADAPTER_NAME_WITH_PULL_SECRETS:
+            yield Problem.at(
+                ("adapters", j, "name"),
+                f"{len(adapter.name)} characters; with `image_pull_secrets` KAITO names a volume "
+                f"docker-config-<name>-inference-adapter, so at most {MAX_ADAPTER_NAME_WITH_PULL_SECRETS}",
+                "adapter-name",
+            )
     if chart is None:
         return
-    deprecated = catalog.deprecated_presets()
-    presets = catalog.presets(chart.preset_catalog)
-    removed = catalog.removed_presets(chart.preset_catalog)
-    if model in deprecated:
-        yield Problem.at(
-            "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
-        )
-    elif model in removed:
-        yield Problem.at(
-            "model",
-            f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
-            f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
-            "removed-preset",
-        )
-    elif model not in presets and not (chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model)):
-        close = catalog.closest_presets(model, chart.preset_catalog)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
-    preset = presets.get(model)
+    release = chart.preset_catalog
+    preset = catalog.find_preset(model, release)
     if preset is None:
+        deprecated = catalog.deprecated_presets(release)
+        removed = catalog.removed_presets(release)
+        if model in deprecated:
+            yield Problem.at(
+                "model", f"{model} is deprecated and rejected by KAITO: {deprecated[model]}", "deprecated-preset"
+            )
+        elif model in removed:
+            yield Problem.at(
+                "model",
+                f'KAITO {chart.version} no longer serves {model} ("Unsupported inference preset name": it has no '
+                f"model-catalog entry since {removed[model].removed_in}); keep KAITO 0.8.1 or choose another preset",
+                "removed-preset",
+            )
+        elif not is_hugging_face_id(model, chart):  # an id outside the catalog: model_warnings
+            close = catalog.closest_presets(model, release)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            yield Problem.at("model", f"unknown KAITO {chart.version} preset {model!r}{hint}", "unknown-preset")
         return
-    if preset.gated and args.hf_token is None and not args.model_access_secret:
+    has_token = args.hf_token is not None or bool(args.model_access_secret)
+    if preset.gated and preset.download_at_runtime and not has_token:
         yield Problem.at(
             "model",
             f"{model} is gated on Hugging Face: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
             "gated",
+        )
+    elif chart.secret_for_every_download and preset.download_at_runtime and not has_token:
+        yield Problem.at(
+            "model",
+            f"KAITO {chart.version} downloads {model} from Hugging Face at start-up and admits it only with a "
+            "modelAccessSecret: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
+            "download-secret",
         )
     if args.model_access_secret and not preset.download_at_runtime and not chart.access_secret_on_any_preset:
         yield Problem.at(
@@ -176,52 +227,147 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
         yield from _max_model_len(args, preset)
 
 
-def max_model_len_value(args: KaitoModelArgs) -> object | None:
-    vllm = (args.config or {}).get("vllm")
-    if not is_dict(vllm):
+# What KAITO's vLLM runtime reads from inference_config.yaml (KaitoConfig in
+# presets/workspace/inference/vllm/inference_api.py; 0.6 reads no kv_cache_cpu_memory_utilization).
+# The webhook decodes only `vllm`, into map[string]string (inference_config_validation.go, yaml.v2).
+CONFIG_SECTIONS = ("vllm", "kv_cache_cpu_memory_utilization", "max_probe_steps")
+CONFIG_SECTIONS_0_6 = ("vllm", "max_probe_steps")
+MAX_MODEL_LEN = "max-model-len"
+_YAML_TAGS = ((bool, "!!bool"), (int, "!!int"), (float, "!!float"), (str, "!!str"), (list, "!!seq"), (dict, "!!map"))
+
+
+def _tag(value: object) -> str:
+    """The YAML tag yaml.v2 names in its decoding errors."""
+    return next((tag for kind, tag in _YAML_TAGS if isinstance(value, kind)), "!!null")
+
+
+def _atoi(text: str) -> int | None:
+    """Go's strconv.Atoi of the trimmed text: an optional sign and decimal digits, within int64."""
+    text = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
         return None
-    raw = vllm.get("max-model-len")
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
+
+
+def _runtime_config(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """`config` as KAITO reads inference_config.yaml: only for vLLM; `vllm` a map of single values
+    (each becomes `--<name> <value>`); max-model-len a plain number, as the node estimator scans
+    the file's text for it (pkg/utils/config_parser.go)."""
+    config = args.config
+    if config is None:
+        return
+    if (args.runtime or "vllm") != "vllm":
+        yield Problem.at(
+            "config",
+            "KAITO passes inference_config.yaml to vLLM only; with runtime transformers it has no effect: remove it, "
+            "or use runtime vllm",
+            "config-runtime",
+        )
+        return
+    sections = CONFIG_SECTIONS_0_6 if chart is not None and chart.minor < (0, 8) else CONFIG_SECTIONS
+    for key, value in config.items():
+        if key not in sections:
+            close = did_you_mean(key, sections)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            yield Problem.at(
+                ("config", Key(key)),
+                f"KAITO reads only {', '.join(sections)} from inference_config.yaml{hint}",
+                "config",
+            )
+        elif key == "kv_cache_cpu_memory_utilization" and value is not None and _tag(value) not in ("!!int", "!!float"):
+            yield Problem.at(
+                ("config", Key(key)),
+                f"must be a number, not {value!r} (KAITO's vLLM runtime compares it with 0)",
+                "config",
+            )
+    vllm = config.get("vllm", {})
+    if vllm is None:
+        yield Problem.at(
+            ("config", "vllm"), "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out", "config"
+        )
+        return
+    if not is_dict(vllm):
+        yield Problem.at(
+            ("config", "vllm"),
+            f"must be a map of vLLM arguments (KAITO: cannot unmarshal {_tag(vllm)} into map[string]string)",
+            "config",
+        )
+        return
+    for name, value in vllm.items():
+        where = ("config", "vllm", Key(str(name)))
+        if is_dict(value) or is_list(value):
+            yield Problem.at(where, f"must be one value (KAITO: cannot unmarshal {_tag(value)} into string)", "config")
+        elif value is None:
+            yield Problem.at(
+                where, "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it", "config"
+            )
+        elif name == "max_model_len":
+            yield Problem.at(
+                where,
+                f"write {MAX_MODEL_LEN}: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
+                "max-model-len",
+            )
+        elif name == MAX_MODEL_LEN:
+            yield from _max_model_len_syntax(value)
+
+
+def _max_model_len_syntax(raw: object) -> Iterator[Problem]:
+    where = ("config", "vllm", Key(MAX_MODEL_LEN))
+    if isinstance(raw, str) and _atoi(raw) is not None:
+        yield Problem.at(
+            where,
+            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO's node estimator (0.8+) reads only an "
+            "unquoted number (it would size for 2048 tokens)",
+            "max-model-len",
+        )
+    elif isinstance(raw, bool) or not isinstance(raw, int):
+        yield Problem.at(
+            where, f"must be a whole number of tokens, not {raw!r} (KAITO parses it as an integer)", "max-model-len"
+        )
+    elif raw < 1:
+        yield Problem.at(where, f"must be at least 1 token, not {raw}", "max-model-len")
+    elif raw >= 1 << 63:
+        yield Problem.at(where, f"{raw} is out of range for KAITO (a 64-bit integer)", "max-model-len")
+
+
+def max_model_len_value(args: KaitoModelArgs) -> object | None:
+    """The max-model-len the config gives, whatever its type (None: none, or blank)."""
+    vllm = (args.config or {}).get("vllm")
+    raw = vllm.get(MAX_MODEL_LEN) if is_dict(vllm) else None
     return None if raw is None or str(raw).strip() == "" else raw
 
 
 def max_model_len(args: KaitoModelArgs) -> int | None:
-    """The max-model-len KAITO's estimator reads from the model's config (None: its default)."""
-    raw = max_model_len_value(args)
-    return None if raw is None else _integer(raw)
-
-
-def _integer(raw: object) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    text = str(raw).strip()
-    return int(text) if text.lstrip("-").isdigit() and len(text) < 20 else None
+    """The max-model-len KAITO's node estimator reads from the model's config (None: its default,
+    2048): a plain positive number under `vllm`, as `_runtime_config` requires."""
+    vllm = (args.config or {}).get("vllm")
+    raw = vllm.get(MAX_MODEL_LEN) if is_dict(vllm) else None
+    return raw if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 1 << 63 else None
 
 
 def _max_model_len(args: KaitoModelArgs, preset: catalog.Preset) -> Iterator[Problem]:
-    """KAITO's inference-config check (vLLM): max-model-len is an integer within the context window."""
-    raw = max_model_len_value(args)
-    if raw is None:
-        return
-    where = ("config", "vllm", "max-model-len")
-    value = _integer(raw)
-    if value is None:
+    """KAITO's inference-config check (vLLM): max-model-len within the preset's context window."""
+    value = max_model_len(args)
+    if value is not None and preset.token_limit is not None and value > preset.token_limit:
         yield Problem.at(
-            where, f"must be a whole number of tokens, not {raw!r} (KAITO parses it as an integer)", "max-model-len"
-        )
-    elif value < 1:
-        yield Problem.at(where, f"must be at least 1 token, not {value}", "max-model-len")
-    elif value > preset.token_limit:
-        yield Problem.at(
-            where, f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens", "max-model-len"
+            ("config", "vllm", Key(MAX_MODEL_LEN)),
+            f"{value} exceeds {args.model}'s context window of {preset.token_limit} tokens",
+            "max-model-len",
         )
 
 
 # ---------------------------------------------------------------- where it runs
 
 
-def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
+def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    if chart is not None and args.node_provisioning not in chart.node_provisioning_modes:
+        yield Problem.at(
+            "node_provisioning",
+            f"KAITO {chart.version} ({chart.installed_by or 'this release'}) always creates the nodes of its "
+            f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
+            "node-provisioning",
+        )
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -237,6 +383,43 @@ def _placement(args: KaitoModelArgs) -> Iterator[Problem]:
             "label_selector",
             'KAITO finds bring-your-own GPU nodes by matchLabels; add `match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
             "selector",
+        )
+    if selector is not None:
+        yield from _selector(selector, chart)
+
+
+def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """KAITO turns the selector into a map (metav1.LabelSelectorAsMap, on create and on every
+    update): only In with one value converts; and from 0.11 it drops the labels it reserves for
+    its own nodes, denying a selector left with none."""
+    for i, e in enumerate(selector.match_expressions or []):
+        if e.operator != "In":
+            why = f'operator "{e.operator}" cannot be converted into the old label selector format'
+        elif len(e.values or []) != 1:
+            why = 'operator "In" without a single value cannot be converted into the old label selector format'
+        else:
+            continue
+        yield Problem.at(
+            ("label_selector", "match_expressions", i),
+            f"KAITO denies it ({why}): use In with one value, or `match_labels`",
+            "selector-expression",
+        )
+    labels = selector.match_labels or {}
+    reserved = [k for k in labels if k in RESERVED_SELECTOR_LABELS]
+    if chart is None or chart.minor < (0, 11) or not reserved:
+        return
+    alone = len(reserved) == len(labels)
+    for key in reserved:
+        yield Problem.at(
+            ("label_selector", "match_labels", Key(key)),
+            f"KAITO {chart.version} reserves this label for the nodes it manages and ignores it in a selector"
+            + (
+                ' (and denies a selector left empty: "matchLabels must contain at least one non-reserved label")'
+                if alone
+                else ""
+            )
+            + "; select by another label",
+            "reserved-label",
         )
 
 
@@ -268,27 +451,34 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
     """KAITO's node auto-provisioning branch of the webhook (instanceType required; a size it
     knows; GPU memory for the transformers runtime), stricter where KAITO admits what then
     fails: it admits any Standard_N*/Standard_D* name, but cannot size a preset on a size outside
-    its table. Then KAITO's vLLM estimator on that size, as its controller runs it."""
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
-    transformers = args.runtime == "transformers" or args.tuning is not None
+    its table. Then KAITO's vLLM estimator on that size, as its controller runs it. 0.6 (the AKS
+    add-on's) has no estimator: its webhook sizes every runtime on one node of the table."""
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    release = chart.preset_catalog
+    # the webhook's SKU-table check decides (the transformers runtime, tuning; everything on 0.6)
+    admission = args.runtime == "transformers" or args.tuning is not None or release in sizing.NO_ESTIMATOR
     mml = max_model_len(args)
     if not args.instance_type:
         fit = (
             sizing.smallest_instance_type(
                 preset,
                 catalog.gpu_skus(chart.sku_catalog),
-                chart.preset_catalog,
-                transformers=transformers,
+                release,
+                transformers=admission,
                 max_model_len=mml,
             )
             if preset is not None
             else None
         )
         hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        required = (
+            f"KAITO {chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}"
+            if chart.default_instance_type
+            else 'KAITO: "instanceType is required when node auto-provisioning is enabled"'
+        )
         yield Problem.at(
             "instance_type",
-            'required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "instanceType is '
-            f'required when node auto-provisioning is enabled"){hint}',
+            f"required with node auto-provisioning: the Azure VM size KAITO creates nodes of ({required}){hint}",
             "instance-type",
         )
         return
@@ -323,17 +513,24 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
     if sku.unusable:
         yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
         return
+    if release in sizing.NO_ESTIMATOR:
+        yield from _max_model_len_required(args, chart, sku)
     if preset is None:
         return
-    release = chart.preset_catalog
-    if transformers:
+    if admission:
         need = preset.tuning_gib if args.tuning is not None and preset.tuning_gib else preset.model_gib
         demand = catalog.Preset.model_validate({**preset.model_dump(by_alias=True), "modelGiB": need})
-        denial = sizing.transformers_denial(demand, sku, release)
+        denial = sizing.instance_type_denial(demand, sku, release)
         if denial is not None:
             fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
             hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
-            what = "a tuning job" if args.tuning is not None else "the transformers runtime"
+            what = (
+                "a tuning job"
+                if args.tuning is not None
+                else "the transformers runtime"
+                if args.runtime == "transformers"
+                else args.model
+            )
             yield Problem.at(
                 "instance_type",
                 f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
@@ -355,6 +552,7 @@ def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterat
 
 
 def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
+    every = catalog.all_gpu_skus()
     spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
     if spelled is not None:
         return Problem.at(
@@ -362,17 +560,32 @@ def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
             f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
             "instance-type",
         )
-    dropped = dropped_by(chart, name)
-    if dropped is not None:
+    dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
+    if dropped is not None and name in every:
         return Problem.at("instance_type", dropped, "instance-type")
     close = catalog.closest_skus(name)
     hint = f"did you mean {', '.join(close)}? " if close else ""
+    then = "without sizing it" if chart.preset_catalog in sizing.NO_ESTIMATOR else "then its node estimator fails"
     return Problem.at(
         "instance_type",
         f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
-        f"Standard_N*/Standard_D* name, then its node estimator fails); {hint}`models list` shows the sizes it knows",
+        f"Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
         "instance-type",
     )
+
+
+def _max_model_len_required(args: KaitoModelArgs, chart: catalog.KaitoChart, sku: catalog.GpuSku) -> Iterator[Problem]:
+    """KAITO 0.6's inference-config check: vLLM on a size of several GPUs with less than 20 GiB
+    each (its SKU table) needs an explicit max-model-len."""
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    several_small_gpus = sku.gpu_count > 1 and per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
+    if args.model and (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
+        yield Problem.at(
+            ("config", "vllm", "max-model-len"),
+            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
+            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({sku.name}); set it (e.g. 4096)",
+            "max-model-len",
+        )
 
 
 def _nodes(n: int) -> str:
@@ -381,7 +594,7 @@ def _nodes(n: int) -> str:
 
 def _kaito_tolerates(taint: str, chart: catalog.KaitoChart) -> bool:
     """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
-    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.12 with
+    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.11 with
     spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
     m = TAINT.match(taint)
     if m is None:
@@ -433,7 +646,7 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
     pools = [g for _, g in candidates]
     size = pools[0].vm_size
     sku = catalog.all_gpu_skus().get(size)
-    dropped = dropped_by(chart, size)
+    dropped = catalog.dropped_sku(size, chart.sku_catalog, chart.version)
     if dropped is not None:
         for i, _ in candidates:
             yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
@@ -441,7 +654,7 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
     if all(g.max_nodes == 0 for g in pools):
         yield Problem.at("model", "every GPU pool it may use has no nodes; give one at least a node", "empty-pools")
         return
-    preset = catalog.presets(chart.preset_catalog).get(args.model or "")
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     if preset is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
         problem = _tuning_fit(args, preset, pools) if args.tuning else _serving_fit(args, preset, pools, chart)
         if problem is not None:
@@ -553,6 +766,19 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     source = args.tuning.input
     if len([s for s in (source.urls, source.image, source.volume_source) if s]) != 1:
         yield Problem.at(("tuning", "input"), "needs exactly one of `urls`, `image` or `volume_source`", "tuning-input")
+    for side, volume in (("input", source.volume_source), ("output", args.tuning.output.volume_source)):
+        if volume is not None:
+            yield from _volume(("tuning", side, "volume_source"), volume)
+    if chart is not None and chart.minor >= (0, 12):
+        for i, url in enumerate(source.urls or []):
+            error = data_url_error(url)
+            if error is not None:
+                yield Problem.at(
+                    ("tuning", "input", "urls", i), f"KAITO {chart.version} denies it: {error}", "tuning-url"
+                )
+    if args.tuning.config is not None:
+        for problem in training_config_problems(args.tuning.config, args.tuning.method):
+            yield problem.under("tuning", "config")
     out = args.tuning.output
     if len([d for d in (out.image, out.volume_source) if d]) != 1:
         yield Problem.at(("tuning", "output"), "needs exactly one of `image` or `volume_source`", "tuning-output")
@@ -565,7 +791,34 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
     if chart is None:
         return
     presets = catalog.presets(chart.preset_catalog)
-    preset = presets.get(args.model or "")
-    if preset is not None and not preset.supports_tuning:
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    unknown_id = preset is None and is_hugging_face_id(args.model or "", chart)
+    if unknown_id or (preset is not None and not preset.supports_tuning):
         tunable = ", ".join(p.name for p in presets.values() if p.supports_tuning)
-        yield Problem.at("tuning", f"KAITO cannot fine-tune {args.model}; tunable presets: {tunable}", "tuning-preset")
+        yield Problem.at(
+            "tuning",
+            f"KAITO {chart.version} cannot fine-tune {args.model}; tunable presets: {tunable}",
+            "tuning-preset",
+        )
+
+
+# ---------------------------------------------------------------- Kubernetes values KAITO decodes
+
+
+def _decoded(where: tuple[PathPart, ...], value: Any, kind: str) -> Iterator[Problem]:
+    """A Kubernetes value inside a schemaless Workspace field, as KAITO's webhook decodes it."""
+    for inner, message in kube_json.problems(value, kind):
+        yield Problem.at((*where, *inner), message, "strict-decoding")
+
+
+def _volume(where: tuple[PathPart, ...], volume: dict[str, Any]) -> Iterator[Problem]:
+    found = list(_decoded(where, volume, "VolumeSource"))
+    yield from found
+    chosen = [k for k, v in volume.items() if v is not None]
+    if not found and len(chosen) != 1:
+        yield Problem.at(
+            where,
+            f"gives {len(chosen)} volume types ({', '.join(chosen) or 'none'}); Kubernetes takes exactly one (e.g. "
+            "persistentVolumeClaim: {claimName: data}), or refuses KAITO's tuning Job",
+            "volume-source",
+        )

@@ -10,9 +10,10 @@ from typing import Annotated, Any, Literal
 import pulumi
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
+from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.operators.kaito_operator import NodeProvisioning
-from kaito_aks.schema import Matches, MaxItems, Range, Secret, documented
+from kaito_aks.schema import Check, Matches, MaxItems, Range, Secret, documented
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -23,12 +24,16 @@ DNS_SUBDOMAIN = Matches(
     r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
     "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
 )
-# An image reference as the container runtime parses it: [registry[:port]/]path[:tag][@digest].
-IMAGE = Matches(
-    r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?",
-    "an image reference (e.g. myacr.azurecr.io/adapters/sql:1)",
+# KAITO names an adapter's init container puller-<name> (pkg/workspace/manifests/manifests.go):
+# a container name is a DNS-1123 label, so 63 - len("puller-") characters remain.
+ADAPTER_NAME = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,54}[a-z0-9])?",
+    "an adapter name: a DNS-1123 label of at most 56 characters (KAITO names its init container puller-<name>)",
 )
+# With image pull secrets KAITO also names a volume docker-config-<name>-inference-adapter.
+MAX_ADAPTER_NAME_WITH_PULL_SECRETS = 63 - len("docker-config-") - len("-inference-adapter")
+# An image reference as KAITO's webhook (adapters, tuning) and the container runtime parse it.
+IMAGE = Check(image_problem)
 MINUTES = Range(1, 1440, "at most a day")
 
 Compute = Literal["gpu", "cpu"]
@@ -61,7 +66,8 @@ class LabelSelectorArgs:
     match_labels: Labels | None = None
     """Labels a node must carry."""
     match_expressions: list[LabelSelectorRequirementArgs] | None = None
-    """Further conditions (KAITO's node lookup ignores them)."""
+    """Further conditions: In with one value each, as KAITO turns the selector into labels (its
+    node lookup ignores them)."""
 
 
 @documented
@@ -69,8 +75,8 @@ class LabelSelectorArgs:
 class AdapterArgs:
     """A LoRA adapter served on top of a preset, from a container image."""
 
-    name: Annotated[str, DNS_SUBDOMAIN]
-    """Adapter name (it names a container)."""
+    name: Annotated[str, ADAPTER_NAME]
+    """Adapter name (it names a container): at most 56 characters, 31 with `image_pull_secrets`."""
     image: Annotated[str, IMAGE]
     """Image holding the adapter under /data."""
     strength: Annotated[float, Range(0, 1)] | None = None
@@ -129,14 +135,16 @@ class KaitoModelArgs:
     llama.cpp on CPU). Only `kaito_version` and one of `model` / `image` are required."""
 
     kaito_version: str
-    """The KAITO release the cluster runs (0.8.0, 0.8.1, 0.12.0): decides Workspace-per-replica
-    or InferenceSet, the preset catalog, KAITO's rules and arithmetic, the served model id."""
+    """The KAITO release the cluster runs (0.6.0 the AKS add-on's, 0.8.0, 0.8.1, 0.11.0, 0.12.0):
+    decides Workspace-per-replica or InferenceSet, the preset catalog, KAITO's rules and
+    arithmetic, the served model id."""
     name: Annotated[str, DNS_LABEL] | None = None
     """Kubernetes name of the Service (the endpoint) and Workspaces; default: the resource name."""
     namespace: Annotated[str, DNS_LABEL] = "default"
     """Namespace of every object; it must exist."""
     model: str | None = None
-    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or on 0.12 a Hugging Face id."""
+    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or from 0.11 a Hugging Face
+    id: one of KAITO's model catalog is sized offline, any other by KAITO at admission."""
     image: Annotated[str, IMAGE] | None = None
     """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset."""
     compute: Compute = "gpu"

@@ -54,7 +54,8 @@ class KaitoOperatorArgs:
     """The pinned KAITO workspace chart (`kaito/workspace`)."""
 
     version: str
-    """KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0."""
+    """KAITO chart and app version: 0.8.0, 0.8.1, 0.11.0 or 0.12.0 (0.6.0 is the AKS add-on's: not
+    installed here)."""
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
     node_provisioner: NodeProvisioner = "gpu-provisioner"
@@ -67,7 +68,7 @@ class KaitoOperatorArgs:
     install (the GPU Operator) runs them and KAITO's copies are switched off."""
     node_groups: list[NodeGroup] = field(default_factory=list[NodeGroup])
     """The GPU pools (e.g. `GpuNodePool.node_group`): KAITO's bundled GFD and NFD worker tolerate
-    their taints, and on spot pools its pods tolerate AKS's spot taint (0.12+). Default: GPU nodes
+    their taints, and on spot pools its pods tolerate AKS's spot taint (0.11+). Default: GPU nodes
     tainted sku=gpu:NoSchedule."""
     cluster_name: pulumi.Input[str] | None = None
     """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
@@ -76,10 +77,10 @@ class KaitoOperatorArgs:
 
 
 def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
-    chart = catalog.kaito_charts().get(args.version)
-    if chart is None:
-        supported = ", ".join(catalog.kaito_charts())
-        return [Problem.at("version", f"KAITO {args.version} is not supported; use one of: {supported}", "version")]
+    unsupported = catalog.unsupported_kaito_version(args.version, install=True)
+    if unsupported is not None:
+        return [Problem.at("version", unsupported, "version")]
+    chart = catalog.kaito_charts()[args.version]
     problems = gate_problems(("feature_gates",), args.feature_gates, chart)
     if args.node_provisioner == "karpenter":
         why = (
@@ -114,6 +115,19 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         for i, group in enumerate(args.node_groups)
         if spot is not None and group.spot
     ]
+    gates = effective_gates(args, chart)
+    if gates.get("ModelStreaming") is True and gates.get("ModelMirror") is not True:
+        in_values = is_dict(args.values.get("featureGates")) and "ModelStreaming" in args.values["featureGates"]
+        problems.append(
+            Problem(
+                ("values", Key("featureGates"), Key("ModelStreaming"))
+                if in_values
+                else ("feature_gates", Key("ModelStreaming")),
+                "KAITO's controller exits at start-up (\"ModelStreaming feature gate requires ModelMirror to be "
+                'enabled"); set ModelMirror true as well',
+                "gate",
+            )
+        )
     if "nodeProvisioner" in args.values and chart.node_provisioner is not None:
         problems.append(
             Problem(
@@ -123,6 +137,23 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
         )
     return problems
+
+
+def effective_gates(args: KaitoOperatorArgs, chart: catalog.KaitoChart) -> dict[str, Any]:
+    """The gates KAITO's controller starts with: its defaults, then `feature_gates`, then
+    `values.featureGates` (the order `kaito_chart_values` merges them in)."""
+    extra = args.values.get("featureGates")
+    return {**chart.known_gates, **args.feature_gates, **(extra if is_dict(extra) else {})}
+
+
+def forced_runtime(args: KaitoOperatorArgs) -> Literal["transformers"] | None:
+    """The runtime KAITO uses for every model whatever it asks: with the vLLM gate off KAITO
+    ignores kaito.sh/runtime and serves with transformers (api/v1beta1/labels.go
+    GetWorkspaceRuntimeName, 0.8.1 to 0.12.0)."""
+    chart = catalog.kaito_charts().get(args.version)
+    if chart is None:
+        return None
+    return "transformers" if effective_gates(args, chart).get("vLLM") is False else None
 
 
 def gate_problems(path: tuple[PathPart, ...], gates: dict[str, Any], chart: catalog.KaitoChart) -> list[Problem]:

@@ -49,8 +49,12 @@ class GpuDemand:
 
     name: str  # the preset
     gpu_count: int  # GPUs it needs (KAITO 0.8 checks nodes x GPUs against this)
-    model_gib: float  # the size of its weights
-    release: str  # "0.8" or "0.12": KAITO's arithmetic differs
+    model_gib: float  # the size of its weights (0: not known offline, a Hugging Face id KAITO sizes)
+    release: str  # "0.8", "0.11" or "0.12": KAITO's arithmetic differs
+
+    @property
+    def per_gpu_gib(self) -> float:
+        return 0.0  # a requirement of 0.6 only, which provisions its own nodes (no wait)
 
     def as_props(self) -> dict[str, Any]:
         return {"preset": self.name, "gpuCount": self.gpu_count, "modelGiB": self.model_gib, "release": self.release}
