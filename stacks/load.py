@@ -16,6 +16,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
+from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.rules import max_model_len, model_warnings
@@ -65,6 +66,10 @@ from stacks.errors import StackConfigError, secret_key
 from stacks.pulumi_yaml import decode
 from stacks.stackfile import StackFile, StackFileError, read_stack_file, yaml_path
 
+EMPTY_KUBECONFIG = (
+    f"{EMPTY_CONTENTS}: `pulumi config set --secret kubeconfig < kubeconfig.yaml`, or `pulumi config rm kubeconfig` "
+    "to use cluster.kubeconfig.path"
+)
 # Stands in for a secret where only its presence is known (validate, render).
 SECRET_PRESENT = "[secret]"
 
@@ -346,6 +351,8 @@ def parse_stack_config(
         found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
     found += rag_problems
     found += rules.check(cfg, model_index, pool_index, rag_index)
+    # A pool's node counts are its count or autoscale, which the pool's own rules check.
+    found = [p for p in found if p.code != "pool-nodes"]
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
         raise StackConfigError(problems)
@@ -637,6 +644,13 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]
     encrypted = [k for k in raw if k not in SECRET_KEYS and is_config_secret(prefix + k)]
+    # set but empty: the provider would read $KUBECONFIG or ~/.kube/config instead
+    contents = raw.get("kubeconfig")
+    empty = (
+        [Problem((secret_key("kubeconfig"),), EMPTY_KUBECONFIG, "kubeconfig-empty")]
+        if isinstance(contents, str) and not contents.strip()
+        else []
+    )
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
@@ -656,6 +670,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
         )
     except StackConfigError as err:
         problems += err.problems
+    problems += empty
     if problems or cfg is None:
         raise StackConfigError(beside_traps(problems), source)
     return cfg, secrets

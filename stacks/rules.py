@@ -9,10 +9,10 @@ import dataclasses
 from collections.abc import Iterator
 
 from kaito_aks import catalog
-from kaito_aks.model.names import claimed_names
+from kaito_aks.model.names import claimed_names, name_collisions
 from kaito_aks.model.rules import match_labels
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import selects
+from kaito_aks.nodes import dropped_by, selects, vm_size_problem
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
 from kaito_aks.problems import Key, Problem
 from stacks.config import StackConfig
@@ -293,25 +293,11 @@ def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
 
 
 def _names(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
-    """Two entries must not create objects of the same name in a namespace."""
-    chart = catalog.kaito_charts().get(cfg.kaito.version)
-    if chart is None:
-        return
-    seen: dict[tuple[str, str], int] = {}
-    for i, args in zip(model_index, cfg.models, strict=True):
-        names = claimed_names(args, chart)
-        for name in sorted(names):
-            owner = seen.get((args.namespace, name))
-            if owner is not None and owner != i:
-                yield Problem(
-                    ("workspaces", i, "name"),
-                    f"{args.namespace}/{name} is also created for workspaces[{owner}]; choose names that do not collide "
-                    "(replicas are named <name>-0, <name>-1, ...)",
-                    "name-collision",
-                )
-                break
-        for name in names:
-            seen.setdefault((args.namespace, name), i)
+    """Two entries must not create objects of the same name in a namespace (the library's rule,
+    which `deploy_models` applies too)."""
+    labelled = [(f"workspaces[{i}]", args) for i, args in zip(model_index, cfg.models, strict=True)]
+    for j, problem in name_collisions(labelled):
+        yield problem.under("workspaces", model_index[j])
 
 
 def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
@@ -343,7 +329,6 @@ def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
                 "enable it or use gpuDriver: aks",
                 "driver",
             )
-        dropped = catalog.dropped_sku(pool.args.vm_size, chart.sku_catalog, chart.version) if chart else None
-        sku = catalog.all_gpu_skus().get(pool.args.vm_size)
-        if dropped is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
+        dropped = dropped_by(chart, pool.args.vm_size) if chart is not None else None
+        if dropped is not None and vm_size_problem(pool.args.vm_size) is None:
             yield Problem(("gpuNodePools", i, "vm_size"), dropped, "pool-sku-version")

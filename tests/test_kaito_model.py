@@ -357,3 +357,21 @@ def test_component_type_tokens_and_parents():
     assert {r.name for r in children} >= {"default/phi/phi-0", "default/phi/phi"}
     for r in children:
         assert r.parent == comp.urn
+
+
+def test_each_models_rules_run_once_per_up(monkeypatch: pytest.MonkeyPatch):
+    """The config is checked first, then deploy_models and each KaitoModel take the same args:
+    nothing is checked twice (review 1, G4)."""
+    from kaito_aks.model import component
+
+    counts: dict[str, int] = {}
+    rules = component.model_problems
+
+    def counted(args):
+        counts[args.name] = counts.get(args.name, 0) + 1
+        return rules(args)
+
+    monkeypatch.setattr(component, "model_problems", counted)
+    ev = run(config([PHI, CPU, LLAMA]), hf_token=TOKEN)
+    assert len(ev.of_type("kaito-aks:index:KaitoModel")) == 3
+    assert counts == {"phi": 1, "tiny": 1, "llama": 1}

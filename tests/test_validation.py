@@ -559,6 +559,29 @@ def test_kubeconfig_secret_only_for_kubeconfig_clusters():
     assert err.value.lines[0].startswith("cluster.kubeconfig.path: the secret kaito-aks:kubeconfig already gives")
 
 
+@pytest.mark.parametrize("contents", ["", "  \n"])
+def test_an_empty_kubeconfig_secret_is_refused_not_read_as_the_local_kubeconfig(contents: str):
+    """`pulumi config set --secret kubeconfig "$(cat missing-file)"`: the provider would read
+    $KUBECONFIG or ~/.kube/config, and so would the waits."""
+    from stacks.errors import StackConfigError
+    from stacks.evaluate import ProgramMocks, RecordingMonitor, evaluate
+
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(StackConfigError) as err:
+        evaluate(
+            config([PHI, {**PHI, "name": "p2", "replica": 2}], cluster={"kubeconfig": {}}),
+            secrets={"kaito-aks:kubeconfig": contents},
+            monitor=monitor,
+        )
+    assert monitor.registrations == []
+    assert err.value.lines == [  # with the other problems, all at once
+        "kaito-aks:kubeconfig: is empty, and the Kubernetes provider would then read $KUBECONFIG or ~/.kube/config "
+        "(perhaps another cluster): give the kubeconfig's contents: `pulumi config set --secret kubeconfig < "
+        "kubeconfig.yaml`, or `pulumi config rm kubeconfig` to use cluster.kubeconfig.path",
+        "workspaces[1].replica: unknown key; did you mean replicas?",
+    ]
+
+
 def test_kubeconfig_secret_feeds_the_provider_as_a_secret():
     from stacks.evaluate import Secret, evaluate, reveal
 

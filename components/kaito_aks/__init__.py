@@ -1,6 +1,7 @@
 """kaito-aks: Pulumi components that serve open LLMs on Kubernetes with KAITO.
 
     from kaito_aks import AksCluster, GpuNodePool, GpuOperator, GpuProvisioner, KaitoOperator, KaitoModel
+    from kaito_aks import deploy_models  # many models with their waits shared
 
 Each component takes a frozen `...Args` dataclass (help(KaitoModelArgs) lists every arg) and
 checks it before it registers anything, raising `InvalidArgsError` with every problem at once.
@@ -31,12 +32,15 @@ _EXPORTS = {
     "KubeconfigCluster": "kaito_aks.cluster.kubeconfig_cluster",
     "KubeconfigClusterArgs": "kaito_aks.cluster.kubeconfig_cluster",
     "ClusterProvider": "kaito_aks.cluster.access",
+    "ClusterAccess": "kaito_aks.cluster.access",
     "GpuOperator": "kaito_aks.operators.gpu_operator",
     "GpuOperatorArgs": "kaito_aks.operators.gpu_operator",
     "KaitoOperator": "kaito_aks.operators.kaito_operator",
     "KaitoOperatorArgs": "kaito_aks.operators.kaito_operator",
     "KaitoModel": "kaito_aks.model.component",
     "KaitoModelArgs": "kaito_aks.model.spec",
+    "deploy_models": "kaito_aks.model.many",
+    "ModelGroup": "kaito_aks.model.many",
     "AdapterArgs": "kaito_aks.model.spec",
     "LabelSelectorArgs": "kaito_aks.model.spec",
     "LabelSelectorRequirementArgs": "kaito_aks.model.spec",
@@ -103,9 +107,10 @@ if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
     from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
     from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
-    from kaito_aks.cluster.access import ClusterProvider
+    from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import KaitoModel
+    from kaito_aks.model.many import ModelGroup, deploy_models
     from kaito_aks.model.spec import (
         AdapterArgs,
         KaitoModelArgs,
@@ -139,6 +144,7 @@ __all__ = [
     "AksCluster",
     "AksClusterArgs",
     "AutoscaleArgs",
+    "ClusterAccess",
     "ClusterProvider",
     "EmbeddingArgs",
     "GpuNodePool",
@@ -159,6 +165,7 @@ __all__ = [
     "LabelSelectorArgs",
     "LabelSelectorRequirementArgs",
     "LocalEmbeddingArgs",
+    "ModelGroup",
     "NodeGroup",
     "Problem",
     "RagComputeArgs",
@@ -177,4 +184,5 @@ __all__ = [
     "WorkloadIdentity",
     "WorkloadIdentityArgs",
     "__version__",
+    "deploy_models",
 ]

@@ -9,8 +9,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from kaito_aks.catalog import Toleration
+from kaito_aks import catalog
+from kaito_aks.catalog import KaitoChart, Toleration
 from kaito_aks.parsed import is_dict
+from kaito_aks.problems import Problem
 from kaito_aks.schema import Check, MaxItems, Range, documented
 
 # The label NVIDIA's GPU Operator puts on GPU nodes; GpuNodePool also sets it on the AKS GPU pools
@@ -100,7 +102,8 @@ class NodeGroup:
     name: str
     """The pool's name (its nodes carry it as the `agentpool` label)."""
     vm_size: str
-    """Azure VM size of the nodes: KAITO sizes models against its GPUs (see `models estimate`)."""
+    """Azure VM size of the nodes, a GPU size KAITO knows (kaito_aks.catalog lists them): KAITO
+    sizes models against its GPUs."""
     labels: Labels = field(default_factory=dict[str, str])
     """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
@@ -114,6 +117,73 @@ class NodeGroup:
     """Who installs the GPU driver on the nodes: operator (the NVIDIA GPU Operator) or aks."""
     spot: bool = False
     """Azure Spot VMs: the nodes carry AKS's spot taint."""
+
+
+def vm_size_problem(vm_size: str) -> str | None:
+    """Why nodes of `vm_size` cannot serve KAITO's GPU workloads (not a GPU size KAITO knows,
+    a GPU no driver supports, not NVIDIA), or None. GpuNodePool and described pools alike."""
+    sku = catalog.all_gpu_skus().get(vm_size)
+    if sku is None:
+        close = catalog.closest_skus(vm_size)
+        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(catalog.all_gpu_skus())
+        return f"{vm_size} is not a GPU VM size KAITO knows; {hint}"
+    if sku.unusable:
+        return f"{vm_size}: {sku.unusable}"
+    if sku.vendor != "nvidia":
+        return f"{vm_size} has {sku.gpu_model} GPUs; the GPU Operator and KAITO presets need NVIDIA GPUs"
+    return None
+
+
+def dropped_by(chart: KaitoChart, vm_size: str) -> str | None:
+    """Why a KAITO release no longer takes a GPU size an earlier one did, or None (also None
+    for a size no release knows: `vm_size_problem` says that): catalog.dropped_sku's message."""
+    return catalog.dropped_sku(vm_size, chart.sku_catalog, chart.version)
+
+
+def spot_problem(chart: KaitoChart) -> str | None:
+    """Why a KAITO release's pods cannot run on spot nodes, or None (they tolerate AKS's spot
+    taint from 0.11, with spotInstance)."""
+    if chart.spot_toleration is not None:
+        return None
+    return (
+        f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.11.0 or 0.12.0 "
+        "(spotInstance) or a regular pool"
+    )
+
+
+SPOT_TAINT_WRITTEN = "AKS sets the spot taint on spot pools; set `spot` instead of the taint"
+
+
+def node_group_problems(group: NodeGroup, chart: KaitoChart | None = None) -> list[Problem]:
+    """What is wrong with a pool's description, as GpuNodePool would refuse it (a GPU size KAITO
+    knows, node counts in order), and with `chart`, whether that KAITO release still takes the
+    size. Paths are relative to the group."""
+    problems: list[Problem] = []
+    why = vm_size_problem(group.vm_size)
+    if why is not None:
+        problems.append(Problem(("vm_size",), why, "pool-sku"))
+    elif chart is not None and (dropped := dropped_by(chart, group.vm_size)) is not None:
+        problems.append(Problem(("vm_size",), dropped, "pool-sku-version"))
+    problems += [
+        Problem(("taints", j), SPOT_TAINT_WRITTEN, "pool-spot-taint")
+        for j, taint in enumerate(group.taints)
+        if taint == SPOT_TAINT and not group.spot
+    ]
+    if group.min_nodes > group.max_nodes:
+        problems.append(
+            Problem(
+                ("min_nodes",),
+                f"is greater than max_nodes ({group.min_nodes} > {group.max_nodes}); min_nodes are the nodes that "
+                "exist when a Workspace is created, max_nodes the most the pool may have",
+                "pool-nodes",
+            )
+        )
+    return problems
+
+
+def node_groups_problems(groups: Iterable[NodeGroup], chart: KaitoChart | None = None) -> list[Problem]:
+    """`node_group_problems` of each group, at node_groups[i]."""
+    return [p.under("node_groups", i) for i, g in enumerate(groups) for p in node_group_problems(g, chart)]
 
 
 def selects(match_labels: dict[str, str], group: NodeGroup) -> bool:

@@ -196,8 +196,14 @@ class InvalidArgsError(ValueError):
 
     def __init__(self, component: str, name: str, problems: Sequence[Problem], naming: Naming = "python"):
         self.component, self.name, self.problems = component, name, list(problems)
-        listing = "\n".join(f"  - {p.under('args').text(naming)}" for p in self.problems)
+        listing = "\n".join(f"  - {_of_component(p).text(naming)}" for p in self.problems)
         super().__init__(f"{component} {name!r}: {len(self.problems)} problem(s) with its args:\n{listing}")
+
+
+def _of_component(problem: Problem) -> Problem:
+    """A problem as the component reports it: under `args`, unless it is about its resource
+    options (`opts`)."""
+    return problem if problem.path[:1] == ("opts",) else problem.under("args")
 
 
 def raise_if(component: str, name: str, problems: Sequence[Problem]) -> None:

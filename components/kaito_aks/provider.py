@@ -11,12 +11,14 @@ that may come from another resource accept outputs, everything else must be know
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import sys
 import typing
 from collections.abc import Mapping
-from typing import Any, get_args, get_origin
+from functools import cache
+from typing import Any, cast, get_args, get_origin
 
 import pulumi
 from pulumi.errors import InputPropertiesError, InputPropertyErrorDetails
@@ -114,10 +116,7 @@ class _Types:
         self.types[token] = {
             "type": "string" if all(isinstance(v, str) for v in values) else "integer",
             "description": rename(f.doc.split("\n")[0], "schema") if f.doc else None,
-            "enum": [
-                {"name": "".join(w.capitalize() for w in str(v).replace("-", "_").split("_")), "value": v}
-                for v in values
-            ],
+            "enum": [{"name": enum_name(v), "value": v} for v in values],
         }
         return token
 
@@ -137,6 +136,12 @@ class _Types:
                 **({"required": required} if required else {}),
             }
         return token
+
+
+def enum_name(value: object) -> str:
+    """The name generated SDKs give an enum value: its words, each capitalized, the rest of each
+    word kept as written (NotIn, not Notin; gpu-provisioner: GpuProvisioner)."""
+    return "".join(w[:1].upper() + w[1:] for w in str(value).replace("-", "_").split("_"))
 
 
 def _summary(cls: type) -> str:
@@ -206,15 +211,61 @@ def properties(cls: type, types: _Types) -> tuple[dict[str, Any], list[str]]:
 
 
 def outputs(component: type) -> dict[str, Field]:
-    """The component's declared outputs: its class annotations of type pulumi.Output[...]."""
+    """The component's declared outputs: its class annotations of type pulumi.Output[...], and
+    its plain attributes of a type other components take as input (GpuNodePool.node_group, a
+    NodeGroup), so a program in another language can pass them on."""
     module = sys.modules[component.__module__]
     hints = inspect.get_annotations(component, globals=vars(module), locals={"Output": pulumi.Output}, eval_str=True)
     docs = _output_docs(component)
     out: dict[str, Field] = {}
     for name, tp in hints.items():
-        if get_origin(tp) is pulumi.Output and not name.startswith("_"):
+        if name.startswith("_"):
+            continue
+        if get_origin(tp) is pulumi.Output:
             out[name] = Field(name=name, type=get_args(tp)[0], doc=docs.get(name, ""), owner=component)
+        elif tp in input_types():
+            out[name] = Field(name=name, type=tp, doc=docs.get(name, ""), owner=component)
     return out
+
+
+@cache
+def input_types() -> frozenset[type]:
+    """Every args class some component takes (nested ones included)."""
+    return frozenset(t for _, (_, args, _) in components().items() for t in walk_types(args))
+
+
+def to_wire(value: Any) -> Any:
+    """An output as other languages read it: args instances as maps in the schema's names."""
+    cls = cast(type, type(cast(object, value)))
+    if is_args_class(cls):
+        return {f.schema_name: to_wire(getattr(value, f.name)) for f in fields(cls).values()}
+    if is_list(value):
+        return [to_wire(v) for v in value]
+    if is_dict(value):
+        return {k: to_wire(v) for k, v in value.items()}
+    return value
+
+
+def known_now(value: Any, found: list[pulumi.Resource]) -> Any:
+    """A value from another resource that is already known, as plain data (the engine hands
+    construct such values as resolved Outputs; a plain input such as nodeGroups must be known
+    at preview); the resources it came from are added to `found`. Anything else is left as
+    is, and refused by the plain input's check."""
+    if isinstance(value, pulumi.Output):
+        output = cast(Any, value)
+        data: Any = getattr(output, "_data", None)  # the SDK's resolved value, read without awaiting
+        if not (isinstance(data, asyncio.Future) and data.done() and not data.cancelled() and not data.exception()):
+            return output
+        resolved: Any = cast(Any, data).result()
+        if not getattr(resolved, "is_known", False) or getattr(resolved, "is_secret", True):
+            return output
+        found += list(getattr(resolved, "resources", ()) or ())
+        return known_now(getattr(resolved, "value", None), found)
+    if is_list(value):
+        return [known_now(v, found) for v in value]
+    if is_dict(value):
+        return {k: known_now(v, found) for k, v in value.items()}
+    return value
 
 
 def _output_docs(component: type) -> dict[str, str]:
@@ -324,14 +375,21 @@ class KaitoAksProvider(Provider):
         if resource_type not in self._components:
             raise ValueError(f"{PACKAGE} has no component {resource_type}; it has: {', '.join(self._components)}")
         component, args_cls, retired = self._components[resource_type]
-        args, problems = build(Schema(args_cls, retired=retired), from_wire(args_cls, dict(inputs)), naming="schema")
+        given = dict(inputs)
+        sources: list[pulumi.Resource] = []
+        for f in fields(args_cls).values():
+            if f.schema_name in given and not f.accepts_outputs:
+                given[f.schema_name] = known_now(given[f.schema_name], sources)
+        if sources:  # e.g. nodeGroups from GpuNodePool.nodeGroup: created after those
+            options = pulumi.ResourceOptions.merge(options, pulumi.ResourceOptions(depends_on=sources))
+        args, problems = build(Schema(args_cls, retired=retired), from_wire(args_cls, given), naming="schema")
         if problems:
             raise _input_errors(component.__name__, name, problems)
         try:
             instance = component(name, args, options)  # type: ignore[call-arg]
         except InvalidArgsError as err:
             raise _input_errors(component.__name__, name, err.problems) from None
-        state = {camel(n): getattr(instance, n) for n in outputs(component)}
+        state = {camel(n): to_wire(getattr(instance, n)) for n in outputs(component)}
         return ConstructResult(urn=instance.urn, state=state)
 
 

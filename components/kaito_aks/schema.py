@@ -68,9 +68,11 @@ class Matches:
 
 @dataclass(frozen=True)
 class Check:
-    """Any other rule on one value: `rule(value)` returns what is wrong, or None."""
+    """Any other rule on one value: `rule(value)` returns what is wrong, or None.
+    `shows_value`: whether that message may quote the value (then a secret's is not shown)."""
 
     rule: Callable[[Any], str | None]
+    shows_value: bool = True
 
     def check(self, value: Any) -> str | None:
         return self.rule(value)
@@ -219,6 +221,8 @@ def unannotated(tp: Any) -> Any:
 
 
 def _constraints(tp: Any) -> tuple[Constraint, ...]:
+    """Every constraint on a type, through Annotated, Input and Optional (one traversal for the
+    checks and the docs)."""
     found: list[Constraint] = []
     while True:
         if get_origin(tp) is Annotated:
@@ -292,26 +296,27 @@ def literal_values(tp: Any) -> tuple[Any, ...] | None:
     return get_args(tp) if get_origin(tp) is Literal else None
 
 
-def describe(tp: Any) -> str:
-    """A short human name of a type, for docs and errors."""
+def describe(tp: Any, classes: bool = False) -> str:
+    """A short human name of a type, for docs and errors; `classes`: args classes by their name
+    (help()), else "object" (the config reference, where Python's class names mean nothing)."""
     tp = unannotated(tp)
     inner = input_of(tp)
     if inner is not None:
-        return describe(inner)
+        return describe(inner, classes)
     inner = optional_of(tp)
     if inner is not None:
-        return describe(inner)
+        return describe(inner, classes)
     origin = get_origin(tp)
     if origin is Literal:
         return " | ".join(str(v) for v in get_args(tp))
     if origin in (list, Sequence, tuple):
-        return f"list of {describe(get_args(tp)[0])}"
+        return f"list of {describe(get_args(tp)[0], classes)}"
     if origin in (dict, Mapping):
-        return "map" if get_args(tp)[1] is Any else f"map of {describe(get_args(tp)[1])}"
+        return "map" if get_args(tp)[1] is Any else f"map of {describe(get_args(tp)[1], classes)}"
     if tp is Any:
         return "any"
     if is_args_class(tp):
-        return "object"
+        return tp.__name__ if classes else "object"
     return {str: "text", int: "whole number", float: "number", bool: "true | false"}.get(
         tp, getattr(tp, "__name__", str(tp))
     )
@@ -348,7 +353,7 @@ def check_value(
     for args classes become instances, when they are well formed). The value of a secret (a
     Secret[...] type, or `secret`) is never shown in a problem."""
     secret = secret or _is_secret(tp)
-    constraints = [c for c in _constraints_here(tp)]
+    constraints = _constraints(tp)
     tp = unannotated(tp)
     inner = optional_of(tp)
     if inner is not None:
@@ -359,7 +364,7 @@ def check_value(
     if inner is not None:
         if _deferred(value):
             return value  # known only at deploy time
-        return check_value(inner, value, path, naming, out, secret)
+        tp = unannotated(inner)  # known now: held to the same constraints
     if _deferred(value) and tp is not Any:
         out.append(Problem(path, DEFERRED, "type"))
         return value
@@ -368,7 +373,7 @@ def check_value(
     if len(out) == before:
         for c in constraints:
             why = c.check(result)
-            if why and secret:
+            if why and secret and (isinstance(c, Matches) or (isinstance(c, Check) and c.shows_value)):
                 why = "breaks its rule (its value is secret, so it is not shown here)"
             if why:
                 # A number out of bounds is not used at all (10 million replicas would make 10
@@ -379,17 +384,6 @@ def check_value(
 
 def _deferred(value: object) -> bool:
     return isinstance(value, pulumi.Output) or inspect.isawaitable(value)
-
-
-def _constraints_here(tp: Any) -> list[Constraint]:
-    found: list[Constraint] = []
-    while get_origin(tp) is Annotated:
-        found += [m for m in tp.__metadata__ if isinstance(m, Range | Matches | Check | MaxItems)]
-        tp = get_args(tp)[0]
-    inner = input_of(tp) or optional_of(tp)
-    if inner is not None:
-        found += _constraints_here(inner)
-    return found
 
 
 def _check_plain(
@@ -574,15 +568,35 @@ def as_args(cls: type[T], value: Any, naming: Naming = "python") -> tuple[T | No
     return None, [Problem((), _kind_error(value, f"a {cls.__name__}"), "type")]
 
 
-def checked_args(component: str, name: str, cls: type[T], args: Any, *rules: Callable[[T], list[Problem]]) -> T:
+def checked_args(
+    component: str,
+    name: str,
+    cls: type[T],
+    args: Any,
+    *rules: Callable[[T], list[Problem]],
+    also: Sequence[Problem] = (),
+) -> T:
     """A component's args, checked: their shape, then the component's rules on what is well
     formed (a rule does not speak of a field already reported). Raises InvalidArgsError with every
-    problem before the component registers anything."""
+    problem (and those in `also`, e.g. about its options) before the component registers anything."""
     instance, problems = as_args(cls, args)
-    problems = problems + judged(instance, problems, rules)
+    problems = problems + judged(instance, problems, rules) + list(also)
     if problems or instance is None:
         raise InvalidArgsError(component, name, problems)
     return instance
+
+
+def resource_name_problems(cls: type, field: str, resource_name: str) -> list[Problem]:
+    """The problems of `resource_name` as the `field` it stands in for when that is not given
+    (a pool's or a model's name): the field's own rules, saying where the value came from."""
+    problems: list[Problem] = []
+    check_value(fields(cls)[field].type, resource_name, (field,), "python", problems)
+    return [
+        dataclasses.replace(
+            p, message=f"{p.message}; it is the resource name, which `{field}` defaults to: set `{field}`"
+        )
+        for p in problems
+    ]
 
 
 def judged(instance: T | None, shape: list[Problem], rules: Sequence[Callable[[T], list[Problem]]]) -> list[Problem]:
@@ -630,14 +644,15 @@ def _repr_without_secrets(self: object) -> str:
 
 
 def documented(cls: type[T]) -> type[T]:
-    """Append each arg's description, type and default to the class docstring, so help(),
-    IDEs and the generated docs show the same text as the provider schema; and keep secret
-    values out of the repr."""
+    """Append each arg's description, type, bounds and default to the class docstring, so
+    help(), IDEs and the generated docs show the same text as the provider schema; and keep
+    secret values out of the repr."""
     lines = [inspect.cleandoc(cls.__doc__ or ""), "", "Args:"]
     for f in fields(cls).values():
-        kind = describe(f.type)
         default = default_text(f)
-        head = f"    {f.name} ({kind}{', required' if f.required else ''}{f', default {default}' if default else ''})"
+        facts = [describe(f.type, classes=True), constraint_text(f), "required" if f.required else ""]
+        facts.append(f"default {default}" if default else "")
+        head = f"    {f.name} ({', '.join(x for x in facts if x)})"
         lines.append(head + ":")
         lines += [f"        {line}" for line in (f.doc or "").splitlines()]
     cls.__doc__ = "\n".join(lines)

@@ -10,7 +10,7 @@ from kaito_aks import KaitoModel, KaitoModelArgs, KaitoOperator, KaitoOperatorAr
 from kaito_aks.model.rules import model_problems
 from kaito_aks.testing import run
 from kube_schema import crd_validator
-from test_components import WORKSPACE, refused
+from test_components import WORKSPACE, on_cluster, refused
 
 A100 = "Standard_NC24ads_A100_v4"
 ADDON = {"kaito_version": "0.6.0", "node_provisioning": "auto", "wait_for_gpu_nodes": False, "wait_for_ready": False}
@@ -33,7 +33,7 @@ def test_the_operator_refuses_the_add_ons_release_naming_who_installs_it_and_wha
 
 
 def test_a_model_on_the_add_on_is_a_workspace_its_crd_accepts():
-    ev = run(lambda: KaitoModel("phi", addon_model(name="phi", replicas=2)))
+    ev = run(lambda: KaitoModel("phi", addon_model(name="phi", replicas=2), opts=on_cluster()))
     workspaces = {w.inputs["metadata"]["name"]: w.inputs for w in ev.of_type(WORKSPACE)}
     assert sorted(workspaces) == ["phi-0", "phi-1"]
     errors = crd_validator(upstream_facts.crd("0.6.0", "workspaces.kaito.sh"), "v1beta1")

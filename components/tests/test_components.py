@@ -8,6 +8,7 @@ import pickle
 from pathlib import Path
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 from kaito_aks import (
@@ -29,7 +30,7 @@ from kaito_aks import (
     NodeGroup,
 )
 from kaito_aks.nodes import SPOT_TAINT
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, reveal, run
+from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 POOL = "azure-native:containerservice:AgentPool"
@@ -37,6 +38,7 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 A100 = "Standard_NC24ads_A100_v4"
 A10 = "Standard_NV36ads_A10_v5"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def aks() -> AksCluster:
@@ -52,12 +54,18 @@ def pool(cluster: AksCluster, name: str = "gpu", **kw: object) -> GpuNodePool:
     )
 
 
+def on_cluster() -> pulumi.ResourceOptions:
+    """Through an explicit Kubernetes provider, one that carries no credentials for the waits."""
+    return pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG)))
+
+
 def refused(program: object) -> str:
     """The InvalidArgsError a program raises, after checking nothing was registered."""
     monitor = RecordingMonitor(ProgramMocks())
     with pytest.raises(InvalidArgsError) as err:
         run(program, monitor=monitor)  # type: ignore[arg-type]
-    assert monitor.registrations == [], "resources were registered before the error"
+    # nothing of the component: only the providers the program made first
+    assert [r for r in monitor.registrations if not r.type.startswith("pulumi:providers:")] == [], "registered"
     return str(err.value)
 
 
@@ -178,7 +186,9 @@ def test_a_wrong_shape_is_named_not_an_attribute_error_deep_inside():
 def test_kaito_operator_computes_its_chart_values():
     ev = run(
         lambda: KaitoOperator(
-            "kaito", KaitoOperatorArgs(version="0.8.1", gpu_discovery="external", feature_gates={"vLLM": True})
+            "kaito",
+            KaitoOperatorArgs(version="0.8.1", gpu_discovery="external", feature_gates={"vLLM": True}),
+            opts=on_cluster(),
         )
     )
     values = ev.named("kaito", RELEASE).inputs["values"]
@@ -191,7 +201,16 @@ def test_kaito_operator_computes_its_chart_values():
 def test_kaito_operator_takes_the_cluster_name_from_another_resource():
     """The chart values held an Output and were deep-copied: '__getstate__ can only be called
     during serialization'."""
-    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", cluster_name=aks().cluster_name)))
+
+    def program() -> None:
+        cluster = aks()
+        KaitoOperator(
+            "kaito",
+            KaitoOperatorArgs(version="0.8.1", cluster_name=cluster.cluster_name),
+            opts=pulumi.ResourceOptions(provider=cluster.provider),
+        )
+
+    ev = run(program)
     assert ev.named("kaito", RELEASE).inputs["values"]["clusterName"] == "aks"
 
 
@@ -204,7 +223,7 @@ def test_kaito_operator_refuses_an_unknown_gate_before_registering_anything():
 
 def test_kaito_operators_bundled_discovery_tolerates_the_pools_taints_spot_included():
     spot = NodeGroup(name="spot", vm_size=A100, taints=["team=ml:NoSchedule"], spot=True)
-    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[spot])))
+    ev = run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[spot]), opts=on_cluster()))
     values = ev.named("kaito", RELEASE).inputs["values"]
     tolerations = values["gpu-feature-discovery"]["tolerations"]
     assert {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoSchedule"} in tolerations
@@ -223,7 +242,7 @@ def test_gpu_operator_tolerates_the_pools_it_is_given():
         GpuOperator(
             "gpu-operator",
             GpuOperatorArgs(node_groups=[spot.node_group]),
-            opts=pulumi.ResourceOptions(depends_on=[spot]),
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[spot]),
         )
 
     ev = run(program)
@@ -247,9 +266,7 @@ def test_the_operators_refuse_what_their_charts_cannot_do():
 
 
 def kubeconfig_cluster() -> KubeconfigCluster:
-    return KubeconfigCluster(
-        "cluster", KubeconfigClusterArgs(kubeconfig="apiVersion: v1\nkind: Config\n", context="dev")
-    )
+    return KubeconfigCluster("cluster", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="dev"))
 
 
 def test_a_model_serves_replicas_behind_one_endpoint_with_the_providers_credentials():
@@ -268,21 +285,25 @@ def test_a_model_serves_replicas_behind_one_endpoint_with_the_providers_credenti
     assert outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
     assert outputs["model"] == "phi-4-mini-instruct"
     wait = ev.named("phi/ready", "pulumi-python:dynamic/kaito-aks:ModelReady")
-    assert reveal(wait.inputs["kubeconfig"]) == "apiVersion: v1\nkind: Config\n"  # the provider's, kept secret
+    assert reveal(wait.inputs["kubeconfig"]) == KUBECONFIG  # the provider's, kept secret
     assert wait.inputs["context"] == "dev"
 
 
 def test_a_model_with_no_credentials_is_refused_rather_than_reading_the_local_kubeconfig():
-    message = refused(lambda: KaitoModel("phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct")))
-    assert "args.kubeconfig: the waits read the cluster and have no credentials" in message
-    ev = run(
-        lambda: KaitoModel(
-            "phi",
-            KaitoModelArgs(
-                kaito_version="0.8.1", model="phi-4-mini-instruct", wait_for_gpu_nodes=False, wait_for_ready=False
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(
+            lambda: KaitoModel(
+                "phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct"), opts=on_cluster()
             ),
+            monitor=monitor,
         )
+    assert "args.kubeconfig: the waits read the cluster and have no credentials" in str(err.value)
+    assert [r.type for r in monitor.registrations] == ["pulumi:providers:kubernetes"]  # only the plain provider
+    quiet = KaitoModelArgs(
+        kaito_version="0.8.1", model="phi-4-mini-instruct", wait_for_gpu_nodes=False, wait_for_ready=False
     )
+    ev = run(lambda: KaitoModel("phi", quiet, opts=on_cluster()))
     assert len(ev.of_type(WORKSPACE)) == 1
 
 
@@ -350,9 +371,11 @@ def test_a_model_given_the_pools_checks_kaitos_sizing_and_its_selector_at_previe
     assert "args.label_selector: matches no GPU node pool" in message
     ev = run(
         lambda: KaitoModel(
-            "phi", KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", node_groups=[a10], **quiet)
+            "phi",
+            KaitoModelArgs(kaito_version="0.8.1", model="phi-4-mini-instruct", node_groups=[a10], **quiet),  # type: ignore[arg-type]
+            opts=on_cluster(),
         )
-    )  # type: ignore[arg-type]
+    )
     assert len(ev.of_type(WORKSPACE)) == 1
 
 
@@ -386,6 +409,15 @@ def test_stacks_deployed_before_the_waits_moved_still_find_their_providers():
 
 def test_help_shows_every_arg_with_its_default():
     doc = KaitoModelArgs.__doc__ or ""
-    assert "replicas (whole number, default 1):" in doc
+    assert "replicas (whole number, 1-1000, default 1):" in doc
     assert "Serving instances behind the one endpoint." in doc
     assert "kaito_version (text, required):" in doc
+
+
+def test_help_shows_bounds_and_nested_types_as_the_schema_does():
+    doc = KaitoModelArgs.__doc__ or ""
+    assert "adapters (list of AdapterArgs, at most 10):" in doc
+    assert "label_selector (LabelSelectorArgs):" in doc
+    assert "node_groups (list of NodeGroup):" in doc
+    assert "gpu_nodes_timeout_minutes (whole number, 1-1440, default 20):" in doc
+    assert "count (whole number, 0-1000):" in (GpuNodePoolArgs.__doc__ or "")

@@ -25,6 +25,7 @@ from kaito_aks.provider import KaitoAksProvider
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from kaito_aks.schema import check_instance
 from kaito_aks.testing import ProgramMocks, RecordingMonitor, run
+from test_components import kubeconfig_cluster
 
 SECRET = "TOPSECRET_hf_abc"
 QUIET = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
@@ -144,7 +145,15 @@ def test_an_image_reference_is_bounded_as_registries_bound_it():
     assert "is not an image reference: invalid reference format" in refused(
         lambda: KaitoModel("m", model(model=None, compute="cpu", image=f"ghcr.io/x/y:{tag}"))
     )
-    run(lambda: KaitoModel("m", model(model=None, compute="cpu", image=f"r.io/{'a' * 250}:{'t' * 128}")))
+
+    def fits() -> None:
+        cluster = kubeconfig_cluster()
+        image = f"r.io/{'a' * 250}:{'t' * 128}"
+        KaitoModel(
+            "m", model(model=None, compute="cpu", image=image), opts=pulumi.ResourceOptions(provider=cluster.provider)
+        )
+
+    run(fits)
 
 
 def test_control_characters_are_escaped_in_paths_and_messages():

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 import upstream_facts
@@ -24,7 +25,15 @@ from kaito_aks import (
     WorkloadIdentity,
     WorkloadIdentityArgs,
 )
-from kaito_aks.testing import MOCK_SUBSCRIPTION, MOCK_TENANT, ProgramMocks, RecordingMonitor, cluster_id, run
+from kaito_aks.testing import (
+    MOCK_KUBECONFIG,
+    MOCK_SUBSCRIPTION,
+    MOCK_TENANT,
+    ProgramMocks,
+    RecordingMonitor,
+    cluster_id,
+    run,
+)
 from test_components import kubeconfig_cluster, refused
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -35,7 +44,7 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 A100 = "Standard_NC24ads_A100_v4"
-KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def aks_with_provisioner(version: str = "0.4.3") -> None:
@@ -287,7 +296,12 @@ def test_an_existing_cluster_said_to_run_the_add_on_is_checked(caplog: pytest.Lo
 
 
 def auto_model(version: str = "0.8.1", **kw: Any) -> None:
-    KaitoModel("phi", KaitoModelArgs(kaito_version=version, node_provisioning="auto", kubeconfig=KUBECONFIG, **kw))
+    KaitoModel(
+        "phi",
+        KaitoModelArgs(kaito_version=version, node_provisioning="auto", kubeconfig=KUBECONFIG, **kw),
+        # an explicit provider that gives the waits no credentials: they take `kubeconfig`
+        opts=pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG))),
+    )
 
 
 def test_an_auto_model_asks_kaito_for_its_instance_type_and_waits_longer_for_no_gpu_labels():

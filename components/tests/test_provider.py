@@ -3,9 +3,15 @@ the same Args the Python components take, and the same type tokens."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
+from google.protobuf import struct_pb2
 from pulumi.errors import InputPropertiesError
+from pulumi.runtime import rpc
 
 from kaito_aks import (
     AksCluster,
@@ -20,10 +26,13 @@ from kaito_aks import (
     WorkloadIdentity,
 )
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.provider import KaitoAksProvider, schema
+from kaito_aks.nodes import NodeGroup
+from kaito_aks.provider import KaitoAksProvider, schema, to_wire
 from kaito_aks.rag.spec import RagEngineArgs
 from kaito_aks.schema import fields, walk_types
-from kaito_aks.testing import run
+from kaito_aks.testing import MOCK_KUBECONFIG, Secret, run
+
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")
 
 COMPONENTS = {
     "AksCluster": AksCluster,
@@ -110,7 +119,8 @@ def test_outputs_are_declared():
         "gpuNodes",
         "instanceType",
     }
-    assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize"}
+    assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize", "nodeGroup"}
+    assert set(resources["kaito-aks:index:KubeconfigCluster"]["properties"]) == {"clusterName", "kubeconfig", "context"}
     assert set(resources["kaito-aks:index:GpuProvisioner"]["properties"]) == {
         "namespace",
         "chartVersion",
@@ -151,9 +161,15 @@ def test_a_rag_engines_inputs_are_typed_and_the_llm_url_may_be_another_resources
     assert compute["labelSelector"]["$ref"] == "#/types/kaito-aks:index:LabelSelector"
 
 
+def on_cluster() -> pulumi.ResourceOptions:
+    """The options the engine hands construct: the program's providers by package (here one
+    that carries no credentials for the waits)."""
+    return pulumi.ResourceOptions(providers={"kubernetes": k8s.Provider("k8s", kubeconfig=pulumi.Output.secret("x"))})
+
+
 def construct(token: str, inputs: dict[str, object]) -> None:
     provider = KaitoAksProvider()
-    run(lambda: provider.construct("m", token, inputs, pulumi.ResourceOptions()))
+    run(lambda: provider.construct("m", token, inputs, on_cluster()))
 
 
 def test_construct_refuses_unknown_keys_instead_of_dropping_them():
@@ -195,7 +211,7 @@ def test_construct_builds_the_component_from_wire_values():
             "waitForGpuNodes": False,
             "waitForReady": False,
         }
-        states.append(provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, pulumi.ResourceOptions()).state)
+        states.append(provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, on_cluster()).state)
 
     ev = run(program)
     workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
@@ -216,7 +232,7 @@ def test_construct_builds_a_rag_engine_from_wire_values():
         },
         "waitForReady": False,
     }
-    ev = run(lambda: provider.construct("rag", "kaito-aks:index:RagEngine", inputs, pulumi.ResourceOptions()))
+    ev = run(lambda: provider.construct("rag", "kaito-aks:index:RagEngine", inputs, on_cluster()))
     (engine,) = ev.of_type("kubernetes:kaito.sh/v1alpha1:RAGEngine")
     assert engine.inputs["spec"]["inferenceService"]["contextWindowSize"] == 4096
     with pytest.raises(InputPropertiesError) as err:
@@ -239,7 +255,100 @@ def test_whole_numbers_in_free_form_maps_arrive_as_the_integers_written():
             "waitForGpuNodes": False,
             "waitForReady": False,
         }
-        provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, pulumi.ResourceOptions())
+        provider.construct("phi", "kaito-aks:index:KaitoModel", inputs, on_cluster())
 
     (cm,) = run(program).of_type("kubernetes:core/v1:ConfigMap")
     assert cm.inputs["data"]["inference_config.yaml"] == "vllm:\n  gpu-memory-utilization: 0.9\n  max-model-len: 8192\n"
+
+
+# ---------------------------------------------------------------- usable from other languages (review 1, G3)
+
+
+def test_enum_names_keep_the_case_of_their_words():
+    types = schema()["types"]
+    (operator,) = [
+        t
+        for t in types.values()
+        if [e["value"] for e in t.get("enum", [])] == ["In", "NotIn", "Exists", "DoesNotExist"]
+    ]
+    assert [e["name"] for e in operator["enum"]] == ["In", "NotIn", "Exists", "DoesNotExist"]
+    provisioner = types["kaito-aks:index:NodeProvisioner"]["enum"]
+    assert [e["name"] for e in provisioner] == ["GpuProvisioner", "Karpenter"]
+
+
+def test_descriptions_name_only_properties_the_schema_has():
+    every = schema()
+    props: dict[str, set[str]] = {}
+    for token, r in every["resources"].items():
+        props[token.split(":")[-1]] = set(r["inputProperties"]) | set(r["properties"])
+    for token, t in every["types"].items():
+        props[token.split(":")[-1]] = set(t.get("properties", {}))
+    missing = {
+        (owner, attr)
+        for owner, attr in re.findall(r"\b([A-Z][A-Za-z]+)\.([A-Za-z_]+)", json.dumps(every))
+        if owner in props and attr not in props[owner]
+    }
+    assert missing == set()
+
+
+def output_value(value: object, *dependencies: str) -> pulumi.Output[object]:
+    """A value from another resource as the engine hands it to construct (an output value)."""
+    wire = struct_pb2.Struct()
+    wire.update({"value": value, "dependencies": list(dependencies)})
+    return rpc.deserialize_output_value(wire)
+
+
+def test_a_yaml_program_passes_a_pool_and_a_cluster_on_through_outputs():
+    provider = KaitoAksProvider()
+    states: dict[str, dict[str, object]] = {}
+
+    def program() -> None:
+        cluster = provider.construct(
+            "cluster", "kaito-aks:index:KubeconfigCluster", {"kubeconfig": KUBECONFIG, "context": "dev"}, None
+        )
+        states["cluster"] = cluster.state
+        pool = provider.construct(
+            "a100",
+            "kaito-aks:index:GpuNodePool",
+            {"clusterName": "aks", "resourceGroupName": "rg", "vmSize": "Standard_NC24ads_A100_v4"},
+            None,
+        )
+        states["pool"] = pool.state
+        model = {
+            "kaitoVersion": "0.8.1",
+            "model": "phi-4-mini-instruct",
+            "labelSelector": {"matchLabels": {"agentpool": "a100"}},
+            "nodeGroups": [output_value(to_wire(pool.state["nodeGroup"]), "urn:pulumi:test::test::x$y::a100")],
+            "waitForGpuNodes": False,
+            "waitForReady": False,
+        }
+        provider.construct("phi", "kaito-aks:index:KaitoModel", model, on_cluster())
+
+    ev = run(program)
+    assert isinstance(
+        ev.component_outputs[ev.named("cluster", "kaito-aks:index:KubeconfigCluster").urn]["kubeconfig"], Secret
+    )
+    assert states["cluster"]["context"] is not None
+    group = to_wire(states["pool"]["nodeGroup"])
+    assert group["vmSize"] == "Standard_NC24ads_A100_v4"
+    assert group["labels"]["agentpool"] == "a100"
+    assert set(group) == {f.schema_name for f in fields(NodeGroup).values()}
+    assert len(ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")) == 1
+    # and the pool's checks reach the model: a selector that matches none of them is refused
+    with pytest.raises(InputPropertiesError) as err:
+        run(
+            lambda: provider.construct(
+                "phi",
+                "kaito-aks:index:KaitoModel",
+                {
+                    "kaitoVersion": "0.8.1",
+                    "model": "phi-4-mini-instruct",
+                    "labelSelector": {"matchLabels": {"agentpool": "h100"}},
+                    "nodeGroups": [output_value(group)],
+                    "waitForGpuNodes": False,
+                    "waitForReady": False,
+                },
+                on_cluster(),
+            )
+        )
+    assert [e["property_path"] for e in err.value.errors or []] == ["labelSelector"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 import upstream_facts
@@ -34,7 +35,7 @@ from kaito_aks import (
     VectorDbArgs,
 )
 from kaito_aks.kaito.go_url import parse_request_uri
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, Secret, reveal, run
+from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, Secret, reveal, run
 from kaito_aks.waits.model_ready import Watched, judge
 from kube_schema import crd_validator, unknown_value_paths
 
@@ -45,7 +46,7 @@ API = {"0.8.0": "kaito.sh/v1alpha1", "0.8.1": "kaito.sh/v1alpha1", "0.12.0": "ka
 LLM = "http://phi.default.svc.cluster.local/v1/chat/completions"
 A10 = "Standard_NV36ads_A10_v5"
 ON_A10 = RagComputeArgs(instance_type=A10, label_selector=LabelSelectorArgs(match_labels={"apps": "rag"}))
-KUBECONFIG = "apiVersion: v1\nkind: Config\n"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
 
 def refused(program: Any) -> str:
@@ -53,12 +54,18 @@ def refused(program: Any) -> str:
     monitor = RecordingMonitor(ProgramMocks())
     with pytest.raises(InvalidArgsError) as err:
         run(program, monitor=monitor)
-    assert monitor.registrations == [], "resources were registered before the error"
+    # nothing of the component: only the providers the program made first
+    assert [r for r in monitor.registrations if not r.type.startswith("pulumi:providers:")] == [], "registered"
     return str(err.value)
 
 
 def cluster() -> KubeconfigCluster:
     return KubeconfigCluster("cluster", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="dev"))
+
+
+def on_cluster() -> pulumi.ResourceOptions:
+    """Through an explicit Kubernetes provider, one that carries no credentials for the waits."""
+    return pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG)))
 
 
 def through(c: KubeconfigCluster, *depends_on: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -126,7 +133,9 @@ def test_urls_pass_or_fail_as_go_parses_them_in_kaitos_webhook(url: str, go_acce
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_operator_is_the_pinned_ragengine_chart_in_a_namespace_of_its_own(version: str):
     values = {"logging": {"level": "info"}, "nodeSelector": {"agentpool": "system"}}
-    ev = run(lambda: RagEngineOperator("rag-op", RagEngineOperatorArgs(version=version, values=values)))
+    ev = run(
+        lambda: RagEngineOperator("rag-op", RagEngineOperatorArgs(version=version, values=values), opts=on_cluster())
+    )
     release = ev.named("rag-op", RELEASE).inputs
     assert (release["chart"], release["version"], release["name"]) == ("ragengine", version, "kaito-ragengine")
     assert release["repositoryOpts"] == {"repo": "https://kaito-project.github.io/kaito/charts/kaito"}
@@ -208,7 +217,7 @@ def remote_and_retrieve_only(version: str) -> RagEngineArgs:
 def test_the_ragengine_is_valid_against_kaitos_crd(version: str, shape: Any):
     args = shape(version)
     name = args.name or "rag"
-    ev = run(lambda: RagEngine(name, args))
+    ev = run(lambda: RagEngine(name, args, opts=on_cluster()))
     (engine,) = ev.of_type(f"kubernetes:{API[version]}:RAGEngine")
     manifest = reveal(engine.inputs)
     validate = crd_validator(upstream_facts.crd(version, "ragengines.kaito.sh"), API[version].split("/")[1])
@@ -217,10 +226,10 @@ def test_the_ragengine_is_valid_against_kaitos_crd(version: str, shape: Any):
 
 
 def test_each_version_gets_kaitos_shape_of_storage_and_the_load_balancer_annotation():
-    old = engine_of(run(lambda: RagEngine("docs", everything("0.8.1"))), "0.8.1", "docs")
+    old = engine_of(run(lambda: RagEngine("docs", everything("0.8.1"), opts=on_cluster())), "0.8.1", "docs")
     assert old["spec"]["storage"] == {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"}
     assert old["metadata"]["annotations"] == {"kaito.sh/enablelb": "True"}
-    new = engine_of(run(lambda: RagEngine("docs", everything("0.12.0"))), "0.12.0", "docs")
+    new = engine_of(run(lambda: RagEngine("docs", everything("0.12.0"), opts=on_cluster())), "0.12.0", "docs")
     assert new["spec"]["storage"] == {
         "persistentVolume": {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"},
         "vectorDB": {"engine": "qdrant", "url": "http://qdrant.default.svc.cluster.local:6333", "accessSecret": "qd"},
@@ -232,7 +241,7 @@ def test_each_version_gets_kaitos_shape_of_storage_and_the_load_balancer_annotat
 
 
 def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
-    ev = run(lambda: RagEngine("rag", minimal("0.12.0")))
+    ev = run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster()))
     engine = ev.named("rag/rag", "kubernetes:kaito.sh/v1beta1:RAGEngine")
     assert engine.options["replaceOnChanges"] == [
         'metadata.annotations["kaito.sh/enablelb"]',
@@ -243,7 +252,9 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
     assert engine.options["deleteBeforeReplace"] is True
     # an engine deployed on KAITO 0.8 (v1alpha1) is the same object once KAITO serves v1beta1
     assert engine.options["aliases"] == [{"spec": {"type": "kubernetes:kaito.sh/v1alpha1:RAGEngine", "parentUrn": ""}}]
-    old = run(lambda: RagEngine("rag", minimal("0.8.1"))).named("rag/rag", "kubernetes:kaito.sh/v1alpha1:RAGEngine")
+    old = run(lambda: RagEngine("rag", minimal("0.8.1"), opts=on_cluster())).named(
+        "rag/rag", "kubernetes:kaito.sh/v1alpha1:RAGEngine"
+    )
     assert old.options["replaceOnChanges"] == [
         'metadata.annotations["kaito.sh/enablelb"]',
         "spec.compute",
@@ -252,20 +263,20 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
 
 
 def test_the_default_embedding_is_the_model_kaitos_engine_really_uses():
-    engine = engine_of(run(lambda: RagEngine("rag", minimal("0.12.0"))), "0.12.0")
+    engine = engine_of(run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster())), "0.12.0")
     assert engine["spec"]["embedding"] == {"local": {"modelID": "BAAI/bge-small-en-v1.5"}}
 
 
 def test_an_embedding_kaito_ignores_is_emitted_as_asked_and_warned_about(monkeypatch: pytest.MonkeyPatch):
     warnings: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **kw: warnings.append(message))
-    run(lambda: RagEngine("rag", remote_and_retrieve_only("0.12.0")))
+    run(lambda: RagEngine("rag", remote_and_retrieve_only("0.12.0"), opts=on_cluster()))
     assert warnings == [
         "KAITO 0.12.0 does not pass `embedding` to the engine (kaito-project/kaito#2365): it embeds with "
         "BAAI/bge-small-en-v1.5, not the remote service https://api.openai.com/v1/embeddings"
     ]
     warnings.clear()
-    run(lambda: RagEngine("rag", minimal("0.12.0")))
+    run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster()))
     assert warnings == []
 
 
@@ -320,7 +331,7 @@ def test_a_rag_engine_over_a_model_of_the_same_program_waits_for_it_and_reports_
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_wait_reads_the_ragengine_where_the_api_server_serves_it(version: str):
     watched = Watched.from_props(
-        run(lambda: RagEngine("rag", minimal(version, wait_for_ready=True, kubeconfig=KUBECONFIG)))
+        run(lambda: RagEngine("rag", minimal(version, wait_for_ready=True, kubeconfig=KUBECONFIG), opts=on_cluster()))
         .named("rag/ready", READY)
         .inputs["watched"][0]
     )
@@ -347,7 +358,7 @@ def test_an_edit_of_the_llm_url_runs_the_wait_again():
         args = minimal("0.12.0", wait_for_ready=True, kubeconfig=KUBECONFIG)
         service = InferenceServiceArgs(url=pulumi.Output.from_input(url), context_window_size=4096)
         args = RagEngineArgs(**{**args.__dict__, "inference_service": service})
-        return run(lambda: RagEngine("rag", args)).named("rag/ready", READY).inputs["revision"]
+        return run(lambda: RagEngine("rag", args, opts=on_cluster())).named("rag/ready", READY).inputs["revision"]
 
     assert revision(LLM) != revision("http://phi-4.default.svc.cluster.local/v1/chat/completions")
     assert revision(LLM) == revision(LLM)
@@ -363,6 +374,7 @@ def test_tokens_are_kept_secret_and_put_in_the_secrets_kaitos_engine_reads():
                 storage=StorageArgs(vector_db=VectorDbArgs(url="http://qdrant:6333", access_token="qdr-t0ken")),
                 kubeconfig=KUBECONFIG,
             ),
+            opts=on_cluster(),
         )
 
     ev = run(program)
@@ -392,6 +404,7 @@ def test_a_guardrails_policy_goes_into_a_configmap_made_before_the_ragengine():
                 guardrails=GuardrailsArgs(policy=policy),
                 wait_for_ready=False,
             ),
+            opts=on_cluster(),
         )
     )
     cm = ev.named("rag/rag-guardrails-policy", "kubernetes:core/v1:ConfigMap")
@@ -411,6 +424,7 @@ def test_the_default_guardrails_policy_is_the_charts():
                     inference_service=InferenceServiceArgs(url=LLM, context_window_size=4096),
                     guardrails=GuardrailsArgs(),
                 ),
+                opts=on_cluster(),
             )
         ),
         "0.12.0",
@@ -419,9 +433,12 @@ def test_the_default_guardrails_policy_is_the_charts():
 
 
 def test_a_rag_engine_with_no_credentials_is_refused_unless_it_does_not_wait():
-    message = refused(lambda: RagEngine("rag", RagEngineArgs(kaito_version="0.12.0")))
-    assert "args.kubeconfig: the readiness wait reads the cluster and has no credentials" in message
-    ev = run(lambda: RagEngine("rag", minimal("0.12.0")))
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(lambda: RagEngine("rag", RagEngineArgs(kaito_version="0.12.0"), opts=on_cluster()), monitor=monitor)
+    assert "args.kubeconfig: the readiness wait reads the cluster and has no credentials" in str(err.value)
+    assert [r.type for r in monitor.registrations] == ["pulumi:providers:kubernetes"]  # only the plain provider
+    ev = run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster()))
     assert ev.of_type(READY) == []
     outputs = ev.component_outputs[ev.named("rag", "kaito-aks:index:RagEngine").urn]
     assert outputs["endpoint"] == "http://rag.default.svc.cluster.local"
@@ -618,7 +635,7 @@ def test_what_kaito_would_deny_or_mishandle_is_refused_before_anything_registers
 ):
     args = minimal(version, **change) if version in VERSIONS else RagEngineArgs(kaito_version=version)
     if not said:
-        assert run(lambda: RagEngine("rag", args)).of_type(f"kubernetes:{API[version]}:RAGEngine")
+        assert run(lambda: RagEngine("rag", args, opts=on_cluster())).of_type(f"kubernetes:{API[version]}:RAGEngine")
         return
     message = refused(lambda: RagEngine("rag", args))
     assert said in message, message
@@ -650,6 +667,7 @@ def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_sa
                 inference_service=InferenceServiceArgs(url=url, context_window_size=4096),
                 wait_for_ready=False,
             ),
+            opts=on_cluster(),
         )
 
     with pytest.raises(Exception, match=r"args\.inference_service\.url: .* is no chat completions URL"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -100,6 +101,19 @@ def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
                 )
             )
     return problems
+
+
+def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
+    """The user kubeconfig Azure lists for the cluster. None there (Pulumi's plain test mocks
+    answer every call with {}) is an error that says what to answer, not a TypeError."""
+    if not kubeconfigs:
+        raise ValueError(
+            f"AksCluster {name!r}: Azure listed no user kubeconfig for the cluster; under test mocks, answer "
+            "azure-native:containerservice:listManagedClusterUserCredentials with "
+            "{'kubeconfigs': [{'name': 'clusterUser', 'value': <base64 kubeconfig>}]}, as "
+            "kaito_aks.testing.ProgramMocks does"
+        )
+    return base64.b64decode(kubeconfigs[0].value).decode()
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -213,9 +227,7 @@ class AksCluster(pulumi.ComponentResource):
             resource_name=self.cluster_name,
             opts=pulumi.InvokeOptions(parent=self),
         )
-        self.kubeconfig = pulumi.Output.secret(
-            credentials.kubeconfigs.apply(lambda ks: base64.b64decode(ks[0].value).decode())
-        )
+        self.kubeconfig = pulumi.Output.secret(credentials.kubeconfigs.apply(lambda ks: user_kubeconfig(name, ks)))
         self.provider = ClusterProvider(name, ClusterAccess(kubeconfig=self.kubeconfig), opts=child_options(self, opts))
         self.register_outputs(
             {

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated
 
 import pulumi
 from pulumi_azure_native import containerservice
 
-from kaito_aks import catalog
 from kaito_aks.nodes import (
     DEFAULT_GPU_TAINTS,
     GPU_PRESENT_LABEL,
     MAX_POOL_NODES,
     SPOT_TAINT,
+    SPOT_TAINT_WRITTEN,
     GpuDriver,
     Labels,
     NodeGroup,
     Taint,
+    vm_size_problem,
 )
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem, did_you_mean
-from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented
+from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented, resource_name_problems
 
 TYPE = "kaito-aks:index:GpuNodePool"
 FORMER_TYPES = ("kaito-aks:azure:GpuNodePool",)
@@ -116,27 +118,15 @@ def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
                 "autoscale", f"min ({args.autoscale.min}) is greater than max ({args.autoscale.max})", "pool-autoscale"
             )
         )
-    sku = catalog.all_gpu_skus().get(args.vm_size)
-    if sku is None:
-        close = catalog.closest_skus(args.vm_size)
-        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(catalog.all_gpu_skus())
-        problems.append(Problem.at("vm_size", f"{args.vm_size} is not a GPU VM size KAITO knows; {hint}", "pool-sku"))
-    elif sku.unusable:
-        problems.append(Problem.at("vm_size", f"{args.vm_size}: {sku.unusable}", "pool-sku"))
-    elif sku.vendor != "nvidia":
-        problems.append(
-            Problem.at(
-                "vm_size",
-                f"{args.vm_size} has {sku.gpu_model} GPUs; the GPU Operator and KAITO presets need NVIDIA GPUs",
-                "pool-sku",
-            )
-        )
+    why = vm_size_problem(args.vm_size)
+    if why is not None:
+        problems.append(Problem.at("vm_size", why, "pool-sku"))
     for j, taint in enumerate(args.taints):
         if taint == SPOT_TAINT and not args.spot:
             problems.append(
                 Problem.at(
                     ("taints", j),
-                    "AKS sets the spot taint on spot pools; set `spot` instead of the taint",
+                    SPOT_TAINT_WRITTEN,
                     "pool-spot-taint",
                 )
             )
@@ -153,6 +143,15 @@ def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
     return problems
 
 
+def default_name(resource_name: str) -> Callable[[GpuNodePoolArgs], list[Problem]]:
+    """The rule that the pool name, when not given, is the resource name, held to AKS's rules."""
+
+    def rule(args: GpuNodePoolArgs) -> list[Problem]:
+        return [] if args.name is not None else resource_name_problems(GpuNodePoolArgs, "name", resource_name)
+
+    return rule
+
+
 class GpuNodePool(pulumi.ComponentResource):
     """A GPU pool of an AKS cluster: a User-mode AgentPool of one GPU VM size with the
     GPU-present label and (spot) the AKS spot taint; create-only settings change by replacement.
@@ -165,10 +164,11 @@ class GpuNodePool(pulumi.ComponentResource):
     """The pool's VM size."""
 
     node_group: NodeGroup
-    """Its nodes as the other components see them (labels, taints, node counts)."""
+    """Its nodes as the other components see them (labels, taints, node counts): pass it in
+    their `node_groups`."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems)
+        checked = checked_args("GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems, default_name(name))
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         args = checked
         pool_name = args.name or name

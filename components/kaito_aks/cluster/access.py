@@ -5,12 +5,15 @@ provider needs no second copy of the credentials."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
+
+from kaito_aks.cluster.kubeconfig_text import require_contents
+from kaito_aks.problems import Problem
 
 
 @dataclass(frozen=True)
@@ -22,10 +25,17 @@ class ClusterAccess:
     path: str | None = None
     context: str | None = None
 
+    def contents(self) -> pulumi.Output[str] | None:
+        """The contents as a secret, refused at deploy time if they arrive empty (an Output known
+        only then): empty contents would mean $KUBECONFIG or ~/.kube/config."""
+        if self.kubeconfig is None:
+            return None
+        return pulumi.Output.secret(self.kubeconfig).apply(require_contents)
+
     def props(self) -> dict[str, Any]:
         """What a wait sends its provider: the contents only as a secret."""
         return {
-            "kubeconfig": pulumi.Output.secret(self.kubeconfig) if self.kubeconfig is not None else None,
+            "kubeconfig": self.contents(),
             "kubeconfigPath": self.path,
             "context": self.context,
         }
@@ -38,7 +48,7 @@ class ClusterProvider(k8s.Provider):
     access: ClusterAccess
 
     def __init__(self, name: str, access: ClusterAccess, opts: pulumi.ResourceOptions | None = None):
-        kubeconfig = pulumi.Output.secret(access.kubeconfig) if access.kubeconfig is not None else access.path
+        kubeconfig = access.contents() if access.kubeconfig is not None else access.path
         # pulumi_kubernetes leaves the __props__ parameter of Provider.__init__ untyped.
         super().__init__(name, kubeconfig=kubeconfig, context=access.context, opts=opts)  # pyright: ignore[reportUnknownMemberType]
         self.access = access
@@ -55,17 +65,41 @@ class KubernetesCluster(Protocol):
     def cluster_name(self) -> pulumi.Output[str]: ...
 
 
-def access_of(opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
-    """The credentials of the Kubernetes provider in `opts` when it is a ClusterProvider."""
+KUBERNETES = "kubernetes"
+NO_PROVIDER = (
+    "no Kubernetes provider: deploy through AksCluster.provider / KubeconfigCluster.provider or pass a kubernetes "
+    "Provider in opts (e.g. ResourceOptions(providers=[cluster.provider])); Pulumi's default provider would use "
+    "$KUBECONFIG or ~/.kube/config, which may be another cluster"
+)
+
+
+def kubernetes_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ProviderResource | None:
+    """The Kubernetes provider a component's children use: `opts.provider`, one in
+    `opts.providers`, or one the parent passes down (None: Pulumi's default provider)."""
     if opts is None:
         return None
-    candidates: list[Any] = [opts.provider]
-    providers = opts.providers
+    if isinstance(opts.provider, pulumi.ProviderResource) and opts.provider.package == KUBERNETES:
+        return opts.provider
+    providers: Any = opts.providers
+    found: Any = None
     if isinstance(providers, Mapping):
-        candidates.append(providers.get("kubernetes"))
-    elif isinstance(providers, list):
-        candidates += providers
-    for p in candidates:
-        if isinstance(p, ClusterProvider):
-            return p.access
+        found = cast(Mapping[str, Any], providers).get(KUBERNETES)
+    elif isinstance(providers, Sequence):
+        found = next((p for p in cast(Sequence[Any], providers) if getattr(p, "package", None) == KUBERNETES), None)
+    if isinstance(found, pulumi.ProviderResource):
+        return found
+    if isinstance(opts.parent, pulumi.Resource):
+        return opts.parent.get_provider(f"{KUBERNETES}:core/v1:Service")
     return None
+
+
+def provider_problems(opts: pulumi.ResourceOptions | None) -> list[Problem]:
+    """An in-cluster component needs an explicit Kubernetes provider: never the ambient kubeconfig."""
+    return [] if kubernetes_provider(opts) is not None else [Problem(("opts",), NO_PROVIDER, "no-provider")]
+
+
+def access_of(opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
+    """The credentials of the Kubernetes provider in `opts` (or inherited from the parent) when
+    it is a ClusterProvider."""
+    provider = kubernetes_provider(opts)
+    return provider.access if isinstance(provider, ClusterProvider) else None

@@ -10,10 +10,11 @@ import pulumi
 import yaml
 
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, Secret, checked_args, documented
+from kaito_aks.schema import Matches, checked_args, documented
 
 TYPE = "kaito-aks:index:KubeconfigCluster"
 FORMER_TYPES = ("kaito-aks:kubernetes:KubeconfigCluster",)
@@ -26,8 +27,8 @@ class KubeconfigClusterArgs:
     """Any existing cluster, reached through a kubeconfig: its contents, a file, or (neither
     given) $KUBECONFIG, then ~/.kube/config, as kubectl reads them."""
 
-    kubeconfig: Secret[pulumi.Input[str]] | None = None
-    """Kubeconfig contents (kept secret), instead of `path`."""
+    kubeconfig: KubeconfigContents | None = None
+    """Kubeconfig contents (kept secret), instead of `path`; never empty."""
     path: Annotated[str, NOT_EMPTY] | None = None
     """A kubeconfig file; default: $KUBECONFIG, then ~/.kube/config."""
     context: str | None = None
@@ -85,8 +86,15 @@ class KubeconfigCluster(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     """The kubeconfig context (or "kubeconfig"): the name KAITO's chart is given."""
+    kubeconfig: pulumi.Output[str | None]
+    """The kubeconfig as the cluster's Kubernetes provider takes it (secret): the contents, or the
+    file's path; none when neither was given ($KUBECONFIG, then ~/.kube/config). Other languages
+    build their kubernetes Provider from it, and give it to the components' `kubeconfig`."""
+    context: pulumi.Output[str | None]
+    """The kubeconfig context, for that provider; none: the file's current context."""
 
     provider: ClusterProvider
+    """The explicit Kubernetes provider every in-cluster resource uses (Python)."""
 
     def __init__(self, name: str, args: KubeconfigClusterArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("KubeconfigCluster", name, KubeconfigClusterArgs, args, kubeconfig_cluster_problems)
@@ -94,4 +102,9 @@ class KubeconfigCluster(pulumi.ComponentResource):
         access = ClusterAccess(kubeconfig=checked.kubeconfig, path=checked.path, context=checked.context)
         self.provider = ClusterProvider(name, access, opts=child_options(self, opts))
         self.cluster_name = pulumi.Output.from_input(checked.context or "kubeconfig")
-        self.register_outputs({"context": checked.context, "clusterName": self.cluster_name})
+        given = checked.kubeconfig if checked.kubeconfig is not None else checked.path
+        self.kubeconfig = pulumi.Output.secret(given)
+        self.context = pulumi.Output.from_input(checked.context)
+        self.register_outputs(
+            {"context": self.context, "clusterName": self.cluster_name, "kubeconfig": self.kubeconfig}
+        )

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_of
+from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
@@ -22,7 +22,7 @@ from kaito_aks.model.spec import RETIRED, KaitoModelArgs
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import Problem, raise_if
-from kaito_aks.schema import Schema, as_args, build, judged
+from kaito_aks.schema import Schema, as_args, build, judged, resource_name_problems
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
@@ -41,23 +41,31 @@ _checked: dict[int, tuple[weakref.ref[KaitoModelArgs], list[Problem]]] = {}
 
 def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem]]:
     """A model's args (a KaitoModelArgs, or a mapping of its args) checked: the args with their
-    name resolved (default `name`), and every problem, each with the arg's path."""
-    if isinstance(args, KaitoModelArgs):
-        if args.name is None and name is not None:
-            args = dataclasses.replace(args, name=name)
+    name resolved (default `name`, held to the same rules), and every problem, each with the
+    arg's path. Args returned once are not checked again (see `remember_checked`)."""
+    if isinstance(args, KaitoModelArgs) and args.name is not None:
         seen = _checked.get(id(args))
         if seen is not None and seen[0]() is args:
-            return args, seen[1]
+            return args, list(seen[1])
     checked, problems = (
         as_args(KaitoModelArgs, args) if not is_mapping(args) else build(Schema(KaitoModelArgs, retired=RETIRED), args)
     )
     if checked is not None and checked.name is None and name is not None:
+        problems += resource_name_problems(KaitoModelArgs, "name", name)
         checked = dataclasses.replace(checked, name=name)
     problems = problems + judged(checked, problems, [model_problems])
-    if isinstance(args, KaitoModelArgs) and checked is args:
-        key = id(args)
-        _checked[key] = (weakref.ref(args, lambda _: _checked.pop(key, None)), problems)
+    if checked is not None:
+        remember_checked(checked, problems)
     return checked, problems
+
+
+def remember_checked(args: KaitoModelArgs, problems: list[Problem]) -> None:
+    """Record that `args` (named) have these problems, so the component does not check them a
+    second time (a program that checks its whole config first, `deploy_models`)."""
+    if args.name is None:
+        return
+    key = id(args)
+    _checked[key] = (weakref.ref(args, lambda _: _checked.pop(key, None)), list(problems))
 
 
 def waits_access(args: KaitoModelArgs, opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
@@ -73,8 +81,9 @@ def waits_access(args: KaitoModelArgs, opts: pulumi.ResourceOptions | None) -> C
 class KaitoModel(pulumi.ComponentResource):
     """One model KAITO serves (or fine-tunes): its Workspaces or InferenceSet, ConfigMaps,
     Hugging Face Secret and Service, with waits so `pulumi up` ends with it serving. Deploy it
-    through the cluster's provider (`AksCluster.provider`, `KubeconfigCluster.provider`) and
-    depend it on the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
+    through the cluster's Kubernetes provider (in Python an AksCluster's or KubeconfigCluster's
+    `provider`; elsewhere a kubernetes Provider made from their `kubeconfig`) and depend it on
+    the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
 
     endpoint: pulumi.Output[str | None]
     """In-cluster OpenAI-compatible URL (/v1/chat/completions) of the model's Service; none for tuning."""
@@ -95,6 +104,7 @@ class KaitoModel(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KaitoModelArgs, opts: pulumi.ResourceOptions | None = None):
         checked, problems = check_model(args, name)
+        problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
         access = None
         if checked is not None and not problems:
             access = waits_access(checked, opts)
@@ -102,9 +112,9 @@ class KaitoModel(pulumi.ComponentResource):
                 problems.append(
                     Problem.at(
                         "kubeconfig",
-                        "the waits read the cluster and have no credentials: deploy through the provider of AksCluster "
-                        "or KubeconfigCluster (opts), give `kubeconfig`, or turn off `wait_for_gpu_nodes` and "
-                        "`wait_for_ready`",
+                        "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an "
+                        "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` "
+                        "output), or turn off `wait_for_gpu_nodes` and `wait_for_ready`",
                         "no-credentials",
                     )
                 )

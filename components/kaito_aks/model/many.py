@@ -18,7 +18,8 @@ from typing import Any
 import pulumi
 
 from kaito_aks.cluster.access import ClusterAccess
-from kaito_aks.model.component import KaitoModel, check_model, waits_access, watched_objects
+from kaito_aks.model.component import KaitoModel, check_model, remember_checked, waits_access, watched_objects
+from kaito_aks.model.names import name_collisions
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
@@ -62,7 +63,12 @@ def deploy_models(
     """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
     per node selector (each model's wait_for_* args decide whether it is waited for, and its
     timeouts stay its own). `opts` apply to every model (the cluster's provider, what
-    they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`."""
+    they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`.
+    Models whose objects would share a name in a namespace are refused with the rest.
+
+    The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
+    model, and parenting them to a component now would change their URNs in every stack
+    deployed so far (they would be replaced)."""
     checked: list[tuple[str, KaitoModelArgs]] = []
     problems: list[Problem] = []
     for resource_name, args in models:
@@ -70,6 +76,7 @@ def deploy_models(
         problems += [p.under(resource_name) for p in found]
         if model is not None:
             checked.append((resource_name, model))
+    problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
     raise_if("deploy_models", name, problems)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (waits_access(checked[0][1], opts) if checked else None)
@@ -112,6 +119,7 @@ def deploy_models(
         plan = plans[n]
         wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
         own = dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False)
+        remember_checked(own, [])  # checked above: the waits' switches play no part in the rules
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
         created[n] = KaitoModel(n, own, opts=model_opts)
 

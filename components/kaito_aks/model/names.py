@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kaito_aks import catalog
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.problems import Problem
 
 # A StatefulSet's pods carry controller-revision-hash=<name>-<hash>: a label value, so the
 # name KAITO gives the StatefulSet (the Workspace's) must leave room for the hash.
@@ -34,6 +37,37 @@ def claimed_names(args: KaitoModelArgs, chart: catalog.KaitoChart) -> set[str]:
         names = workspace_names(args, chart)
         claimed |= set(names) | {f"{w}-headless" for w in names}
     return claimed
+
+
+def name_collisions(models: Sequence[tuple[str, KaitoModelArgs]]) -> list[tuple[int, Problem]]:
+    """Two models must not create objects of the same name in a namespace. `models`: (what a
+    problem calls the model, its args); out: each model that takes a name an earlier one took,
+    by its index, with the problem at its `name`."""
+    seen: dict[tuple[str, str], int] = {}
+    found: list[tuple[int, Problem]] = []
+    for i, (_, args) in enumerate(models):
+        chart = catalog.kaito_charts().get(args.kaito_version)
+        if chart is None or args.name is None:
+            continue  # its own problem
+        names = claimed_names(args, chart)
+        for name in sorted(names):
+            owner = seen.get((args.namespace, name))
+            if owner is not None and owner != i:
+                found.append(
+                    (
+                        i,
+                        Problem(
+                            ("name",),
+                            f"{args.namespace}/{name} is also created for {models[owner][0]}; choose names that do not "
+                            "collide (replicas are named <name>-0, <name>-1, ...)",
+                            "name-collision",
+                        ),
+                    )
+                )
+                break
+        for name in names:
+            seen.setdefault((args.namespace, name), i)
+    return found
 
 
 def hf_token_secret_name(name: str) -> str:

@@ -17,7 +17,16 @@ from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.kaito.tuning import data_url_error, training_config_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
-from kaito_aks.nodes import GPU_PRESENT_LABEL, LINUX_LABEL, SPOT_TAINT, TAINT, NodeGroup, selects
+from kaito_aks.nodes import (
+    GPU_PRESENT_LABEL,
+    LINUX_LABEL,
+    SPOT_TAINT,
+    TAINT,
+    NodeGroup,
+    node_groups_problems,
+    selects,
+    spot_problem,
+)
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 
@@ -45,6 +54,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_placement(args, chart),
         *_tuning(args, chart),
     ]
+    problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     if chart is not None and args.node_provisioning == "auto" and not problems:
         problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and not problems:
@@ -582,7 +592,7 @@ def _nodes(n: int) -> str:
     return "1 node" if n == 1 else f"{n} nodes"
 
 
-def _kaito_tolerates(taint: str) -> bool:
+def _kaito_tolerates(taint: str, chart: catalog.KaitoChart) -> bool:
     """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
     nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.11 with
     spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
@@ -590,7 +600,9 @@ def _kaito_tolerates(taint: str) -> bool:
     if m is None:
         return False
     key, value, effect = m["key"], m["value"], m["effect"]
-    if effect == "PreferNoSchedule" or taint == SPOT_TAINT:
+    if taint == SPOT_TAINT:
+        return spot_problem(chart) is None
+    if effect == "PreferNoSchedule":
         return True
     return effect == "NoSchedule" and ((key == "sku" and value == "gpu") or key == "nvidia.com/gpu")
 
@@ -611,8 +623,11 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
         )
         return
     for i, g in candidates:
+        spot = spot_problem(chart) if g.spot else None
+        if spot is not None:
+            yield Problem.at(("node_groups", i, "spot"), spot, "spot")
         for j, taint in enumerate(g.taints):
-            if TAINT.match(taint) and not _kaito_tolerates(taint):
+            if TAINT.match(taint) and taint != SPOT_TAINT and not _kaito_tolerates(taint, chart):
                 yield Problem.at(
                     ("node_groups", i, "taints", j),
                     "KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "

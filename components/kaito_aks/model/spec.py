@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import pulumi
 
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.operators.kaito_operator import NodeProvisioning
@@ -185,9 +186,10 @@ class KaitoModelArgs:
     """The cluster's GPU pools (e.g. [`GpuNodePool.node_group`, ...]): the model then checks at
     preview that its selector picks one kind of node and that KAITO admits and places it there.
     Default: not known (the GPU-node wait checks at `pulumi up`)."""
-    kubeconfig: Secret[pulumi.Input[str]] | None = None
-    """Credentials the waits read the cluster with (kept secret); default: those of the
-    ClusterProvider in `opts` (AksCluster.provider, KubeconfigCluster.provider)."""
+    kubeconfig: KubeconfigContents | None = None
+    """Credentials the waits read the cluster with (kept secret; e.g. an AksCluster's or
+    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
+    their `provider`)."""
     context: str | None = None
     """Kubeconfig context for the waits; default: the provider's, or the current one."""
     wait_for_gpu_nodes: bool = True

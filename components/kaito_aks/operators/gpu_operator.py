@@ -10,7 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.nodes import NodeGroup, merge_tolerations, node_taints
+from kaito_aks.cluster.access import provider_problems
+from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
@@ -38,7 +39,7 @@ class GpuOperatorArgs:
 
 
 def gpu_operator_problems(args: GpuOperatorArgs) -> list[Problem]:
-    problems: list[Problem] = []
+    problems = node_groups_problems(args.node_groups)
     if len({g.gpu_driver for g in args.node_groups}) > 1:
         problems.append(
             Problem.at(
@@ -93,7 +94,9 @@ class GpuOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("GpuOperator", name, GpuOperatorArgs, args, gpu_operator_problems)
+        checked = checked_args(
+            "GpuOperator", name, GpuOperatorArgs, args, gpu_operator_problems, also=provider_problems(opts)
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.release = pinned_release(
             name, gpu_operator_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)

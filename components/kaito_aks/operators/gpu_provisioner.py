@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.cluster.access import provider_problems
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
@@ -154,7 +155,9 @@ class GpuProvisioner(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: GpuProvisionerArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems)
+        checked = checked_args(
+            "GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems, also=provider_problems(opts)
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()

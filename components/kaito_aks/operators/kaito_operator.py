@@ -10,7 +10,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
-from kaito_aks.nodes import DEFAULT_GPU_TAINTS, NodeGroup, merge_tolerations, node_taints
+from kaito_aks.cluster.access import provider_problems
+from kaito_aks.nodes import (
+    DEFAULT_GPU_TAINTS,
+    NodeGroup,
+    merge_tolerations,
+    node_groups_problems,
+    node_taints,
+    spot_problem,
+)
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
@@ -100,16 +108,13 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
             )
         else:
             problems += gate_problems(("values", Key("featureGates")), gates, chart)
-    for i, group in enumerate(args.node_groups):
-        if group.spot and chart.spot_toleration is None:
-            problems.append(
-                Problem.at(
-                    ("node_groups", i, "spot"),
-                    f"KAITO {chart.version}'s pods do not tolerate the AKS spot taint; use KAITO 0.11.0 or 0.12.0 (spotInstance) "
-                    "or a regular pool",
-                    "spot",
-                )
-            )
+    problems += node_groups_problems(args.node_groups, chart)
+    spot = spot_problem(chart)
+    problems += [
+        Problem.at(("node_groups", i, "spot"), spot, "spot")
+        for i, group in enumerate(args.node_groups)
+        if spot is not None and group.spot
+    ]
     gates = effective_gates(args, chart)
     if gates.get("ModelStreaming") is True and gates.get("ModelMirror") is not True:
         in_values = is_dict(args.values.get("featureGates")) and "ModelStreaming" in args.values["featureGates"]
@@ -230,7 +235,9 @@ class KaitoOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems)
+        checked = checked_args(
+            "KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems, also=provider_problems(opts)
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))
         self.namespace = self.release.status.namespace

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.cluster.access import provider_problems
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
@@ -98,7 +99,14 @@ class RagEngineOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: RagEngineOperatorArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("RagEngineOperator", name, RagEngineOperatorArgs, args, ragengine_operator_problems)
+        checked = checked_args(
+            "RagEngineOperator",
+            name,
+            RagEngineOperatorArgs,
+            args,
+            ragengine_operator_problems,
+            also=provider_problems(opts),
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.release = pinned_release(
             name, ragengine_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)

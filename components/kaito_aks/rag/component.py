@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_of
+from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.options import child_options, component_type
@@ -95,6 +95,7 @@ class RagEngine(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RagEngineArgs, opts: pulumi.ResourceOptions | None = None):
         checked, problems = check_rag_engine(args, name)
+        problems += provider_problems(opts)
         access = None
         if checked is not None and not problems:
             access = wait_access(checked, opts)
@@ -102,8 +103,9 @@ class RagEngine(pulumi.ComponentResource):
                 problems.append(
                     Problem.at(
                         "kubeconfig",
-                        "the readiness wait reads the cluster and has no credentials: deploy through the provider of "
-                        "AksCluster or KubeconfigCluster (opts), give `kubeconfig`, or turn off `wait_for_ready`",
+                        "the readiness wait reads the cluster and has no credentials: deploy through a ClusterProvider "
+                        "(an AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their "
+                        "`kubeconfig` output), or turn off `wait_for_ready`",
                         "no-credentials",
                     )
                 )

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 import pulumi
 
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.model.spec import DNS_LABEL, DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
 from kaito_aks.schema import Matches, Range, Secret, documented
 
@@ -172,9 +173,10 @@ class RagEngineArgs:
     """Turn output guardrails on (KAITO 0.12)."""
     load_balancer: bool = False
     """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
-    kubeconfig: Secret[pulumi.Input[str]] | None = None
-    """Credentials the readiness wait reads the cluster with (kept secret); default: those of
-    the ClusterProvider in `opts` (AksCluster.provider, KubeconfigCluster.provider)."""
+    kubeconfig: KubeconfigContents | None = None
+    """Credentials the readiness wait reads the cluster with (kept secret; e.g. an AksCluster's or
+    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
+    their `provider`)."""
     context: str | None = None
     """Kubeconfig context for the wait; default: the provider's, or the current one."""
     wait_for_ready: bool = True

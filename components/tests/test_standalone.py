@@ -1,0 +1,348 @@
+"""A program written outside this repository gets every check the stack gets: the library alone
+refuses what the stack's config would be refused for, before anything registers (review 1:
+B3, B4, B5, G1, G2, G4, G7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from kaito_aks import (
+    AksCluster,
+    AksClusterArgs,
+    GpuNodePool,
+    GpuNodePoolArgs,
+    GpuOperator,
+    GpuOperatorArgs,
+    InvalidArgsError,
+    KaitoModel,
+    KaitoModelArgs,
+    KaitoOperator,
+    KaitoOperatorArgs,
+    KubeconfigCluster,
+    KubeconfigClusterArgs,
+    LabelSelectorArgs,
+    NodeGroup,
+    RagEngine,
+    RagEngineArgs,
+    RagEngineOperator,
+    RagEngineOperatorArgs,
+)
+from kaito_aks.model import component
+from kaito_aks.model.many import deploy_models
+from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
+
+A100 = "Standard_NC24ads_A100_v4"
+T4 = "Standard_NC4as_T4_v3"
+KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")
+WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
+PHI = "phi-4-mini-instruct"
+
+
+def refused(program: Any) -> str:
+    """The InvalidArgsError a program raises; nothing registered but the program's own cluster."""
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(program, monitor=monitor)
+    own = ("pulumi:providers:kubernetes", "kaito-aks:index:KubeconfigCluster")
+    assert [r.type for r in monitor.registrations if r.type not in own] == []
+    return str(err.value)
+
+
+def cluster() -> KubeconfigCluster:
+    return KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=KUBECONFIG))
+
+
+def through(c: KubeconfigCluster) -> pulumi.ResourceOptions:
+    return pulumi.ResourceOptions(providers=[c.provider])
+
+
+def pool(name: str, vm_size: str = A100, **kw: Any) -> NodeGroup:
+    return NodeGroup(name=name, vm_size=vm_size, labels={"agentpool": name, "nvidia.com/gpu.present": "true"}, **kw)
+
+
+def on_pool(name: str, **kw: Any) -> KaitoModelArgs:
+    return KaitoModelArgs(
+        kaito_version=kw.pop("kaito_version", "0.8.1"),
+        model=PHI,
+        label_selector=LabelSelectorArgs(match_labels={"agentpool": name}),
+        **kw,
+    )
+
+
+# ---------------------------------------------------------------- B3: empty kubeconfig contents
+
+
+@pytest.mark.parametrize("contents", ["", "   \n"])
+def test_empty_kubeconfig_contents_are_refused_never_the_ambient_kubeconfig(contents: str):
+    message = refused(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=contents)))
+    assert "args.kubeconfig: is empty, and the Kubernetes provider would then read $KUBECONFIG" in message
+    message = refused(
+        lambda: KaitoModel(
+            "m", KaitoModelArgs(kaito_version="0.8.1", model=PHI, kubeconfig=contents), opts=through_plain()
+        )
+    )
+    assert "args.kubeconfig: is empty" in message
+    message = refused(
+        lambda: RagEngine("r", RagEngineArgs(kaito_version="0.12.0", kubeconfig=contents), opts=through_plain())
+    )
+    assert "args.kubeconfig: is empty" in message
+
+
+def test_kubeconfig_contents_known_at_preview_must_list_a_cluster():
+    message = refused(
+        lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig="apiVersion: v1\nkind: Config\n"))
+    )
+    assert "args.kubeconfig: is not a kubeconfig (it lists no clusters)" in message
+    message = refused(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig="token: [s3cret")))
+    assert "args.kubeconfig: is not a kubeconfig (not YAML)" in message
+    assert "s3cret" not in message  # never quoted: it holds credentials
+
+
+def test_kubeconfig_contents_known_only_at_deploy_time_fail_the_provider_when_empty():
+    with pytest.raises(Exception, match="the kubeconfig contents is empty"):
+        run(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=pulumi.Output.from_input(""))))
+    ev = run(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=pulumi.Output.from_input(KUBECONFIG))))
+    assert reveal(ev.named("c", "pulumi:providers:kubernetes").inputs["kubeconfig"]) == KUBECONFIG
+
+
+def through_plain() -> pulumi.ResourceOptions:
+    """An explicit provider that gives the waits no credentials."""
+    return pulumi.ResourceOptions(provider=k8s.Provider("k8s", kubeconfig=pulumi.Output.secret(KUBECONFIG)))
+
+
+# ---------------------------------------------------------------- B4: spot pools on KAITO 0.8
+
+
+def test_a_model_on_kaito_0_8_refuses_a_spot_pool_it_selects():
+    spot = pool("spot", spot=True)
+    message = refused(lambda: KaitoModel("m", on_pool("spot", node_groups=[spot]), opts=through(cluster())))
+    assert "args.node_groups[0].spot: KAITO 0.8.1's pods do not tolerate the AKS spot taint" in message
+    # a spot pool it does not select, or KAITO 0.12 (spotInstance), is fine
+    regular = pool("a100")
+    ev = run(lambda: KaitoModel("m", on_pool("a100", node_groups=[spot, regular]), opts=through(cluster())))
+    assert len(ev.of_type(WORKSPACE)) == 1
+    ev = run(
+        lambda: KaitoModel("m", on_pool("spot", node_groups=[spot], kaito_version="0.12.0"), opts=through(cluster()))
+    )
+    assert [r for r in ev.resources if r.type.endswith(":InferenceSet")]
+
+
+# ---------------------------------------------------------------- B5 and polish 5: defaulted names
+
+
+def test_a_pools_default_name_is_checked_like_a_given_one():
+    def program() -> None:
+        GpuNodePool("gpu-pool-a100-east", GpuNodePoolArgs(cluster_name="c", resource_group_name="r", vm_size=A100))
+
+    message = refused(program)
+    assert (
+        "args.name: 'gpu-pool-a100-east' is not an AKS node pool name: 1-12 lowercase letters and digits, starting "
+        "with a letter; it is the resource name, which name defaults to: set name"
+    ) in message
+    ev = run(
+        lambda: GpuNodePool(
+            "gpu-pool-a100-east", GpuNodePoolArgs(cluster_name="c", resource_group_name="r", vm_size=A100, name="a100")
+        )
+    )
+    assert ev.named("gpu-pool-a100-east", "azure-native:containerservice:AgentPool").inputs["agentPoolName"] == "a100"
+
+
+def test_a_models_default_name_says_it_is_the_resource_name():
+    quiet = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
+    message = refused(
+        lambda: KaitoModel("Phi_4", KaitoModelArgs(kaito_version="0.8.1", model=PHI, **quiet), opts=through_plain())
+    )
+    assert "args.name: 'Phi_4' is not a DNS-1123 label" in message
+    assert "it is the resource name, which name defaults to: set name" in message
+    given = refused(
+        lambda: KaitoModel(
+            "m", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="Phi_4", **quiet), opts=through_plain()
+        )
+    )
+    assert "defaults to" not in given
+
+
+# ---------------------------------------------------------------- G1: every check the stack makes
+
+
+def test_deploy_models_refuses_two_models_whose_objects_collide():
+    def program() -> None:
+        c = cluster()
+        deploy_models(
+            "models",
+            [
+                ("a", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi")),
+                ("b", KaitoModelArgs(kaito_version="0.8.1", model="phi-4", name="phi")),
+            ],
+            opts=through(c),
+        )
+
+    message = refused(program)
+    assert (
+        "args.b.name: default/phi is also created for a; choose names that do not collide (replicas are named "
+        "<name>-0, <name>-1, ...)"
+    ) in message
+
+    # replicas: phi (2 replicas) makes phi-1, which a model named phi-1 would take as well
+    def replicas() -> None:
+        deploy_models(
+            "models",
+            [
+                ("a", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi", replicas=2)),
+                ("b", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="phi-1")),
+            ],
+            opts=through(cluster()),
+        )
+
+    assert "args.b.name: default/phi-1 is also created for a" in refused(replicas)
+
+
+def test_a_pool_described_by_hand_is_checked_like_a_gpu_node_pool():
+    misspelt = pool("q", vm_size="Standard_NC24ads_A100_v5")
+    upside_down = pool("q", min_nodes=5, max_nodes=1)
+    for group, expected in (
+        (
+            misspelt,
+            "args.node_groups[0].vm_size: Standard_NC24ads_A100_v5 is not a GPU VM size KAITO knows; did you mean Standard_NC24ads_A100_v4",
+        ),
+        (upside_down, "args.node_groups[0].min_nodes: is greater than max_nodes (5 > 1)"),
+    ):
+        model = refused(lambda g=group: KaitoModel("m", on_pool("q", node_groups=[g]), opts=through(cluster())))
+        assert expected in model
+        operator = refused(
+            lambda g=group: KaitoOperator(
+                "kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[g]), opts=through(cluster())
+            )
+        )
+        assert expected in operator
+        gpu = refused(lambda g=group: GpuOperator("gpu", GpuOperatorArgs(node_groups=[g]), opts=through(cluster())))
+        assert expected in gpu
+
+
+def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken():
+    t4 = pool("t4", vm_size=T4)
+    expected = (
+        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): it needs CUDA compute "
+        "capability 8.0 or newer"
+    )
+    assert expected in refused(
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[t4]), opts=through(cluster()))
+    )
+    assert expected in refused(
+        lambda: KaitoModel("m", on_pool("t4", node_groups=[t4], kaito_version="0.12.0"), opts=through(cluster()))
+    )
+    ev = run(
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[t4]), opts=through(cluster()))
+    )
+    assert ev.named("kaito", "kubernetes:helm.sh/v3:Release")
+
+
+# ---------------------------------------------------------------- G2: never the default provider
+
+
+def test_every_in_cluster_component_needs_an_explicit_kubernetes_provider():
+    quiet = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
+    expected = (
+        "opts: no Kubernetes provider: deploy through AksCluster.provider / KubeconfigCluster.provider or pass a "
+        "kubernetes Provider in opts"
+    )
+    programs = [
+        lambda: KaitoModel("m", KaitoModelArgs(kaito_version="0.8.1", model=PHI, **quiet)),
+        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1")),
+        lambda: GpuOperator("gpu", GpuOperatorArgs()),
+        lambda: RagEngineOperator("rag", RagEngineOperatorArgs(version="0.12.0")),
+        lambda: RagEngine("rag", RagEngineArgs(kaito_version="0.12.0", wait_for_ready=False)),
+    ]
+    for program in programs:
+        assert expected in refused(program)
+
+
+def test_a_provider_inherited_from_a_parent_counts_and_carries_its_credentials():
+    def program() -> None:
+        c = cluster()
+        parent = pulumi.ComponentResource(
+            "my:index:Models", "parent", None, pulumi.ResourceOptions(providers=[c.provider])
+        )
+        KaitoModel("m", KaitoModelArgs(kaito_version="0.8.1", model=PHI), opts=pulumi.ResourceOptions(parent=parent))
+
+    ev = run(program)
+    (workspace,) = ev.of_type(WORKSPACE)
+    assert workspace.provider_urn == ev.named("c", "pulumi:providers:kubernetes").urn
+    ready = ev.named("m/ready", "pulumi-python:dynamic/kaito-aks:ModelReady")
+    assert reveal(ready.inputs["kubeconfig"]) == KUBECONFIG  # the waits got the parent's ClusterProvider's
+
+
+# ---------------------------------------------------------------- G4: the model rules run once
+
+
+def test_deploy_models_checks_each_model_once(monkeypatch: pytest.MonkeyPatch):
+    counts: dict[str, int] = {}
+    rules = component.model_problems
+
+    def counted(args: KaitoModelArgs) -> list[Any]:
+        counts[args.name or ""] = counts.get(args.name or "", 0) + 1
+        return rules(args)
+
+    monkeypatch.setattr(component, "model_problems", counted)
+
+    def program() -> None:
+        models = [(n, KaitoModelArgs(kaito_version="0.8.1", model=PHI, name=n)) for n in ("a", "b")]
+        deploy_models("models", models, opts=through(cluster()))
+
+    ev = run(program)
+    assert len(ev.of_type(WORKSPACE)) == 2
+    assert counts == {"a": 1, "b": 1}
+
+
+# ---------------------------------------------------------------- G7: Pulumi's plain mocks
+
+
+class PlainMocks(pulumi.runtime.Mocks):
+    """The mocks Pulumi's docs show: every resource echoes its inputs, every call answers {}."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return {}
+
+
+def test_plain_pulumi_mocks_get_a_clear_error_from_aks_cluster_not_a_type_error():
+    errors: list[BaseException] = []
+
+    def program() -> None:
+        AksCluster("c", AksClusterArgs(resource_group="rg", name="kaito", location="eastus"))
+
+    pulumi.runtime.set_mocks(PlainMocks(), preview=False)
+    try:
+
+        @pulumi.runtime.test
+        def declared() -> pulumi.Output[Any]:
+            program()
+            return pulumi.Output.from_input(None)
+
+        declared()
+    except Exception as err:
+        errors.append(err)
+    assert errors, "the missing credentials went unnoticed"
+    assert not isinstance(errors[0], TypeError), errors[0]
+    assert "listManagedClusterUserCredentials" in str(errors[0])
+
+
+def test_kubeconfig_contents_pulumi_yaml_hands_over_as_a_map_reach_the_waits():
+    """Pulumi YAML passes a YAML-looking secret config value to construct already parsed."""
+    parsed = {"apiVersion": "v1", "clusters": [{"name": "dev", "cluster": {"server": "https://dev"}}]}
+
+    def program() -> None:
+        KaitoModel(
+            "m",
+            KaitoModelArgs(kaito_version="0.8.1", model=PHI, kubeconfig=pulumi.Output.secret(parsed)),  # type: ignore[arg-type]
+            opts=through_plain(),
+        )
+
+    ev = run(program)
+    assert reveal(ev.named("m/ready", "pulumi-python:dynamic/kaito-aks:ModelReady").inputs["kubeconfig"]) == parsed
