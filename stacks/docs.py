@@ -79,6 +79,7 @@ EXAMPLES = README.parent / "components" / "examples"
 # README block -> (example file, code fence language): the README shows them as they are, and CI runs them.
 EXAMPLE_BLOCKS = {
     "example-python": (EXAMPLES / "python" / "__main__.py", "python"),
+    "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python"),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python"),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml"),
 }

@@ -12,3 +12,13 @@ def test_phi_serves_two_replicas_on_the_a100_pool() -> None:
     assert sorted(w.inputs["metadata"]["name"] for w in workspaces) == ["phi-0", "phi-1"]
     assert all(w.inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}} for w in workspaces)
     assert result.outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
+
+
+def test_kaito_creates_phis_node_through_gpu_provisioner() -> None:
+    result = run(lambda: runpy.run_path(str(Path(__file__).with_name("auto_provisioning.py"))))
+    [inference_set] = result.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert inference_set.inputs["spec"]["template"]["resource"] == {"instanceType": "Standard_NC24ads_A100_v4"}
+    credential = result.named("gpu-provisioner-identity-federation")
+    assert credential.inputs["subject"] == "system:serviceaccount:gpu-provisioner:gpu-provisioner"
+    release = result.named("gpu-provisioner", "kubernetes:helm.sh/v3:Release")
+    assert release.urn in inference_set.dependencies  # the provisioner is up before the model asks for a node
