@@ -163,7 +163,7 @@ def test_the_operator_refuses_values_the_chart_lacks_or_mishandles():
     )
     assert "args.values.cloudProviderName: must be azure, not 'aws'" in message
     message = refused(lambda: RagEngineOperator("rag-op", RagEngineOperatorArgs(version="0.9.4")))
-    assert "args.version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0" in message
+    assert "args.version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0" in message
 
 
 # ---------------------------------------------------------------- the RAGEngine in KAITO's shape
@@ -625,7 +625,7 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         {"namespace": "kaito-ragengine"},
         "args.namespace: kaito-ragengine belongs to the cluster or an operator",
     ),
-    ("0.9.4", {}, "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"),
+    ("0.9.4", {}, "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0"),
 ]
 
 
