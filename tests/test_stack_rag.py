@@ -53,6 +53,34 @@ def test_on_0_12_an_engine_needs_no_node_and_its_max_model_len_is_its_window():
     assert "compute" not in engine.inputs["spec"]
 
 
+def test_on_0_11_an_engine_over_a_workspace_is_v1beta1_and_the_operator_is_the_0_11_chart():
+    phi = {**PHI, "config": {"vllm": {"max-model-len": 8192}}}
+    ev = run(
+        aks(
+            workspaces=[phi],
+            kaito={"version": "0.11.0"},
+            ragEngines=[{"name": "docs", "workspace": "phi", "compute": COMPUTE}],
+        )
+    )
+    assert ev.of_type(RAG_V1ALPHA1) == []
+    [engine] = ev.of_type(RAG_V1BETA1)  # 0.11's storage version
+    assert engine.inputs["spec"]["inferenceService"] == {
+        "url": "http://phi.default.svc.cluster.local/v1/chat/completions",  # served under the workspace name
+        "contextWindowSize": 8192,
+    }
+    assert engine.inputs["spec"]["compute"] == {
+        "instanceType": "Standard_NV36ads_A10_v5",
+        "labelSelector": {"matchLabels": {"agentpool": "gpu"}},
+    }
+    operator = ev.named("ragengine", RELEASE)
+    assert (operator.inputs["chart"], operator.inputs["version"]) == ("ragengine", "0.11.0")
+    assert ev.named("kaito", RELEASE).inputs["version"] == "0.11.0"
+    assert operator.urn in engine.dependencies
+    assert ev.outputs["charts"]["ragEngineOperator"] == {"version": "0.11.0"}
+    out = ev.outputs["ragEngines"]["default/docs"]
+    assert out["retrieveEndpoint"] == "http://docs.default.svc.cluster.local/retrieve"  # 0.9+
+
+
 def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked():
     cfg = config([PHI], kaito={"install": False}, ragEngines=[RAG])
     ev = run(cfg)

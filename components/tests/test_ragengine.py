@@ -41,8 +41,13 @@ from kube_schema import crd_validator, unknown_value_paths
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 READY = "pulumi-python:dynamic/kaito-aks:ModelReady"
-VERSIONS = ("0.8.0", "0.8.1", "0.12.0")
-API = {"0.8.0": "kaito.sh/v1alpha1", "0.8.1": "kaito.sh/v1alpha1", "0.12.0": "kaito.sh/v1beta1"}
+VERSIONS = ("0.8.0", "0.8.1", "0.11.0", "0.12.0")
+API = {
+    "0.8.0": "kaito.sh/v1alpha1",
+    "0.8.1": "kaito.sh/v1alpha1",
+    "0.11.0": "kaito.sh/v1beta1",
+    "0.12.0": "kaito.sh/v1beta1",
+}
 LLM = "http://phi.default.svc.cluster.local/v1/chat/completions"
 A10 = "Standard_NV36ads_A10_v5"
 ON_A10 = RagComputeArgs(instance_type=A10, label_selector=LabelSelectorArgs(match_labels={"apps": "rag"}))
@@ -163,7 +168,7 @@ def test_the_operator_refuses_values_the_chart_lacks_or_mishandles():
     )
     assert "args.values.cloudProviderName: must be azure, not 'aws'" in message
     message = refused(lambda: RagEngineOperator("rag-op", RagEngineOperatorArgs(version="0.9.4")))
-    assert "args.version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0" in message
+    assert "args.version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0" in message
 
 
 # ---------------------------------------------------------------- the RAGEngine in KAITO's shape
@@ -177,7 +182,7 @@ def everything(version: str) -> RagEngineArgs:
     )
     storage: dict[str, Any] = {"persistent_volume_claim": "rag-vectors", "mount_path": "/mnt/vectors"}
     extra: dict[str, Any] = {}
-    if version == "0.12.0":
+    if not version.startswith("0.8"):
         storage["vector_db"] = VectorDbArgs(url="http://qdrant.default.svc.cluster.local:6333", access_secret="qd")
         extra["guardrails"] = GuardrailsArgs(config_map="my-policy")
     return RagEngineArgs(
@@ -203,7 +208,7 @@ def remote_and_retrieve_only(version: str) -> RagEngineArgs:
         return minimal(
             version, embedding=EmbeddingArgs(remote=RemoteEmbeddingArgs(url="https://api.openai.com/v1/embeddings"))
         )
-    return RagEngineArgs(  # no LLM, no node: KAITO 0.12's retrieve-only engine on CPU
+    return RagEngineArgs(  # no LLM, no node: KAITO 0.11+'s retrieve-only engine on CPU
         kaito_version=version,
         embedding=EmbeddingArgs(
             remote=RemoteEmbeddingArgs(url="https://api.openai.com/v1/embeddings", access_secret="openai")
@@ -596,7 +601,12 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         },
         'args.compute.label_selector.match_labels."kaito.sh/workspace": KAITO 0.12.0 reserves this label',
     ),
-    ("0.8.1", {"storage": StorageArgs(vector_db=VectorDbArgs(url="http://q:6333"))}, "args.storage.vector_db: KAITO"),
+    (
+        "0.8.1",
+        {"storage": StorageArgs(vector_db=VectorDbArgs(url="http://q:6333"))},
+        "args.storage.vector_db: KAITO 0.8.1's RAGEngine has no external vector database (KAITO 0.10+); use KAITO "
+        "0.11.0 or 0.12.0, or persistent_volume_claim",
+    ),
     ("0.12.0", {"storage": StorageArgs()}, "args.storage: give persistent_volume_claim or vector_db"),
     (
         "0.12.0",
@@ -608,7 +618,11 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         {"storage": StorageArgs(vector_db=VectorDbArgs(url="qdrant:6333"))},
         "args.storage.vector_db.url: 'qdrant:6333': the engine connects to the database at this URL",
     ),
-    ("0.8.1", {"guardrails": GuardrailsArgs()}, "args.guardrails: KAITO 0.8.1's RAGEngine has no guardrails"),
+    (
+        "0.8.1",
+        {"guardrails": GuardrailsArgs()},
+        "args.guardrails: KAITO 0.8.1's RAGEngine has no guardrails (KAITO 0.11+); use KAITO 0.11.0 or 0.12.0",
+    ),
     ("0.12.0", {"guardrails": GuardrailsArgs()}, "args.guardrails: guard chat completions, which a retrieve-only"),
     (
         "0.12.0",
@@ -619,13 +633,85 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         },
         "args.inference_service: give access_secret or access_token, not both",
     ),
+    # KAITO 0.11.0 (7545aa214f72) admits and denies as 0.12.0: api/v1beta1/ragengine_validation.go
+    # is the same file at both tags. L80-82: compute checked only when given (kaito#1936), L65-67:
+    # no LLM needed, so an engine with neither is admitted (retrieve-only, on CPU)
+    ("0.11.0", {}, ""),
+    # L84-89: the embedding checks 0.8 drops are enforced, and said without the 0.8 caveat
+    (
+        "0.11.0",
+        {"embedding": EmbeddingArgs(local=LocalEmbeddingArgs(model_id="m/x", image="r.io/a/b:1"))},
+        "args.embedding.local: give model_id or image, not both\n",
+    ),
+    # L186-191: EqualFold lookup in the 0.11 table, case-insensitive N/D prefixes (pkg/sku
+    # cloud_sku_handler.go L84, L95-97); the controller skips the GPU of a size outside the table
+    # (ragengine_controller.go L408-414) instead of failing as 0.8's does
+    (
+        "0.11.0",
+        {"compute": RagComputeArgs(instance_type="standard_nc24ads_a100_v4", label_selector=ON_A10.label_selector)},
+        "",
+    ),
+    (
+        "0.11.0",
+        {"compute": RagComputeArgs(instance_type="standard_d8s_v5", label_selector=ON_A10.label_selector)},
+        "",
+    ),
+    (
+        "0.11.0",
+        {"compute": RagComputeArgs(instance_type="Standard_NC4as_T4_v3", label_selector=ON_A10.label_selector)},
+        "",  # T4: in 0.11's table (pkg/sku/azure_sku_handler.go L20), dropped in 0.12
+    ),
+    (
+        "0.11.0",
+        {"compute": RagComputeArgs(instance_type="Standard_E8s_v5", label_selector=ON_A10.label_selector)},
+        "args.compute.instance_type: KAITO 0.11.0's webhook refuses 'Standard_E8s_v5' (\"Unsupported instance type\"): "
+        "give a GPU size of KAITO's table or an Azure N- or D-series size",
+    ),
+    # L194-197: metav1.LabelSelectorAsMap
+    (
+        "0.11.0",
+        {
+            "compute": RagComputeArgs(
+                instance_type=A10,
+                label_selector=LabelSelectorArgs(
+                    match_labels={"apps": "rag"},
+                    match_expressions=[LabelSelectorRequirementArgs(key="spot", operator="Exists")],
+                ),
+            )
+        },
+        'args.compute.label_selector.match_expressions[0]: KAITO\'s webhook refuses it (operator "Exists" cannot',
+    ),
+    # api/v1beta1/labels.go L157-169 (consts.go L195-198): SanitizedMatchLabels (L183-198) drops them
+    (
+        "0.11.0",
+        {
+            "compute": RagComputeArgs(
+                instance_type=A10,
+                label_selector=LabelSelectorArgs(match_labels={"karpenter.kaito.sh/workspace-name": "phi"}),
+            )
+        },
+        'args.compute.label_selector.match_labels."karpenter.kaito.sh/workspace-name": KAITO 0.11.0 reserves this',
+    ),
+    # L232-243 on the LLM, L224-230 on a remote embedding: net/url's ParseRequestURI, a window > 0
+    (
+        "0.11.0",
+        {"inference_service": InferenceServiceArgs(url="phi.default.svc/v1/chat/completions", context_window_size=1)},
+        "args.inference_service.url: 'phi.default.svc/v1/chat/completions' is not a URL KAITO accepts",
+    ),
+    (
+        "0.11.0",
+        {"embedding": EmbeddingArgs(remote=RemoteEmbeddingArgs(url="api.openai.com/v1/embeddings"))},
+        "args.embedding.remote.url: 'api.openai.com/v1/embeddings' is not a URL KAITO accepts",
+    ),
+    # the 0.11 CRD has spec.storage.vectorDB and spec.guardrails (both checked by `everything`)
+    ("0.11.0", {"guardrails": GuardrailsArgs()}, "args.guardrails: guard chat completions, which a retrieve-only"),
     ("0.12.0", {"name": "1rag"}, "args.name: '1rag' is not a DNS-1035 label"),
     (
         "0.12.0",
         {"namespace": "kaito-ragengine"},
         "args.namespace: kaito-ragengine belongs to the cluster or an operator",
     ),
-    ("0.9.4", {}, "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.12.0"),
+    ("0.9.4", {}, "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0"),
 ]
 
 

@@ -30,7 +30,7 @@ class RagEngineOperatorArgs:
     kaito-logging-config)."""
 
     version: str
-    """KAITO chart and app version: 0.8.0, 0.8.1 or 0.12.0 (the same as the KaitoOperator's)."""
+    """KAITO chart and app version: 0.8.0, 0.8.1, 0.11.0 or 0.12.0 (the same as the KaitoOperator's)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values (the chart's own keys: image, resources, nodeSelector, tolerations,
     logging, ...)."""
@@ -86,10 +86,10 @@ class RagEngineOperator(pulumi.ComponentResource):
     The RAGEngine CRD: on 0.8 it sits in the chart's crds/ (Helm installs it once and never
     upgrades or deletes it); from 0.9.1 it is a chart template, upgraded and deleted with the
     release. So delete the RagEngines before this release (depend them on it: Pulumi then
-    does), and moving a release from 0.8 to 0.12 needs the 0.8 CRD adopted by Helm first
-    (KAITO's docs install 0.12 with `helm --take-ownership`, which Pulumi's Helm release lacks:
-    label the CRD app.kubernetes.io/managed-by=Helm and annotate it meta.helm.sh/release-name
-    and meta.helm.sh/release-namespace with kaito-ragengine)."""
+    does), and moving a release from 0.8 to 0.11 or 0.12 needs the 0.8 CRD adopted by Helm
+    first (KAITO's docs install 0.11 and 0.12 with `helm --take-ownership`, which Pulumi's Helm
+    release lacks: label the CRD app.kubernetes.io/managed-by=Helm and annotate it
+    meta.helm.sh/release-name and meta.helm.sh/release-namespace with kaito-ragengine)."""
 
     namespace: pulumi.Output[str]
     """The operator's namespace (where the default guardrails policy ConfigMap lives, 0.11+)."""

@@ -1,5 +1,5 @@
 """`RagEngine`: one KAITO RAGEngine as a component. The RAGEngine in KAITO's shape for the
-release (kaito.sh/v1alpha1 on 0.8, v1beta1 on 0.12), the Secrets and guardrails ConfigMap it
+release (kaito.sh/v1alpha1 on 0.8, v1beta1 on 0.11+), the Secrets and guardrails ConfigMap it
 reads, and a wait so `pulumi up` ends with the engine serving."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class RagEngine(pulumi.ComponentResource):
     model serves (the URL alone orders it after the model's Service).
 
     Every rule of KAITO's ragengine webhook is checked before anything registers, and so is
-    what KAITO admits but mishandles. Known upstream defects, in KAITO 0.8.1 and 0.12.0 alike:
+    what KAITO admits but mishandles. Known upstream defects, in KAITO 0.8.1 to 0.12.0 alike:
     the controller does not pass `embedding` to the engine (kaito-project/kaito#2365, open):
     it embeds locally with BAAI/bge-small-en-v1.5 whatever `embedding` says (a remote
     service's URL and secret, a model id or an image are emitted as KAITO's shape asks, and
@@ -88,7 +88,7 @@ class RagEngine(pulumi.ComponentResource):
     retrieve_endpoint: pulumi.Output[str | None]
     """Its retrieve-only search URL (POST /retrieve, KAITO 0.9+); none on 0.8."""
     api_version: pulumi.Output[str]
-    """The RAGEngine's API version (kaito.sh/v1alpha1 on KAITO 0.8, kaito.sh/v1beta1 on 0.12)."""
+    """The RAGEngine's API version (kaito.sh/v1alpha1 on KAITO 0.8, kaito.sh/v1beta1 on 0.11+)."""
 
     plan: RagEnginePlan
     """The objects it creates, as data."""
@@ -163,7 +163,7 @@ class RagEngine(pulumi.ComponentResource):
             manifest,
             opts=pulumi.ResourceOptions.merge(
                 child_options(self, opts, depends_on=prerequisites, delete_before_replace=True),
-                # an engine deployed on KAITO 0.8 (v1alpha1) is the same object on 0.12 (v1beta1)
+                # an engine deployed on KAITO 0.8 (v1alpha1) is the same object on 0.11+ (v1beta1)
                 pulumi.ResourceOptions(
                     replace_on_changes=list(kaito.RAGENGINE_IMMUTABLE_PATHS[plan.api_version]), aliases=aliases
                 ),

@@ -1,11 +1,12 @@
 """Every rule about one RAG engine, checked before anything is registered: what KAITO's
 ragengine admission webhook denies (api/v1alpha1/ragengine_validation.go at 0.8,
-api/v1beta1/ragengine_validation.go at 0.12; the line of each rule is beside it), and what
+api/v1beta1/ragengine_validation.go at 0.11 and 0.12, the same file at both tags; the line of
+each rule is beside it), and what
 KAITO admits but then mishandles without a word (a size its controller cannot use, a URL its
 engine cannot call, a selector label it drops, a crash of the 0.8 webhook). The component and
 the provider (any Pulumi language) get these same checks.
 
-What the 0.12 webhook checks against the cluster (the guardrails ConfigMap exists and holds
+What the 0.11+ webhook checks against the cluster (the guardrails ConfigMap exists and holds
 guardrails.yaml) stays KAITO's: the component writes the ConfigMap itself when given a
 `policy`, and the ragengine chart installs the default one.
 """
@@ -13,7 +14,7 @@ guardrails.yaml) stays KAITO's: the component writes the ConfigMap itself when g
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from kaito_aks import catalog
@@ -31,6 +32,12 @@ CHAT_COMPLETIONS = "/chat/completions"
 
 def chart_of(args: RagEngineArgs) -> catalog.RagEngineChart | None:
     return catalog.ragengine_charts().get(args.kaito_version)
+
+
+def _releases_with(has: Callable[[catalog.RagEngineChart], bool]) -> str:
+    """The supported releases whose RAGEngine `has` a feature, as a message names them."""
+    names = [v for v, c in catalog.ragengine_charts().items() if has(c)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def effective_embedding(args: RagEngineArgs) -> EmbeddingArgs:
@@ -78,7 +85,7 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
     dropped = (
         "" if chart.embedding_checked else f" (KAITO {chart.version}'s webhook drops this check; 0.11+ enforces it)"
     )
-    # ragengine_validation.go 0.8.1 L65-70, 0.12.0 L73-78
+    # ragengine_validation.go 0.8.1 L65-70, 0.11.0/0.12.0 L73-78
     if embedding.local is None and embedding.remote is None:
         yield Problem.at(
             "embedding",
@@ -95,7 +102,7 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
         )
     local = embedding.local
     if local is not None:
-        # 0.8.1 L107-127, 0.12.0 L202-222
+        # 0.8.1 L107-127, 0.11.0/0.12.0 L202-222
         if not local.image and not local.model_id:
             yield Problem.at(("embedding", "local"), f"give `model_id` or `image`{dropped}", "embedding-local")
         if local.image and local.model_id:
@@ -119,7 +126,7 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
                         "embedding-image",
                     )
     if embedding.remote is not None:
-        # 0.8.1 L129-135, 0.12.0 L224-230
+        # 0.8.1 L129-135, 0.11.0/0.12.0 L224-230
         why = parse_request_uri(embedding.remote.url)
         if why is not None:
             yield Problem.at(
@@ -153,7 +160,7 @@ def _inference_service(args: RagEngineArgs, chart: catalog.RagEngineChart) -> It
 
 
 def inference_url_problem(url: str) -> Problem | None:
-    """What is wrong with an LLM URL (at `url`): KAITO's webhook check (0.8.1 L137-141, 0.12.0
+    """What is wrong with an LLM URL (at `url`): KAITO's webhook check (0.8.1 L137-141, 0.11.0/0.12.0
     L232-239), then what the engine needs to call it."""
     why = parse_request_uri(url)
     if why is not None:
@@ -184,7 +191,8 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
     compute = args.compute
     if compute is None:
         if chart.compute_required:
-            # 0.8.1 L71: validateRAGCreate on a nil spec.compute (fixed in 0.11 by kaito#1936)
+            # 0.8.1 L71: validateRAGCreate on a nil spec.compute (0.11.0 L80-82 checks it is there:
+            # kaito#1936, first released in 0.11.0)
             yield Problem.at(
                 "compute",
                 f"required on KAITO {chart.version}: its webhook reads spec.compute without checking it is there (fixed "
@@ -203,7 +211,7 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
             "give `match_labels`: KAITO finds (or labels the node it provisions) and places the engine by them",
             "selector",
         )
-    # 0.8.1 L99-102, 0.12.0 L194-197: metav1.LabelSelectorAsMap must convert the selector
+    # 0.8.1 L99-102, 0.11.0/0.12.0 L194-197: metav1.LabelSelectorAsMap must convert the selector
     for i, expression in enumerate(selector.match_expressions or []):
         if expression.operator != "In":
             why = f'operator "{expression.operator}" cannot be converted into the old label selector format'
@@ -216,6 +224,8 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
             f"KAITO's webhook refuses it ({why}); use `match_labels`",
             "selector",
         )
+    # api/v1beta1/labels.go SanitizedMatchLabels (0.11.0 L157-198, 0.12.0 L218-259), called by
+    # ragengine_controller.go L461 and manifests.go L43 at both
     for key in selector.match_labels or {}:
         if key in chart.dropped_selector_labels:
             yield Problem(
@@ -227,8 +237,9 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
 
 
 def _instance_type(size: str, chart: catalog.RagEngineChart) -> Problem | None:
-    """0.8.1 L82-97, 0.12.0 L177-192: a size of KAITO's GPU table, or an Azure N- or D-series size
-    (0.8 case-sensitively, 0.12 not); 0.8's controller then fails on any size outside the table."""
+    """0.8.1 L82-97, 0.11.0/0.12.0 L177-192: a size of KAITO's GPU table, or an Azure N- or
+    D-series size (0.8 case-sensitively, 0.11+ not); 0.8's controller then fails on any size
+    outside the table."""
     table = catalog.gpu_skus(chart.sku_catalog)
     if chart.sku_case_sensitive:
         in_table, prefixed = size in table, size.startswith(AZURE_PREFIXES)
@@ -292,8 +303,8 @@ def _storage(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
     if not chart.vector_db:
         yield Problem.at(
             ("storage", "vector_db"),
-            f"KAITO {chart.version}'s RAGEngine has no external vector database (KAITO 0.10+); use KAITO 0.12.0, or "
-            "`persistent_volume_claim`",
+            f"KAITO {chart.version}'s RAGEngine has no external vector database (KAITO 0.10+); use KAITO "
+            f"{_releases_with(lambda c: c.vector_db)}, or `persistent_volume_claim`",
             "vector-db",
         )
         return
@@ -316,7 +327,8 @@ def _guardrails(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[
     if not chart.guardrails:
         yield Problem.at(
             "guardrails",
-            f"KAITO {chart.version}'s RAGEngine has no guardrails (KAITO 0.11+); use KAITO 0.12.0",
+            f"KAITO {chart.version}'s RAGEngine has no guardrails (KAITO 0.11+); use KAITO "
+            f"{_releases_with(lambda c: c.guardrails)}",
             "guardrails",
         )
         return

@@ -30,7 +30,7 @@ VectorDbEngine = Literal["qdrant"]
 @documented
 @dataclass(frozen=True, kw_only=True)
 class LocalEmbeddingArgs:
-    """An embedding model the engine runs itself: `model_id` or `image`. KAITO 0.8.1 and 0.12.0
+    """An embedding model the engine runs itself: `model_id` or `image`. KAITO 0.8.1 to 0.12.0
     do not pass either to the engine (kaito-project/kaito#2365): it embeds with
     BAAI/bge-small-en-v1.5 whatever they say."""
 
@@ -47,7 +47,7 @@ class LocalEmbeddingArgs:
 @documented
 @dataclass(frozen=True, kw_only=True)
 class RemoteEmbeddingArgs:
-    """An embedding service the engine calls (e.g. OpenAI's). KAITO 0.8.1 and 0.12.0 do not pass
+    """An embedding service the engine calls (e.g. OpenAI's). KAITO 0.8.1 to 0.12.0 do not pass
     it to the engine (kaito-project/kaito#2365): it embeds locally with BAAI/bge-small-en-v1.5."""
 
     url: str
@@ -94,7 +94,7 @@ class RagComputeArgs:
     It cannot change once created."""
 
     instance_type: str
-    """The node's Azure VM size. KAITO 0.8: a GPU size of KAITO's table; 0.12: a size of that
+    """The node's Azure VM size. KAITO 0.8: a GPU size of KAITO's table; 0.11+: a size of that
     table (GPU requests) or any N- or D-series size. Bring your own node: its exact size."""
     label_selector: LabelSelectorArgs
     """The labels the node carries (`match_labels`); the engine's pod is placed by them."""
@@ -126,13 +126,13 @@ class StorageArgs:
     mount_path: str | None = None
     """Where the claim is mounted in the engine (an absolute path); KAITO's default /mnt/data."""
     vector_db: VectorDbArgs | None = None
-    """An external vector database (KAITO 0.12)."""
+    """An external vector database (KAITO 0.10+)."""
 
 
 @documented
 @dataclass(frozen=True, kw_only=True)
 class GuardrailsArgs:
-    """Output guardrails on the engine's non-streaming chat completions (KAITO 0.12): the policy
+    """Output guardrails on the engine's non-streaming chat completions (KAITO 0.11+): the policy
     from `config_map`, from `policy`, or else the ragengine chart's default policy (redacts keys,
     tokens, e-mail addresses, phone and card numbers)."""
 
@@ -151,8 +151,8 @@ class RagEngineArgs:
     `compute` and `inference_service` too."""
 
     kaito_version: str
-    """The KAITO release the cluster runs (0.8.0, 0.8.1, 0.12.0): decides the RAGEngine's API
-    version (v1alpha1 on 0.8, v1beta1 on 0.12) and KAITO's rules."""
+    """The KAITO release the cluster runs (0.8.0, 0.8.1, 0.11.0, 0.12.0): decides the RAGEngine's
+    API version (v1alpha1 on 0.8, v1beta1 on 0.11+) and KAITO's rules."""
     name: Annotated[str, DNS_1035_LABEL] | None = None
     """Kubernetes name of the RAGEngine, and of the Deployment and Service KAITO makes for it;
     default: the resource name."""
@@ -162,15 +162,15 @@ class RagEngineArgs:
     """How documents are embedded; default: locally with BAAI/bge-small-en-v1.5 (what KAITO's
     engine uses whatever this says, kaito-project/kaito#2365)."""
     inference_service: InferenceServiceArgs | None = None
-    """The LLM that answers chat completions. Required on KAITO 0.8; without it on 0.12 the
+    """The LLM that answers chat completions. Required on KAITO 0.8; without it on 0.11+ the
     engine is retrieve-only (POST /retrieve; chat completions answer 503)."""
     compute: RagComputeArgs | None = None
-    """A node for the engine. Required on KAITO 0.8 (a GPU size of KAITO's table); on 0.12
+    """A node for the engine. Required on KAITO 0.8 (a GPU size of KAITO's table); on 0.11+
     without it the engine runs on any node with 0.5 CPU and 512Mi, and no node is provisioned."""
     storage: StorageArgs | None = None
     """Where vectors are kept; default: in memory, lost with the pod."""
     guardrails: GuardrailsArgs | None = None
-    """Turn output guardrails on (KAITO 0.12)."""
+    """Turn output guardrails on (KAITO 0.11+)."""
     load_balancer: bool = False
     """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
     kubeconfig: KubeconfigContents | None = None
