@@ -78,9 +78,21 @@ def test_admission_counts_only_the_nodes_an_autoscaled_pool_has_at_its_minimum()
         "workspaces[0].model: KAITO 0.8.1's admission webhook would deny it: Insufficient total GPU memory: "
         "1 node(s) x 80 GiB = 80 GiB, but preset llama-3.3-70b-instruct requires at least 131.42 GiB; 1 node(s) of "
         "Standard_NC24ads_A100_v4 exist when the Workspace is created (an autoscaled pool has only its minimum "
-        "then); it needs 2 to exist"
+        "then); it needs 3 nodes in all (KAITO's vLLM estimate: 1 replica(s) x 3), 2 of them there by then, or a "
+        "larger size"
     )
     run(aks(workspaces=LLAMA_70B, pools=[{**A100, "count": None, "autoscale": {"min": 2, "max": 4}}]))
+
+
+def test_an_admission_denial_names_the_nodes_that_serve_it_when_they_are_more():
+    """Review 2 P4: DeepSeek-V3.2 is admitted on 27 A10 nodes, but KAITO's estimator spreads it
+    over 39: a pool of 27 would only move the error."""
+    deepseek = [{"name": "ds", "model": "deepseek-ai/DeepSeek-V3.2"}]
+    v12 = {"version": "0.12.0"}
+    err = one_error(aks(workspaces=deepseek, kaito=v12))
+    assert "1 node(s) of Standard_NV36ads_A10_v5 exist when the Workspace is created; it needs 39 nodes in all " in err
+    assert "(KAITO's vLLM estimate: 1 replica(s) x 39), 27 of them there by then, or a larger size" in err
+    run(aks(workspaces=deepseek, kaito=v12, pools=[{**A10, "count": 39}]))
 
 
 def test_kaito_0_8_counts_one_gpu_of_a_two_gpu_node_at_admission():

@@ -717,10 +717,22 @@ def _serving_fit(
         scaled = (
             " (an autoscaled pool has only its minimum then)" if any(p.min_nodes != p.max_nodes for p in pools) else ""
         )
+        # the larger count: once admitted, the estimator's nodes must be there too
+        try:
+            per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
+        except sizing.SizingError:
+            per_instance = 0
+        serve = per_instance * args.replicas
+        needs = (
+            f"it needs {serve} nodes in all (KAITO's vLLM estimate: {args.replicas} replica(s) x {per_instance}), "
+            f"{admit} of them there by then"
+            if serve > admit
+            else f"it needs {admit} to exist"
+        )
         return Problem.at(
             "model",
             f"KAITO {chart.version}'s admission webhook would deny it: {denial}; {exist} node(s) of {size} exist when "
-            f"the Workspace is created{scaled}; it needs {admit} to exist, or a larger size",
+            f"the Workspace is created{scaled}; {needs}, or a larger size",
             "admission",
         )
     if args.runtime == "transformers" and preset.model_gib * GIB > hw.kaito_node_memory(release):
