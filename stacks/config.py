@@ -487,6 +487,9 @@ class StackConfig:
     has_hf_token: bool
     has_kubeconfig: bool
     azure_location: str | None
+    # Every GPU pool the models and engines may land on is in `pools` (a cluster this stack
+    # creates, bring-your-own nodes): what they need together can be counted.
+    pools_known: bool = False
     # What cannot be checked before KAITO sees it (e.g. a Hugging Face id outside KAITO's
     # catalog), at config paths: `validate` prints them; under `pulumi up` each model logs its own.
     warnings: tuple[Problem, ...] = ()

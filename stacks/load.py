@@ -30,7 +30,7 @@ from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, rageng
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
-from stacks import rules
+from stacks import budget, rules
 from stacks.config import (
     CLUSTER_CHOICES,
     DEFAULT_KAITO_VERSION,
@@ -319,6 +319,7 @@ def parse_stack_config(
         has_hf_token="hfToken" in secrets,
         has_kubeconfig="kubeconfig" in secrets,
         azure_location=azure_location,
+        pools_known=knows_pools,
         warnings=warnings,
     )
 
@@ -342,15 +343,20 @@ def parse_stack_config(
         found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
     if gpu_provisioner_args is not None:
         found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(gpu_provisioner_args)]
-    for i, args in zip(model_index, models, strict=True):
+    sound_models: list[int] = []  # positions in `models` whose own rules passed
+    for n, (i, args) in enumerate(zip(model_index, models, strict=True)):
         given = ws_values[i]
-        for p in check_model(args)[1]:
+        model_found = check_model(args)[1]
+        if not model_found:
+            sound_models.append(n)
+        for p in model_found:
             found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given, stack_wide), args))
     if rag_operator_args is not None:
         operator_found = ragengine_operator_problems(rag_operator_args)
         found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
     found += rag_problems
     found += rules.check(cfg, model_index, pool_index, rag_index)
+    found += budget.check(cfg, model_index, pool_index, rag_index, sound_models)
     # A pool's node counts are its count or autoscale, which the pool's own rules check.
     found = [p for p in found if p.code != "pool-nodes"]
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]

@@ -164,8 +164,8 @@ def test_prices_order_the_suggestions_and_cost_the_stack(monkeypatch, capsys):
 
     dev = cost.stack_cost(parse_stack_file(read_stack_file("dev", ROOT)))
     assert dev.unpriced == []
-    assert dev.usd_per_hour_min == 3.0
-    assert "$3.00/h" in dev.summary()
+    assert dev.usd_per_hour_min == 6.0  # two A10 nodes: phi's and the RAG engine's
+    assert "$6.00/h" in dev.summary()
     assert "test table" in dev.summary()
 
 

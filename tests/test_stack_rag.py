@@ -15,10 +15,12 @@ RAG_V1BETA1 = "kubernetes:kaito.sh/v1beta1:RAGEngine"
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
 COMPUTE = {"instanceType": "Standard_NV36ads_A10_v5", "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
 RAG = {"name": "docs", "workspace": "phi", "contextWindowSize": 4096, "compute": COMPUTE}
+# The engine embeds locally and KAITO gives it every GPU of its A10 node: a node of its own.
+TWO_A10 = [{"name": "gpu", "vmSize": "Standard_NV36ads_A10_v5", "count": 2}]
 
 
 def test_an_engine_over_a_workspace_answers_with_its_endpoint_once_it_serves():
-    ev = run(aks(ragEngines=[RAG]))
+    ev = run(aks(pools=TWO_A10, ragEngines=[RAG]))
     [engine] = ev.of_type(RAG_V1ALPHA1)  # KAITO 0.8.1: v1alpha1
     assert engine.inputs["spec"]["inferenceService"] == {
         "url": "http://phi.default.svc.cluster.local/v1/chat/completions",
@@ -57,6 +59,7 @@ def test_on_0_11_an_engine_over_a_workspace_is_v1beta1_and_the_operator_is_the_0
     phi = {**PHI, "config": {"vllm": {"max-model-len": 8192}}}
     ev = run(
         aks(
+            pools=TWO_A10,
             workspaces=[phi],
             kaito={"version": "0.11.0"},
             ragEngines=[{"name": "docs", "workspace": "phi", "compute": COMPUTE}],

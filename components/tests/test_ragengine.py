@@ -758,3 +758,34 @@ def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_sa
 
     with pytest.raises(Exception, match=r"args\.inference_service\.url: .* is no chat completions URL"):
         run(program)
+
+
+REMOTE = EmbeddingArgs(remote=RemoteEmbeddingArgs(url="https://api.openai.com/v1/embeddings"))
+ON_D4 = RagComputeArgs(instance_type="Standard_D4s_v5", label_selector=LabelSelectorArgs(match_labels={"a": "b"}))
+ON_A100X2 = RagComputeArgs(
+    instance_type="Standard_NC48ads_A100_v4", label_selector=LabelSelectorArgs(match_labels={"a": "b"})
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "kw", "gpus"),
+    [
+        # v0.8.1 preset_rag.go L159-177: every GPU of the instance type with a local embedding
+        ("0.8.1", {}, 1),
+        ("0.8.1", {"compute": ON_A100X2}, 2),
+        ("0.8.1", {"embedding": REMOTE}, 0),
+        # v0.11.0/v0.12.0 L223-250: only with compute of a size of the GPU table
+        ("0.11.0", {"compute": ON_A10}, 1),
+        ("0.12.0", {"compute": ON_A100X2}, 2),
+        ("0.12.0", {"compute": RagComputeArgs(instance_type=A10.lower(), label_selector=ON_A10.label_selector)}, 1),
+        ("0.12.0", {"compute": ON_D4}, 0),
+        ("0.12.0", {}, 0),
+        ("0.12.0", {"compute": ON_A10, "embedding": REMOTE}, 0),
+    ],
+)
+def test_an_engine_takes_every_gpu_of_its_instance_type_where_kaito_requests_them(
+    version: str, kw: dict[str, Any], gpus: int
+):
+    from kaito_aks.rag.rules import gpu_request
+
+    assert gpu_request(minimal(version, **kw)) == gpus

@@ -236,6 +236,28 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
             )
 
 
+def table_size(size: str, chart: catalog.RagEngineChart) -> catalog.GpuSku | None:
+    """The entry of KAITO's GPU table its RAGEngine controller finds for `size` (GetGPUConfigBySKU:
+    exact on 0.8, case-insensitive from 0.11), or None."""
+    table = catalog.gpu_skus(chart.sku_catalog)
+    if chart.sku_case_sensitive:
+        return table.get(size)
+    return next((sku for name, sku in table.items() if name.lower() == size.lower()), None)
+
+
+def gpu_request(args: RagEngineArgs) -> int:
+    """The GPUs KAITO's controller requests for the engine's pod (0: none, 0.5 CPU on 0.11+).
+    With a local embedding it asks for every GPU of the compute's instance type, so the engine
+    takes a whole GPU node of that size: pkg/ragengine/controllers/preset_rag.go v0.8.1 L159-177
+    (any local embedding; compute is required there), v0.11.0/v0.12.0 L223-250 (a local
+    embedding and compute with an instance type of the GPU table)."""
+    chart = chart_of(args)
+    if chart is None or args.compute is None or effective_embedding(args).local is None:
+        return 0
+    sku = table_size(args.compute.instance_type, chart)
+    return sku.gpu_count if sku is not None else 0
+
+
 def _instance_type(size: str, chart: catalog.RagEngineChart) -> Problem | None:
     """0.8.1 L82-97, 0.11.0/0.12.0 L177-192: a size of KAITO's GPU table, or an Azure N- or
     D-series size (0.8 case-sensitively, 0.11+ not); 0.8's controller then fails on any size

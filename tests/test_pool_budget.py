@@ -1,0 +1,101 @@
+"""The GPU pools' budget, stack-wide: every KAITO pod takes all GPUs of its node, so the models and
+RAG engines that select the same pools must fit the pools' maximum nodes together (each model's
+own rule sees only itself)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import errors_of, run
+from tests.test_aks import aks
+
+A10 = "Standard_NV36ads_A10_v5"
+PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
+PHI_4K = {**PHI, "config": {"vllm": {"max-model-len": 4096}}}
+ON_GPU_POOL = {"instanceType": A10, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
+ENGINE = {"name": "docs", "workspace": "phi", "contextWindowSize": 4096, "compute": ON_GPU_POOL}
+REMOTE = {"remote": {"url": "https://api.openai.com/v1/embeddings"}}
+
+
+def pool(name: str = "gpu", count: int = 1, **kw: object) -> dict[str, object]:
+    return {"name": name, "vmSize": A10, "count": count, **kw}
+
+
+def test_the_dev_shape_a_model_and_an_engine_on_one_a10_node_is_refused_naming_both_and_the_fix():
+    errors = errors_of(aks(pools=[pool()], workspaces=[PHI], ragEngines=[ENGINE]))
+    assert errors == [
+        "gpuNodePools[0]: pool gpu has at most 1 node of Standard_NV36ads_A10_v5, and 2 are needed at once: "
+        "workspaces[0] (phi) takes 1 (1 replica(s) x 1 node, KAITO's vLLM estimate); ragEngines[0] (docs) takes 1 "
+        "(KAITO 0.8.1 gives an engine that embeds locally every GPU of its instanceType (1)). Each KAITO pod takes "
+        "every GPU of its node, so the rest would stay Pending: give the pool 1 node more (count, or autoscale.max), "
+        "or give the RAG engine a pool of its own (compute.labelSelector and instanceType)"
+    ]
+
+
+def test_a_second_node_or_a_pool_of_its_own_makes_room_for_the_engine():
+    run(aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[ENGINE]))
+    autoscaled = {"name": "gpu", "vmSize": A10, "autoscale": {"min": 1, "max": 2}}
+    run(aks(pools=[autoscaled], workspaces=[PHI], ragEngines=[ENGINE]))
+    own = {**ENGINE, "compute": {**ON_GPU_POOL, "labelSelector": {"matchLabels": {"agentpool": "rag"}}}}
+    phi = {**PHI, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
+    run(aks(pools=[pool(), pool("rag")], workspaces=[phi], ragEngines=[own]))
+
+
+def test_an_engine_without_gpus_shares_the_node():
+    """0.8 with a remote embedding requests no GPU; 0.12 only with compute of a GPU size."""
+    run(aks(pools=[pool()], workspaces=[PHI], ragEngines=[{**ENGINE, "embedding": REMOTE}]))
+    v12 = {"version": "0.12.0"}
+    run(aks(pools=[pool()], workspaces=[PHI_4K], kaito=v12, ragEngines=[{"name": "docs", "workspace": "phi"}]))
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.12.0"])
+def test_on_0_11_and_0_12_an_engine_with_compute_of_a_gpu_size_counts(version: str):
+    engine = {k: v for k, v in ENGINE.items() if k != "contextWindowSize"}  # phi's max-model-len
+    errors = errors_of(aks(pools=[pool()], workspaces=[PHI_4K], kaito={"version": version}, ragEngines=[engine]))
+    assert len(errors) == 1
+    assert errors[0].startswith("gpuNodePools[0]: pool gpu has at most 1 node of Standard_NV36ads_A10_v5, and 2 are")
+    assert f"ragEngines[0] (docs) takes 1 (KAITO {version} gives an engine" in errors[0]
+
+
+def test_models_that_each_fit_alone_are_counted_together():
+    errors = errors_of(aks(pools=[pool(count=2)], workspaces=[{**PHI, "replicas": 2}, {**PHI, "name": "phi2"}]))
+    assert errors == [
+        "gpuNodePools[0]: pool gpu has at most 2 nodes of Standard_NV36ads_A10_v5, and 3 are needed at once: "
+        "workspaces[0] (phi) takes 2 (2 replica(s) x 1 node, KAITO's vLLM estimate); workspaces[1] (phi2) takes 1 "
+        "(1 replica(s) x 1 node, KAITO's vLLM estimate). Each KAITO pod takes every GPU of its node, so the rest "
+        "would stay Pending: give the pool 1 node more (count, or autoscale.max), or lower replicas"
+    ]
+
+
+def test_pools_a_selector_picks_together_are_one_budget():
+    """phi picks both pools by the GPU label, phi2 only `a`: 3 nodes on 2 pools of 1 node."""
+    phi2 = {**PHI, "name": "phi2", "labelSelector": {"matchLabels": {"agentpool": "a"}}}
+    fits = [{**PHI, "replicas": 1}, phi2]
+    run(aks(pools=[pool("a"), pool("b")], workspaces=fits))
+    errors = errors_of(aks(pools=[pool("a"), pool("b")], workspaces=[{**PHI, "replicas": 2}, phi2]))
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        "gpuNodePools[0]: pools a, b have at most 2 nodes of Standard_NV36ads_A10_v5, and 3 are needed at once"
+    )
+    assert "give the pools 1 node more" in errors[0]
+
+
+def test_an_engine_whose_selector_finds_no_pool_of_its_size_is_refused():
+    """KAITO would create a NodeClaim for it, which nothing provisions with bring-your-own nodes."""
+    elsewhere = {**ENGINE, "compute": {**ON_GPU_POOL, "labelSelector": {"matchLabels": {"agentpool": "rag"}}}}
+    errors = errors_of(aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[elsewhere]))
+    assert errors == [
+        "ragEngines[0].compute: KAITO runs the engine on a node with compute.labelSelector's labels and of "
+        "instanceType Standard_NV36ads_A10_v5, and no pool carries those labels; it would ask for a new node, which "
+        "nothing provisions with bring-your-own nodes: select a gpuNodePools entry of that size (e.g. {agentpool: "
+        "<its name>}), or use its size"
+    ]
+    a100 = {**ON_GPU_POOL, "instanceType": "Standard_NC24ads_A100_v4"}
+    errors = errors_of(aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[{**ENGINE, "compute": a100}]))
+    assert "the pools with those labels (gpu) are of other sizes" in errors[0]
+
+
+def test_a_model_that_does_not_fit_alone_is_said_once_by_its_own_rule():
+    for engines in ([], [ENGINE]):
+        errors = errors_of(aks(pools=[pool()], workspaces=[{**PHI, "replicas": 2}], ragEngines=engines))
+        assert [e.split(":")[0] for e in errors] == ["workspaces[0].replicas"]
