@@ -263,7 +263,8 @@ KAITO = Section(
             defaults={"version": None, "node_provisioning": None},
             docs={
                 "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
-                "the AKS add-on the release it runs.",
+                "the AKS add-on the release it runs on the cluster's Kubernetes minor (catalog/aks_add_on.yaml: "
+                "0.6.0 on 1.34, on a newer minor, or when the minor is not known).",
                 "node_provisioning": "byo: your GPU nodes (gpuNodePools), auto-provisioning off; auto: KAITO creates "
                 "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
             },

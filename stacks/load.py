@@ -199,7 +199,7 @@ def parse_stack_config(
         stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values) and not auto)
     )
     kaito_args = KaitoOperatorArgs(
-        version=operator.get("version") or (catalog.aks_add_on().kaito_version if add_on else DEFAULT_KAITO_VERSION),
+        version=operator.get("version") or (_add_on_release(aks_cluster) if add_on else DEFAULT_KAITO_VERSION),
         node_provisioning=node_provisioning,
         node_provisioner=operator.get("node_provisioner", "gpu-provisioner"),
         feature_gates=operator.get("feature_gates", {}),
@@ -335,6 +335,8 @@ def parse_stack_config(
     for i, pool in zip(pool_index, pools, strict=True):
         found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
     operator_problems = kaito_operator_problems(kaito_args)
+    if add_on:  # refused at kaito.install, which says why: not the add-on's release again
+        operator_problems = [p for p in operator_problems if p.path != ("version",)]
     if not kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
         unsupported = catalog.unsupported_kaito_version(kaito_args.version)
         operator_problems = [Problem.at("version", unsupported, "version")] if unsupported else []
@@ -354,15 +356,29 @@ def parse_stack_config(
     if rag_operator_args is not None:
         operator_found = ragengine_operator_problems(rag_operator_args)
         found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
-    found += rag_problems
+    # with the add-on, ragEngines are refused as a whole: not each for the add-on's release too
+    found += [p for p in rag_problems if not (add_on and p.path[:2] == ("kaito", "version"))]
     found += rules.check(cfg, model_index, pool_index, rag_index)
     found += budget.check(cfg, model_index, pool_index, rag_index, sound_models)
     # A pool's node counts are its count or autoscale, which the pool's own rules check.
     found = [p for p in found if p.code != "pool-nodes"]
+    if add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
+        refused = [p.path for p in found if p.code == "add-on"]
+        found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
     problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
     if problems:
         raise StackConfigError(problems)
     return cfg
+
+
+def _add_on_release(cluster: AksClusterArgs | None) -> str:
+    """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
+    cluster's is known only at deploy time: the newest statement). A release this program does
+    not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest
+    statement's rules judge the rest meanwhile."""
+    table = catalog.aks_add_on()
+    release = table.kaito_on(cluster.kubernetes_version if cluster is not None else None)
+    return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
 
 
 def _rag_engines(

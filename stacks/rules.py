@@ -184,6 +184,10 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.add_on:
         return
     at = ("cluster", "existing" if cfg.aks_cluster is not None and cfg.aks_cluster.existing else "aks")
+    if cfg.aks_cluster is not None and not cfg.aks_cluster.existing and "kaito.version" not in cfg.given:
+        problem = _add_on_release(cfg.aks_cluster.kubernetes_version)
+        if problem is not None:
+            yield Problem(("cluster", "aks", "kubernetes_version"), problem, "add-on-version")
     if cfg.kaito_install:
         yield Problem(
             ("kaito", "install"),
@@ -210,6 +214,26 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
             "the add-on's KAITO uses its own provisioner; AKS offers no other",
             "add-on",
         )
+
+
+def _add_on_release(kubernetes_version: str | None) -> str | None:
+    """Why the add-on's KAITO on a created cluster of `kubernetes_version` is no release this
+    program knows the rules of, or None (Microsoft's component table, catalog/aks_add_on.yaml)."""
+    table = catalog.aks_add_on()
+    release = table.kaito_on(kubernetes_version)
+    charts = catalog.kaito_charts()
+    if release in charts:
+        return None
+    minor = ".".join((kubernetes_version or "").split(".")[:2])
+    usable = sorted((m for m, v in table.by_kubernetes_minor.items() if v in charts), key=catalog.kubernetes_minor)
+    fix = f"use {usable[0]} or newer, or set kaito.version to what AKS runs"
+    listed = ", ".join(f"{m}: {v}" for m, v in table.by_kubernetes_minor.items())
+    if release is None:
+        return f"Microsoft's AKS component table names no AI toolchain operator release for Kubernetes {minor} ({listed}); {fix}"
+    return (
+        f"with aiToolchainOperator AKS runs KAITO {release} on Kubernetes {minor} (Microsoft's AKS component table), "
+        f"a release this program does not know the rules of; {fix}"
+    )
 
 
 def _cluster(cfg: StackConfig) -> Iterator[Problem]:
@@ -254,15 +278,17 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             "that label for any InferenceSet of the same name in any namespace: leave the gate off",
             "inferenceset-gate",
         )
-    if not cfg.kaito_install and (cfg.kaito.feature_gates or cfg.kaito.values):
-        yield Problem(
-            ("kaito", "install"),
-            "the AKS add-on offers no KAITO feature gates or chart values; remove them"
-            if cfg.add_on
-            else "featureGates and values configure the chart we install; with install: false set them where KAITO "
-            "is installed",
-            "install",
-        )
+    if not cfg.kaito_install:
+        for key, given in (("feature_gates", cfg.kaito.feature_gates), ("values", cfg.kaito.values)):
+            if given:
+                yield Problem(
+                    ("kaito", key),
+                    "the AKS add-on offers no KAITO feature gates or chart values (its API is one switch); remove it"
+                    if cfg.add_on
+                    else "configures the chart this stack installs; with kaito.install: false set it where KAITO is "
+                    "installed",
+                    "add-on" if cfg.add_on else "install",
+                )
 
 
 def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:

@@ -21,8 +21,10 @@ def auto(workspaces: list[dict] | None = None, **keys: object) -> dict[str, obje
     return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, **keys)
 
 
-def add_on(workspaces: list[dict] | None = None, **keys: object) -> dict[str, object]:
-    cluster = {"aks": {**AKS["aks"], "aiToolchainOperator": True}}
+def add_on(workspaces: list[dict] | None = None, kubernetes: str | None = "1.34", **keys: object) -> dict[str, object]:
+    cluster = {"aks": {**AKS["aks"], "aiToolchainOperator": True, "kubernetesVersion": kubernetes}}
+    if kubernetes is None:
+        del cluster["aks"]["kubernetesVersion"]
     return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, cluster=cluster, **keys)
 
 
@@ -161,10 +163,67 @@ def test_the_add_on_stack_enables_the_profile_and_installs_no_kaito():
         ({"gpuProvisioner": {"install": True}}, "gpuProvisioner.install: the add-on runs its node provisioner in AKS"),
         (
             {"kaito": {"featureGates": {"vLLM": False}}},
-            "kaito.install: the AKS add-on offers no KAITO feature gates or chart values",
+            "kaito.featureGates: the AKS add-on offers no KAITO feature gates or chart values",
+        ),
+        (
+            {"kaito": {"values": {"logging": {"level": "debug"}}}},
+            "kaito.values: the AKS add-on offers no KAITO feature gates or chart values",
         ),
     ],
 )
 def test_what_the_add_on_cannot_take_is_refused(keys: dict[str, object], expected: str):
     errors = errors_of(add_on(**keys))
     assert any(e.startswith(expected) for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("kubernetes", "release"), [("1.34", "0.6.0"), ("1.34.2", "0.6.0"), ("1.35", "0.6.0"), (None, "0.6.0")]
+)
+def test_the_add_on_runs_the_kaito_of_the_clusters_kubernetes_minor(kubernetes: str | None, release: str):
+    """Microsoft's component table: 1.34 runs 0.6.0; no minor, or a newer one: the newest statement."""
+    ev = run(add_on(kubernetes=kubernetes))
+    assert ev.outputs["charts"]["kaito"]["version"] == release
+
+
+def test_an_add_on_release_this_program_does_not_know_is_refused_at_the_kubernetes_version():
+    assert errors_of(add_on(kubernetes="1.33")) == [
+        "cluster.aks.kubernetesVersion: with aiToolchainOperator AKS runs KAITO 0.4.5 on Kubernetes 1.33 (Microsoft's "
+        "AKS component table), a release this program does not know the rules of; use 1.34 or newer, or set "
+        "kaito.version to what AKS runs"
+    ]
+    assert errors_of(add_on(kubernetes="1.32.7")) == [
+        "cluster.aks.kubernetesVersion: Microsoft's AKS component table names no AI toolchain operator release for "
+        "Kubernetes 1.32 (1.33: 0.4.5, 1.34: 0.6.0); use 1.34 or newer, or set kaito.version to what AKS runs"
+    ]
+    # kaito.version stays the override: the user says what AKS runs
+    ev = run(add_on(kubernetes="1.33", kaito={"version": "0.6.0"}))
+    assert ev.outputs["charts"]["kaito"]["version"] == "0.6.0"
+
+
+def test_an_adopted_add_on_cluster_is_taken_to_run_the_newest_statement_unless_told():
+    """Its Kubernetes minor is not known at preview."""
+    existing = {"existing": {"resourceGroup": "rg", "name": "theirs", "aiToolchainOperator": True}}
+    ev = run(aks(pools=[], workspaces=[PHI_AUTO], cluster=existing))
+    assert ev.outputs["charts"]["kaito"]["version"] == "0.6.0"
+    phi = {**PHI_AUTO, "instanceType": "Standard_NV36ads_A10_v5"}
+    ev = run(aks(pools=[], workspaces=[phi], cluster=existing, kaito={"version": "0.12.0"}))
+    assert ev.outputs["charts"]["kaito"]["version"] == "0.12.0"
+
+
+def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
+    """Review 2 P1: the add-on's release is no version to refuse again (the operator's, each RAG
+    engine's), and a key the add-on refuses gets no second message."""
+    errors = errors_of(
+        add_on(
+            kaito={"install": True, "featureGates": {"vLLM": False}},
+            gpuProvisioner={"install": True},
+            ragEngines=[{"name": "rag", "workspace": "phi"}],
+        )
+    )
+    assert [e.split(": ")[0] for e in errors] == ["gpuProvisioner.install", "kaito.install", "ragEngines"], errors
+    errors = errors_of(add_on(kaito={"nodeProvisioning": "byo"}))
+    assert [e for e in errors if e.startswith("kaito.nodeProvisioning")] == [
+        "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes (its node provisioner runs in AKS's "
+        "control plane) and offers no bring-your-own mode; remove it (auto is the default), or drop "
+        "cluster.aks.aiToolchainOperator"
+    ]

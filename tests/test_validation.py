@@ -538,7 +538,12 @@ def test_adapter_strength_between_zero_and_one():
 
 def test_install_false_takes_no_chart_settings():
     err = one_error(config([PHI], kaito={"install": False, "featureGates": {"vLLM": False}}))
-    assert err.startswith("kaito.install: featureGates and values configure the chart we install")
+    assert err == (
+        "kaito.featureGates: configures the chart this stack installs; with kaito.install: false set it where KAITO "
+        "is installed"
+    )
+    err = one_error(config([PHI], kaito={"install": False, "values": {"logging": {"level": "debug"}}}))
+    assert err.startswith("kaito.values: configures the chart this stack installs")
 
 
 def test_every_problem_is_reported_at_once():

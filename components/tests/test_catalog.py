@@ -294,6 +294,25 @@ def test_kaito_releases_this_program_does_not_install_say_who_does():
     )
 
 
+def test_the_add_on_release_follows_the_kubernetes_minor_as_microsoft_lists_it():
+    """supported-kubernetes-versions.md's component tables: 1.33 ai-toolchain-operator 0.4.5,
+    1.34 0.6.0 (review 2 B4)."""
+    add_on = catalog.aks_add_on()
+    assert add_on.by_kubernetes_minor == {"1.33": "0.4.5", "1.34": "0.6.0"}
+    for words in ("Kubernetes 1.34 lists ai-toolchain-operator 0.6.0", "1.33 lists ai-toolchain-operator 0.4.5"):
+        assert words in " ".join(add_on.source.split())
+    assert add_on.kaito_version == "0.6.0"  # the newest statement
+    assert [add_on.kaito_on(v) for v in ("1.33", "1.33.9", "1.34.1", "1.35", None, "1.32")] == [
+        "0.4.5",
+        "0.4.5",
+        "0.6.0",
+        "0.6.0",
+        "0.6.0",
+        None,
+    ]
+    assert add_on.kaito_version in catalog.kaito_charts()
+
+
 # ---------------------------------------------------------------- gpu-provisioner
 
 

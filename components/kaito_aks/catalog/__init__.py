@@ -492,6 +492,11 @@ def _minor(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+def kubernetes_minor(version: str) -> tuple[int, ...]:
+    """A Kubernetes version's (MAJOR, MINOR), for ordering: "1.34.2" -> (1, 34)."""
+    return _minor(".".join(version.split(".")[:2]))
+
+
 def kaito_chart_source() -> ChartSource:
     return _chart_source("kaito_charts.yaml")
 
@@ -589,12 +594,30 @@ def azure_roles() -> dict[str, str]:
 
 
 class AksAddOn(CamelModel):
-    """What AKS's AI toolchain operator add-on runs."""
+    """What AKS's AI toolchain operator add-on runs: a KAITO release per Kubernetes minor."""
 
-    kaito_version: str
+    by_kubernetes_minor: dict[str, str]
+    newest: str
     source: str
 
+    @property
+    def kaito_version(self) -> str:
+        """The newest statement: the release of a cluster whose minor is not stated (or newer)."""
+        return self.by_kubernetes_minor[self.newest]
 
+    def kaito_on(self, kubernetes_version: str | None) -> str | None:
+        """The KAITO release the add-on runs on a cluster of `kubernetes_version` (MAJOR.MINOR or
+        MAJOR.MINOR.PATCH; None: AKS's default): its minor's; the newest statement for none or a
+        newer minor; None for an older minor the table does not list."""
+        if kubernetes_version is None:
+            return self.kaito_version
+        minor = ".".join(kubernetes_version.split(".")[:2])
+        if minor in self.by_kubernetes_minor:
+            return self.by_kubernetes_minor[minor]
+        return self.kaito_version if kubernetes_minor(minor) > kubernetes_minor(self.newest) else None
+
+
+@cache
 def aks_add_on() -> AksAddOn:
-    """The KAITO release the AKS add-on runs, with where Microsoft says so."""
+    """The KAITO release the AKS add-on runs, by Kubernetes minor, with where Microsoft says so."""
     return AksAddOn.model_validate(_load("aks_add_on.yaml"))
