@@ -338,7 +338,7 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
             {"model": "phi-4-mini-instruct"},
             "args.instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "
             '"instanceType is required when node auto-provisioning is enabled"); phi-4-mini-instruct fits on '
-            "Standard_NC6s_v3 (1 node)",
+            "Standard_NC4as_T4_v3 (1 node)",  # Azure retired the V100 NCv3 sizes
         ),
         (
             "0.12.0",
@@ -378,8 +378,13 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
         ),
         (
             "0.8.1",
-            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV6"},
-            "args.instance_type: Standard_NV6: NVIDIA M60 is CUDA compute capability 5.2",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV12s_v3"},
+            "args.instance_type: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2",
+        ),
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC6s_v3"},
+            "args.instance_type: Standard_NC6s_v3: Azure retired it on 2025-09-30",
         ),
         (
             "0.8.1",
@@ -396,7 +401,7 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
             },
             "args.instance_type: KAITO 0.8.1's webhook would deny the transformers runtime on one node: Insufficient "
             "total GPU memory: Instance type Standard_NV36ads_A10_v5 has a total of 24Gi, but preset "
-            "phi-3-medium-4k-instruct requires at least 26.0Gi; the smallest that fits: Standard_NC12s_v3",
+            "phi-3-medium-4k-instruct requires at least 26.0Gi; the smallest that fits: Standard_NV72ads_A10_v5",
         ),
         (
             "0.8.1",
