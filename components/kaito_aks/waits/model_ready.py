@@ -28,7 +28,8 @@ from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 KAITO_API = "/apis/kaito.sh"
 FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or turn the wait off (wait_for_ready / waitForReady)"
 NO_CONTROLLER_HINT = (
-    "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
+    "is the KAITO workspace controller running? (KAITO's Helm chart: kubectl -n kaito-workspace get pods; the AKS "
+    "add-on: kubectl get deployment -n kube-system | grep kaito; kubectl describe {kind} {name})"
 )
 # RAGEngines have an operator of their own (the ragengine chart).
 CONTROLLER_HINTS = {
