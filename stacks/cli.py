@@ -296,8 +296,11 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
         if sources
         else f"  prices: none for {region} in components/kaito_aks/catalog/azure_prices.yaml"
     )
-    if unusable:
-        print(f"  not suggested: {', '.join(sorted(unusable))} ({next(iter(unusable.values()))})")
+    by_reason: dict[str, list[str]] = {}
+    for size, why in unusable.items():
+        by_reason.setdefault(why, []).append(size)
+    for why, sizes in sorted(by_reason.items(), key=lambda item: sorted(item[1])):
+        print(f"  not suggested: {', '.join(sorted(sizes))} ({why})")
     return 0
 
 

@@ -2,6 +2,8 @@
 
     cluster -> GPU node pools -> { GPU Operator || KAITO operator || gpu-provisioner } -> models
 
+(KAITO installed elsewhere, the AKS add-on's included: cluster -> KAITO serving -> models.)
+
 No component reads config; each gets its args from StackConfig (stacks/load.py) and the outputs
 and provider of the ones before it. Every Kubernetes resource uses the cluster's provider.
 """
@@ -18,12 +20,14 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
 from kaito_aks.rag.component import RagEngine
+from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 
@@ -95,14 +99,44 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     operators = (r for r in (kaito, gpu_operator, provisioner) if r is not None)
-    ready = [*pools, *operators, *namespaces.values()]
+    kaito_ready = _kaito_ready(cfg, cluster)
+    ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
         [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
-    rag_engines = _rag_engines(cfg, cluster, group, kaito, namespaces)
+    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
+
+
+def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:
+    """The kinds of KAITO object the stack creates, as kaito_aks.model.plan and rag.plan emit
+    them: Workspaces (an InferenceSet's replicas are Workspaces too), InferenceSets (0.12's
+    serving models), RAGEngines."""
+    chart = catalog.kaito_charts()[cfg.kaito.version]
+    kinds: set[KaitoKind] = set()
+    for m in cfg.models:
+        kinds.add(KaitoKind.of(WORKSPACE_API_VERSION, "Workspace"))
+        if m.tuning is None and chart.replicas == "inferenceSet":
+            kinds.add(KaitoKind.of(chart.inference_set_api_version or "", "InferenceSet"))
+    for engine in cfg.rag_engines:
+        kinds.add(KaitoKind.of(catalog.ragengine_charts()[engine.args.kaito_version].api_version, "RAGEngine"))
+    return sorted(kinds, key=lambda k: k.plural)
+
+
+def _kaito_ready(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> KaitoReady | None:
+    """Where this stack does not install KAITO, its objects wait until KAITO serves: the CRDs
+    Established, and its fail-closed admission webhook with a ready endpoint. A webhook is
+    required with the AKS add-on (which certainly runs one, rolled out after the cluster exists);
+    with `kaito.install: false` only those that exist must serve (a KAITO installed elsewhere may
+    run without one, as the e2e's CRD-only cluster does)."""
+    if cfg.kaito_install:
+        return None  # the Helm release's wait gives the same
+    kinds = kaito_kinds(cfg)
+    if not kinds:
+        return None
+    return KaitoReady("kaito/ready", cluster.provider.access, kinds, require_webhook=cfg.add_on)
 
 
 def _rag_engines(
@@ -110,11 +144,13 @@ def _rag_engines(
     cluster: AksCluster | KubeconfigCluster,
     group: ModelGroup,
     kaito: KaitoOperator | None,
+    kaito_ready: KaitoReady | None,
     namespaces: dict[str, k8s.core.v1.Namespace],
 ) -> dict[str, RagEngine]:
     """KAITO's RAGEngine operator and the engines. An engine over a workspace takes the model's
     endpoint (an Output) and waits for the model to serve; the operator follows the workspace
-    operator (on 0.8 its controller watches the NodeClaim CRD that chart installs)."""
+    operator (on 0.8 its controller watches the NodeClaim CRD that chart installs); with KAITO
+    installed elsewhere, every engine waits for its CRD (`kaito_ready`)."""
     if not cfg.rag_engines and cfg.rag_operator is None:
         return {}
     operator = None
@@ -128,7 +164,7 @@ def _rag_engines(
     for engine in cfg.rag_engines:
         args = engine.args
         key = f"{args.namespace}/{args.name}"
-        after: list[pulumi.Resource] = [r for r in (operator,) if r is not None]
+        after: list[pulumi.Resource] = [r for r in (operator, kaito_ready) if r is not None]
         if args.namespace in namespaces:
             after.append(namespaces[args.namespace])
         if engine.workspace is not None and args.inference_service is not None:

@@ -120,10 +120,12 @@ def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):
     answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct", "--version", "0.8.1")
     suggested = {o["sku"] for o in answer["options"]}
     m60 = {n for n, s in catalog.gpu_skus("0.8").items() if s.gpu_model == "NVIDIA M60"}
+    retired = {"Standard_NC6s_v3", "Standard_NC12s_v3", "Standard_NC24s_v3"}  # Azure retired NCv3 in 2025
     assert m60
-    assert not (m60 & suggested)
-    assert set(answer["unusable"]) == m60
-    assert "compute capability 5.2" in answer["unusable"]["Standard_NV6"]
+    assert not ((m60 | retired) & suggested)
+    assert set(answer["unusable"]) == m60 | retired
+    assert "compute capability 5.2" in answer["unusable"]["Standard_NV12s_v3"]
+    assert "Azure retired it on 2025-09-30" in answer["unusable"]["Standard_NC6s_v3"]
     assert main(["models", "estimate", "phi-4-mini-instruct"]) == 0
     out = capsys.readouterr().out
     assert "not suggested: Standard_NV12" in out
@@ -137,7 +139,7 @@ def test_estimate_with_a_pool_gives_the_node_count_or_a_did_you_mean(capsys):
     assert answer["problem"] is None
     assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV36ads_A10"]) == 1
     assert "did you mean Standard_NV36ads_A10_v5" in capsys.readouterr().err
-    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV6"]) == 1
+    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV12s_v3"]) == 1
     assert "compute capability 5.2" in capsys.readouterr().err
 
 

@@ -96,14 +96,16 @@ def test_every_value_we_set_exists_in_that_charts_values_yaml(version, kaito):
     assert unknown_value_paths(values, chart_values(version), allowed) == []
 
 
-def test_install_false_installs_nothing_and_workspaces_wait_only_for_their_gpu_nodes():
+def test_install_false_installs_nothing_and_workspaces_wait_for_kaito_serving_then_their_gpu_nodes():
     ev = run(config([PHI], kaito={"install": False}))
     assert ev.of_type(RELEASE) == []
     assert ev.of_type("kaito-aks:index:KaitoOperator") == []
     (ws,) = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     (wait,) = ev.of_type("pulumi-python:dynamic/kaito-aks:GpuNodesReady")
-    assert ws.dependencies == [wait.urn]
-    assert wait.dependencies == []
+    (kaito,) = ev.of_type("pulumi-python:dynamic/kaito-aks:KaitoReady")  # KAITO runs elsewhere: it must serve
+    assert set(ws.dependencies) == {kaito.urn, wait.urn}
+    assert wait.dependencies == [kaito.urn]
+    assert kaito.dependencies == []
     assert ev.outputs["charts"]["kaito"]["installed"] is False
 
 

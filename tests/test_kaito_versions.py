@@ -66,10 +66,10 @@ def test_0_11_leaves_its_inference_set_controller_on():
 def test_0_11_takes_t4_pools_and_refuses_v100_by_its_own_table():
     t4 = {**A10, "vmSize": "Standard_NC4as_T4_v3"}
     run(aks(pools=[t4], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
-    v100 = {**A10, "vmSize": "Standard_NC6s_v3"}
+    v100 = {**A10, "vmSize": "Standard_NC24rs_v3"}
     err = one_error(aks(pools=[v100], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
     assert err == (
-        "gpuNodePools[0].vmSize: KAITO 0.11.0 no longer supports NVIDIA V100 (Standard_NC6s_v3): its SKU table "
+        "gpuNodePools[0].vmSize: KAITO 0.11.0 no longer supports NVIDIA V100 (Standard_NC24rs_v3): its SKU table "
         "dropped the size in 0.9; choose one it lists"
     )
 

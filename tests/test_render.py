@@ -78,6 +78,30 @@ def test_rendered_workspaces_and_inference_sets_pass_the_real_crd(rendered):
     assert chart.version == version
 
 
+def test_where_kaito_runs_elsewhere_every_kaito_object_waits_for_its_kind_to_be_served(rendered):
+    """Review 2, B8: the stacks whose KAITO is not installed by them (the add-on, install false)
+    create nothing of KAITO's before `kaito/ready` finds each kind they create served."""
+    stack, files = rendered
+    installed = yaml.safe_load(files["outputs.yaml"])["charts"]["kaito"]["installed"]
+    order = yaml.safe_load(files["order.yaml"])["resources"]
+    objects = {
+        path: yaml.safe_load(text)
+        for path, text in files.items()
+        if path.startswith("kubernetes/") and yaml.safe_load(text)["apiVersion"].startswith("kaito.sh/")
+    }
+    assert objects, stack
+    if installed:
+        assert "waits/kaito_ready.yaml" not in files  # the Helm release's wait gives the same
+        return
+    wait = yaml.safe_load(files["waits/kaito_ready.yaml"])["properties"]
+    served = {(k["plural"], k["version"]) for k in wait["kinds"]}
+    for path, obj in objects.items():
+        group_version = obj["apiVersion"].split("/")[1]
+        assert (obj["kind"].lower() + "s", group_version) in served, path
+        assert "waits/kaito_ready.yaml" in order[path]["waitsOn"], path
+    assert wait["requireWebhook"] is yaml.safe_load(files["outputs.yaml"])["charts"]["kaito"]["byAksAddOn"]
+
+
 def read_version(files: dict[str, str]) -> str:
     outputs = yaml.safe_load(files["outputs.yaml"])
     return outputs["charts"]["kaito"]["version"]

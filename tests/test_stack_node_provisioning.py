@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from stacks.evaluate import Secret
 from tests.conftest import config, errors_of, run
 from tests.test_aks import AKS, aks
 
@@ -14,6 +15,7 @@ WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 A100 = "Standard_NC24ads_A100_v4"
 PHI_AUTO = {"name": "phi", "model": "phi-4-mini-instruct", "instanceType": A100}
+KAITO_READY = "pulumi-python:dynamic/kaito-aks:KaitoReady"
 
 
 def auto(workspaces: list[dict] | None = None, **keys: object) -> dict[str, object]:
@@ -153,6 +155,40 @@ def test_the_add_on_stack_enables_the_profile_and_installs_no_kaito():
         "byAksAddOn": True,
         "nodeProvisioning": "auto",
     }
+
+
+def test_on_the_add_on_the_models_wait_until_aks_kaito_serves_its_crd_and_webhook():
+    """Review 2, B8: AKS rolls KAITO out after the cluster exists; a Workspace created before its
+    CRD and fail-closed webhook serve fails ("no matches for kind", "connection refused")."""
+    ev = run(add_on())
+    [wait] = ev.of_type(KAITO_READY)
+    assert wait.inputs["kinds"] == [{"plural": "workspaces", "version": "v1beta1"}]  # what 0.6.0's Workspaces are
+    assert wait.inputs["requireWebhook"] is True  # the add-on certainly runs one: none yet is not ready
+    assert isinstance(wait.inputs["kubeconfig"], Secret)  # the cluster's own credentials, kept secret
+    assert wait.inputs["timeoutSeconds"] == 900
+    [ws] = ev.of_type(WORKSPACE)
+    [service] = [r for r in ev.of_type("kubernetes:core/v1:Service") if r.name.endswith("phi")]
+    assert wait.urn in ws.dependencies
+    assert wait.urn in service.dependencies
+
+
+def test_with_kaito_installed_elsewhere_the_models_wait_for_its_crds_and_any_webhook_it_runs():
+    ev = run(config([PHI_AUTO], kaito={"version": "0.12.0", "nodeProvisioning": "auto", "install": False}))
+    [wait] = ev.of_type(KAITO_READY)
+    # the InferenceSet, and the Workspaces KAITO makes of it (its webhook admits those too)
+    assert wait.inputs["kinds"] == [
+        {"plural": "inferencesets", "version": "v1beta1"},
+        {"plural": "workspaces", "version": "v1beta1"},
+    ]
+    assert wait.inputs["requireWebhook"] is False  # a KAITO run elsewhere may have none
+    assert wait.inputs["context"] == "test"  # the kubeconfig cluster's own context
+    [inference_set] = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert wait.urn in inference_set.dependencies
+
+
+def test_a_stack_that_installs_kaito_has_no_such_wait():
+    assert run(auto()).of_type(KAITO_READY) == []
+    assert run(config([{"name": "phi", "model": "phi-4-mini-instruct"}])).of_type(KAITO_READY) == []
 
 
 @pytest.mark.parametrize(

@@ -277,6 +277,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "name": name,
                 "id": cluster_id(group, name),
                 "oidcIssuerProfile": {"enabled": True, "issuerURL": f"https://oidc.example/{name}/"},
+                "securityProfile": {"workloadIdentity": {"enabled": True}},
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
                 **self.existing.get(name, {}),

@@ -54,7 +54,7 @@ def test_the_add_on_creates_its_own_nodes_of_a_named_size():
     assert problems(instance_type=None) == [
         "instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO 0.6.0 "
         "would provision its Workspace CRD's default, Standard_NC24ads_A100_v4); phi-4-mini-instruct fits on "
-        "Standard_NC6s_v3 (1 node)"
+        "Standard_NC4as_T4_v3 (1 node)"  # the V100s are retired by Azure
     ]
     assert problems(instance_type="Standard_NC24ads_A100") == [
         "instance_type: KAITO 0.6.0's SKU table has no Standard_NC24ads_A100, so it cannot size a preset on it (its "

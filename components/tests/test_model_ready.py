@@ -179,3 +179,126 @@ def test_every_model_that_does_not_serve_is_named_each_after_its_own_timeout():
         "kubectl describe workspace -n default slow-0",
     ]
     assert 300 <= cluster.now < 311  # the slow one's own limit, not the wait's 600 s
+
+
+class Provisioning:
+    """KAITO as it stands when a node it asked for does not come: the watched object, and what
+    its children (0.12: the InferenceSet's Workspaces) or NodeClaims (0.8, 0.11) say."""
+
+    def __init__(self, watched: dict[str, Any], children: list[dict[str, Any]], claims: list[dict[str, Any]]):
+        self.watched, self.children, self.claims = watched, children, claims
+        self.now = 0.0
+        self.queries: list[tuple[str, dict[str, str]]] = []
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        self.queries.append((path, query))
+        if path == "/apis/karpenter.sh/v1/nodeclaims":
+            return {"items": self.claims}
+        if path.endswith("/workspaces"):
+            return {"items": self.children}
+        return self.watched
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+    def clock(self) -> float:
+        return self.now
+
+
+QUOTA = "Operation could not be completed as it results in exceeding approved standardNCADSA100v4Family quota"
+
+
+def test_an_inference_sets_error_carries_its_child_workspaces_nodeclaim_reason():
+    """0.12: the InferenceSet says only how many replicas are ready (inferenceset_controller.go);
+    the child Workspace's NodeClaimReady holds the NodeClaim's failure."""
+    inference_set = {
+        "metadata": {"name": "phi", "generation": 1},
+        "status": {
+            "conditions": [
+                {
+                    "type": "InferenceSetReady",
+                    "status": "False",
+                    "reason": "inferencesetNotReady",
+                    "message": "inferenceset is not ready, 0/1 replicas are ready",
+                }
+            ]
+        },
+    }
+    child = {
+        "metadata": {"name": "phi-7dkq2", "labels": {"inferenceset.kaito.sh/created-by": "phi"}},
+        "status": {
+            "conditions": [
+                {"type": "NodeClaimReady", "status": "False", "reason": "InsufficientCapacity", "message": QUOTA},
+                {"type": "ResourceReady", "status": "False", "reason": "InsufficientCapacity", "message": QUOTA},
+            ]
+        },
+    }
+    cluster = Provisioning(inference_set, [child], [])
+    watched = Watched("InferenceSet", "kaito.sh/v1beta1", "default", "phi", "InferenceSetReady")
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, [watched], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert str(err.value).startswith(
+        "InferenceSet default/phi is not ready: InferenceSetReady=False (inferencesetNotReady: inferenceset is not "
+        f"ready, 0/1 replicas are ready); its Workspace phi-7dkq2: ResourceReady=False (InsufficientCapacity: {QUOTA}) "
+        "after 1m"
+    )
+    assert (
+        "/apis/kaito.sh/v1beta1/namespaces/default/workspaces",
+        {"labelSelector": "inferenceset.kaito.sh/created-by=phi"},
+    ) in cluster.queries
+
+
+def test_before_0_12_the_nodeclaim_itself_is_read_for_the_reason():
+    """0.8/0.11: the Workspace says only "Ready NodeClaims are not enough"; the NodeClaim's first
+    stage that is not True says why."""
+    workspace = {
+        "metadata": {"name": "phi-0", "generation": 1},
+        "resource": {"instanceType": "Standard_NC24ads_A100_v4"},
+        "status": {
+            "conditions": [
+                {
+                    "type": "NodeClaimsReady",
+                    "status": "False",
+                    "reason": "NodeClaimNotReady",
+                    "message": "Ready NodeClaims are not enough (TargetNodeClaims: 1, CurrentReadyNodeClaims: 0)",
+                }
+            ]
+        },
+    }
+    claim = {
+        "metadata": {"name": "ws8d2f0a1c3", "labels": {"kaito.sh/workspace": "phi-0"}},
+        "status": {
+            "conditions": [
+                {"type": "Launched", "status": "False", "reason": "LaunchFailed", "message": QUOTA},
+                {"type": "Registered", "status": "Unknown", "reason": "AwaitingReconciliation"},
+            ]
+        },
+    }
+    cluster = Provisioning(workspace, [], [claim])
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    message = str(err.value)
+    assert f"; NodeClaim ws8d2f0a1c3: Launched=False (LaunchFailed: {QUOTA}) after 1m" in message
+    assert (
+        "/apis/karpenter.sh/v1/nodeclaims",
+        {"labelSelector": "kaito.sh/workspace=phi-0,kaito.sh/workspacenamespace=default"},
+    ) in cluster.queries
+
+
+def test_nodeclaims_it_may_not_read_leave_kaitos_own_words():
+    workspace = {
+        "metadata": {"name": "phi-0", "generation": 1},
+        "resource": {"instanceType": "Standard_NC24ads_A100_v4"},
+        "status": {"conditions": [{"type": "InferenceReady", "status": "False", "reason": "Pending"}]},
+    }
+
+    class Forbidden(Provisioning):
+        def get(self, path: str, **query: str) -> dict[str, Any]:
+            if "nodeclaims" in path:
+                raise KubeApiError(403, "nodeclaims is forbidden")
+            return super().get(path, **query)
+
+    cluster = Forbidden(workspace, [], [])
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert str(err.value).startswith("Workspace default/phi-0 is not ready: InferenceReady=False (Pending) after 1m")

@@ -17,6 +17,7 @@ from kaito_aks import (
     AksClusterArgs,
     GpuProvisioner,
     GpuProvisionerArgs,
+    InvalidArgsError,
     KaitoModel,
     KaitoModelArgs,
     KaitoOperator,
@@ -31,9 +32,12 @@ from kaito_aks.testing import (
     MOCK_TENANT,
     ProgramMocks,
     RecordingMonitor,
+    Secret,
     cluster_id,
     run,
 )
+from kaito_aks.waits.kube_client import KubeApiError
+from kaito_aks.waits.nodeclaims_gone import wait_until_gone
 from test_components import kubeconfig_cluster, refused
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -254,7 +258,7 @@ def test_karpenter_is_refused_with_what_it_needs():
     )
     assert "bootstrap token" in message
     assert "SSH public key" in message
-    assert "subnet id" in message
+    assert "the id of the subnet the nodes join" in message
     message = refused(
         lambda: KaitoOperator(
             "k", KaitoOperatorArgs(version="0.8.1", node_provisioning="auto", node_provisioner="karpenter")
@@ -289,6 +293,10 @@ def test_an_existing_cluster_said_to_run_the_add_on_is_checked(caplog: pytest.Lo
     assert "does not have the AI toolchain operator add-on" not in caplog.text
     run(program)  # the mocks' existing cluster has no add-on
     assert "does not have the AI toolchain operator add-on" in caplog.text
+    caplog.clear()
+    unsaid = RecordingMonitor(ProgramMocks(existing={"aks": {"aiToolchainOperatorProfile": {"enabled": True}}}))
+    run(lambda: AksCluster("c", AksClusterArgs(resource_group="rg", name="aks", existing=True)), monitor=unsaid)
+    assert "the existing cluster runs the AI toolchain operator add-on (AKS's own KAITO)" in caplog.text
     assert any(r.levelname == "ERROR" for r in caplog.records)  # an error: the update fails
 
 
@@ -330,7 +338,7 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
             {"model": "phi-4-mini-instruct"},
             "args.instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "
             '"instanceType is required when node auto-provisioning is enabled"); phi-4-mini-instruct fits on '
-            "Standard_NC6s_v3 (1 node)",
+            "Standard_NC4as_T4_v3 (1 node)",  # Azure retired the V100 NCv3 sizes
         ),
         (
             "0.12.0",
@@ -341,6 +349,13 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
             "0.8.1",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC24ads_A100_V4"},
             "args.instance_type: KAITO 0.8.1 matches instance types exactly (case included): write "
+            "Standard_NC24ads_A100_v4",
+        ),
+        (
+            "0.12.0",
+            {"model": "phi-4-mini-instruct", "instance_type": "standard_nc24ads_a100_v4"},
+            "args.instance_type: KAITO 0.12.0's webhook ignores case, but it finds the node it provisioned by Azure's "
+            "spelling of the size (the node's instance-type label), so this one would never become ready: write "
             "Standard_NC24ads_A100_v4",
         ),
         (
@@ -363,8 +378,13 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
         ),
         (
             "0.8.1",
-            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV6"},
-            "args.instance_type: Standard_NV6: NVIDIA M60 is CUDA compute capability 5.2",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV12s_v3"},
+            "args.instance_type: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2",
+        ),
+        (
+            "0.8.1",
+            {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC6s_v3"},
+            "args.instance_type: Standard_NC6s_v3: Azure retired it on 2025-09-30",
         ),
         (
             "0.8.1",
@@ -381,7 +401,7 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
             },
             "args.instance_type: KAITO 0.8.1's webhook would deny the transformers runtime on one node: Insufficient "
             "total GPU memory: Instance type Standard_NV36ads_A10_v5 has a total of 24Gi, but preset "
-            "phi-3-medium-4k-instruct requires at least 26.0Gi; the smallest that fits: Standard_NC12s_v3",
+            "phi-3-medium-4k-instruct requires at least 26.0Gi; the smallest that fits: Standard_NV72ads_A10_v5",
         ),
         (
             "0.8.1",
@@ -403,7 +423,6 @@ def test_auto_models_meet_kaitos_auto_provisioning_rules(version: str, kw: dict[
 @pytest.mark.parametrize(
     ("version", "kw"),
     [
-        ("0.12.0", {"model": "phi-4-mini-instruct", "instance_type": "standard_nc24ads_a100_v4"}),  # 0.10+: any case
         (
             "0.8.1",
             {"model": "llama-3.3-70b-instruct", "instance_type": A100, "hf_token": "t"},
@@ -417,3 +436,107 @@ def test_auto_models_meet_kaitos_auto_provisioning_rules(version: str, kw: dict[
 def test_auto_models_kaito_admits_and_places_are_accepted(version: str, kw: dict[str, Any]):
     ev = run(lambda: auto_model(version, **kw))
     assert ev.of_type(WORKSPACE) or ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+
+
+# ---------------------------------------------------------------- destroy: KAITO's NodeClaims first
+
+
+def test_gpu_provisioner_stays_until_kaitos_nodeclaims_are_gone():
+    """KAITO's finalizer only asks for the NodeClaims' deletion; gpu-provisioner deletes their
+    agent pools. A wait between the Workspaces and the release holds its removal until then."""
+    ev = run(aks_with_provisioner)
+    gone = ev.named("gpu-provisioner/nodeclaims-gone", "pulumi-python:dynamic/kaito-aks:NodeClaimsGone")
+    release = ev.named("gpu-provisioner", RELEASE)
+    assert release.urn in gone.dependencies  # deleted before the release
+    assert isinstance(gone.inputs["kubeconfig"], Secret)  # the delete reads the cluster; kept secret
+    assert "kubeconfig" in gone.options["additionalSecretOutputs"]
+
+
+def test_the_drain_wait_needs_credentials_or_is_turned_off():
+    def program(wait: bool) -> None:
+        provider = k8s.Provider("plain", kubeconfig="apiVersion: v1\nkind: Config\n")
+        GpuProvisioner(
+            "gp",
+            GpuProvisionerArgs(
+                cluster_id=cluster_id("rg", "aks"),
+                location="eastus",
+                node_resource_group="MC_rg",
+                oidc_issuer_url="https://oidc/",
+                wait_for_nodeclaims_on_delete=wait,
+            ),
+            opts=pulumi.ResourceOptions(provider=provider),
+        )
+
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(lambda: program(True), monitor=monitor)
+    assert "args.kubeconfig: the wait that keeps gpu-provisioner until KAITO's NodeClaims are gone" in str(err.value)
+    ev = run(lambda: program(False))
+    assert ev.of_type("pulumi-python:dynamic/kaito-aks:NodeClaimsGone") == []
+
+
+class NodeClaims:
+    def __init__(self, *answers: object):
+        self.answers = list(answers)
+        self.now = 0.0
+        self.queries: list[dict[str, str]] = []
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        assert path == "/apis/karpenter.sh/v1/nodeclaims"
+        self.queries.append(query)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[return-value]
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+    def clock(self) -> float:
+        return self.now
+
+
+def claims(*names: str) -> dict[str, Any]:
+    return {"items": [{"metadata": {"name": n, "labels": {"karpenter.sh/nodepool": "kaito"}}} for n in names]}
+
+
+def test_the_drain_wait_ends_when_kaitos_nodeclaims_are_gone():
+    cluster = NodeClaims(claims("ws1a2b3c4d5"), claims("ws1a2b3c4d5"), claims())
+    wait_until_gone(cluster, 600, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert 0 < cluster.now < 600
+    assert cluster.queries[0] == {"labelSelector": "karpenter.sh/nodepool=kaito"}  # KAITO's NodeClaims only
+    no_crd = NodeClaims(KubeApiError(404, "the server could not find the requested resource"))
+    wait_until_gone(no_crd, 600, sleep=no_crd.sleep, clock=no_crd.clock)  # type: ignore[arg-type]
+
+
+def test_nodeclaims_that_stay_fail_the_destroy_naming_them():
+    cluster = NodeClaims(claims("ws1a2b3c4d5", "ws9f8e7d6c5"))
+    with pytest.raises(RuntimeError) as err:
+        wait_until_gone(cluster, 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert str(err.value).startswith(
+        "KAITO's NodeClaims ws1a2b3c4d5, ws9f8e7d6c5 still exist, so gpu-provisioner is not removed yet (their AKS "
+        "agent pools would stay) after 1m"
+    )
+
+
+def test_a_cluster_without_workload_identity_is_named_at_deploy_time(caplog: pytest.LogCaptureFixture):
+    off = ProgramMocks(existing={"prod": {"securityProfile": {"workloadIdentity": {"enabled": False}}}})
+
+    def program() -> None:
+        cluster = AksCluster("c", AksClusterArgs(resource_group="rg", name="prod", existing=True))
+        GpuProvisioner(
+            "gpu-provisioner",
+            GpuProvisionerArgs(
+                cluster_id=cluster.cluster_id,
+                location=cluster.location,
+                node_resource_group=cluster.node_resource_group,
+                oidc_issuer_url=cluster.oidc_issuer_url,
+            ),
+            opts=pulumi.ResourceOptions(providers=[cluster.provider]),
+        )
+
+    run(program, monitor=RecordingMonitor(off))
+    assert "the cluster has workload identity off, so gpu-provisioner cannot sign in" in caplog.text
+    caplog.clear()
+    run(program)
+    assert "workload identity off" not in caplog.text

@@ -41,8 +41,9 @@ def test_an_auto_workspace_is_waited_for_through_kaitos_node_stages(
         assert stages[0] == ("ResourceReady", "False", "NodeClaimNotReady")  # KAITO making the node
         assert ("ResourceReady", "True", "workspaceResourceStatusSuccess") in stages
         assert stages[-1] == ("InferenceReady", "True", "InferenceReady")
-        waits = [r["type"] for r in project.state() if r["type"].startswith("pulumi-python:dynamic/kaito-aks:")]
-        assert waits == ["pulumi-python:dynamic/kaito-aks:ModelReady"]  # no GPU-label wait: KAITO brings the node
+        waits = sorted(r["type"] for r in project.state() if r["type"].startswith("pulumi-python:dynamic/kaito-aks:"))
+        # no GPU-label wait (KAITO brings the node); KAITO runs elsewhere, so its CRDs are waited for
+        assert waits == ["pulumi-python:dynamic/kaito-aks:KaitoReady", "pulumi-python:dynamic/kaito-aks:ModelReady"]
         assert project.outputs()["workspaces"]["auto/phi"]["instanceType"] == A100
     finally:
         project.pulumi("destroy", "--yes", "--skip-preview", quiet=True, check=False)

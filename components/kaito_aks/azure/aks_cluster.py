@@ -219,8 +219,9 @@ class AksCluster(pulumi.ComponentResource):
             add_on = found.ai_toolchain_operator_profile
         self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
         self.ai_toolchain_operator = add_on.apply(lambda p: bool(p and p.enabled))
-        if args.existing and args.ai_toolchain_operator:
-            self.ai_toolchain_operator = self.ai_toolchain_operator.apply(self._expect_add_on)
+        if args.existing:
+            expected = args.ai_toolchain_operator
+            self.ai_toolchain_operator = self.ai_toolchain_operator.apply(lambda on: self._expect_add_on(on, expected))
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group_name,
@@ -242,10 +243,18 @@ class AksCluster(pulumi.ComponentResource):
             }
         )
 
-    def _expect_add_on(self, enabled: bool) -> bool:
-        """An adopted cluster said to run the add-on must run it, or nothing would serve the
-        Workspaces (a deployment error: the cluster is only known at deploy time)."""
-        if not enabled:
+    def _expect_add_on(self, enabled: bool, expected: bool) -> bool:
+        """An adopted cluster runs the add-on exactly when `ai_toolchain_operator` says so: one
+        said to run it and without it leaves the Workspaces unserved, and one running it unsaid
+        would get a second KAITO installed over AKS's (a deployment error: the cluster is only
+        known at deploy time)."""
+        if enabled and not expected:
+            pulumi.log.error(
+                "the existing cluster runs the AI toolchain operator add-on (AKS's own KAITO): set ai_toolchain_operator "
+                "(cluster.existing.aiToolchainOperator) so that no second KAITO is installed over it",
+                resource=self,
+            )
+        if expected and not enabled:
             pulumi.log.error(
                 "the existing cluster does not have the AI toolchain operator add-on, which ai_toolchain_operator says "
                 "it has: run `az aks update --enable-ai-toolchain-operator --enable-oidc-issuer` on it, or install "

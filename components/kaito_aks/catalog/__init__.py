@@ -220,6 +220,7 @@ class _PresetsFile(TypedDict):
 class _SkusFile(TypedDict):
     skus: dict[str, Fields]
     unusableGpus: NotRequired[dict[str, str]]  # GPU model -> why
+    retiredSizes: NotRequired[dict[str, str]]  # VM size -> Azure's retirement notice
 
 
 class _PricesFile(TypedDict):
@@ -446,10 +447,13 @@ def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     out: dict[str, GpuSku] = {}
     data = cast(_SkusFile, _load("azure_gpu_skus.yaml"))
     unusable = data.get("unusableGpus", {})
+    retired = data.get("retiredSizes", {})
     for name, fields in data["skus"].items():
         sku = GpuSku.model_validate({"name": name, **fields})
         if sku.gpu_model in unusable:
             sku = sku.model_copy(update={"unusable": unusable[sku.gpu_model]})
+        if name in retired:
+            sku = sku.model_copy(update={"unusable": retired[name]})
         if sku.removed_in is None or _minor(catalog) < _minor(sku.removed_in):
             out[name] = sku
     return out

@@ -440,11 +440,11 @@ def match_labels(args: KaitoModelArgs) -> dict[str, str]:
 
 
 def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
-    """The SKU-table entry KAITO finds for `name`: an exact match before 0.10, case-insensitive since."""
-    skus = catalog.gpu_skus(chart.sku_catalog)
-    if chart.sku_names_case_sensitive:
-        return skus.get(name)
-    return next((sku for key, sku in skus.items() if key.lower() == name.lower()), None)
+    """The SKU-table entry for `name`, spelled exactly as Azure names the size. KAITO's webhook
+    ignores case from 0.10, but its gpu-provisioner path then compares the node's
+    node.kubernetes.io/instance-type label (Azure's spelling) with the Workspace's exactly
+    (gpu_provisioner.go at 0.12), so any other spelling never becomes ready."""
+    return catalog.gpu_skus(chart.sku_catalog).get(name)
 
 
 def _on_instance_type(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
@@ -555,11 +555,13 @@ def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
     every = catalog.all_gpu_skus()
     spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
     if spelled is not None:
-        return Problem.at(
-            "instance_type",
-            f"KAITO {chart.version} matches instance types exactly (case included): write {spelled}",
-            "instance-type",
+        why = (
+            f"KAITO {chart.version} matches instance types exactly (case included)"
+            if chart.sku_names_case_sensitive
+            else f"KAITO {chart.version}'s webhook ignores case, but it finds the node it provisioned by Azure's "
+            "spelling of the size (the node's instance-type label), so this one would never become ready"
         )
+        return Problem.at("instance_type", f"{why}: write {spelled}", "instance-type")
     dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
     if dropped is not None and name in every:
         return Problem.at("instance_type", dropped, "instance-type")

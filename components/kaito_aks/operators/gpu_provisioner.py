@@ -11,15 +11,17 @@ from typing import Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_azure_native import containerservice
 
 from kaito_aks import catalog
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
-from kaito_aks.cluster.access import provider_problems
+from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, Problem
-from kaito_aks.schema import checked_args, documented
+from kaito_aks.problems import Key, Problem, raise_if
+from kaito_aks.schema import Secret, checked_args, documented
+from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
 
 TYPE = "kaito-aks:index:GpuProvisioner"
 FORMER_TYPES: tuple[str, ...] = ()  # new in 0.3.0
@@ -31,6 +33,11 @@ CLUSTER_ID = re.compile(
     re.IGNORECASE,
 )
 # Values the component derives from the cluster and the identity; a caller's copy would unhook them.
+NO_CREDENTIALS = (
+    "the wait that keeps gpu-provisioner until KAITO's NodeClaims are gone reads the cluster and has no credentials: "
+    "deploy through AksCluster.provider (a ClusterProvider), give `kubeconfig`, or set "
+    "`wait_for_nodeclaims_on_delete` false"
+)
 MANAGED_VALUES = {
     ("controller", "env"): "set from the cluster (subscription, resource group, name, location, node resource group)",
     ("workloadIdentity",): "set from the component's workload identity",
@@ -72,6 +79,12 @@ class GpuProvisionerArgs:
     """Azure name of the managed identity, in the cluster's resource group; default: <resource name>-identity."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last."""
+    wait_for_nodeclaims_on_delete: bool = True
+    """On `pulumi destroy`, keep gpu-provisioner until KAITO's NodeClaims are gone, so their AKS
+    agent pools (GPU nodes) are deleted rather than left running."""
+    kubeconfig: Secret[pulumi.Input[str]] | None = None
+    """Credentials that wait reads NodeClaims with (kept secret); default: those of the
+    ClusterProvider in `opts` (the cluster component's provider)."""
 
 
 def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
@@ -158,6 +171,9 @@ class GpuProvisioner(pulumi.ComponentResource):
         checked = checked_args(
             "GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems, also=provider_problems(opts)
         )
+        access = ClusterAccess(kubeconfig=checked.kubeconfig) if checked.kubeconfig is not None else access_of(opts)
+        if access is None and checked.wait_for_nodeclaims_on_delete:
+            raise_if("GpuProvisioner", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
@@ -182,6 +198,20 @@ class GpuProvisioner(pulumi.ComponentResource):
             INSTALL_TIMEOUT_SECONDS,
             child_options(self, opts, depends_on=[self.identity]),
         )
+        self.nodeclaims_gone: NodeClaimsGone | None = None
+        if access is not None and checked.wait_for_nodeclaims_on_delete:
+            # Deleted after the Workspaces that depend on this component, before the release.
+            self.nodeclaims_gone = NodeClaimsGone(
+                f"{name}/nodeclaims-gone", access, opts=child_options(self, opts, depends_on=[self.release])
+            )
+        # gpu-provisioner signs in through the cluster's workload identity webhook: a cluster
+        # adopted without it would leave the controller crash-looping behind Helm's timeout.
+        found = containerservice.get_managed_cluster_output(
+            resource_group_name=cluster.apply(lambda c: c.resource_group),
+            resource_name=cluster.apply(lambda c: c.name),
+            opts=pulumi.InvokeOptions(parent=self),
+        )
+        found.security_profile.apply(self._expect_workload_identity)
         self.namespace = self.release.status.namespace
         self.chart_version = self.release.status.version
         self.client_id = self.identity.client_id
@@ -196,3 +226,15 @@ class GpuProvisioner(pulumi.ComponentResource):
                 "identityName": self.identity_name,
             }
         )
+
+    def _expect_workload_identity(
+        self, profile: containerservice.outputs.ManagedClusterSecurityProfileResponse | None
+    ) -> None:
+        identity = profile.workload_identity if profile is not None else None
+        if identity is None or not identity.enabled:
+            pulumi.log.error(
+                "the cluster has workload identity off, so gpu-provisioner cannot sign in to Azure (its pod gets no "
+                "token): run `az aks update --enable-oidc-issuer --enable-workload-identity` on it (an AksCluster this "
+                "library creates has both on)",
+                resource=self,
+            )

@@ -39,9 +39,10 @@ NodeProvisioner = Literal["gpu-provisioner", "karpenter"]
 # Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
 KARPENTER_REFUSED = (
     "Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet bootstrap token (a kube-system "
-    "Secret that AKS rotates), an SSH public key for the nodes and the subnet id of a bring-your-own VNet, none of "
-    "which an AKS cluster exposes to a Pulumi program (KAITO's docs read them with kubectl and az); use "
-    "gpu-provisioner (the chart's default provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
+    "Secret that AKS rotates), an SSH public key for the nodes and the id of the subnet the nodes join (of AKS's "
+    "managed VNet in the node resource group, or your own), none of which an AKS cluster resource exposes to a Pulumi "
+    "program (KAITO's and Karpenter's scripts read them with kubectl and az); use gpu-provisioner (the chart's default "
+    "provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
 )
 GpuDiscovery = Literal["kaito", "external"]
 """kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another

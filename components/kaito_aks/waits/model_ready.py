@@ -15,19 +15,21 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, duration
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient
 
 KAITO_API = "/apis/kaito.sh"
 FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or turn the wait off (wait_for_ready / waitForReady)"
 NO_CONTROLLER_HINT = (
-    "is the KAITO workspace controller running? (kubectl -n kaito-workspace get pods; kubectl describe {kind} {name})"
+    "is the KAITO workspace controller running? (KAITO's Helm chart: kubectl -n kaito-workspace get pods; the AKS "
+    "add-on: kubectl get deployment -n kube-system | grep kaito; kubectl describe {kind} {name})"
 )
 # RAGEngines have an operator of their own (the ragengine chart).
 CONTROLLER_HINTS = {
@@ -146,8 +148,10 @@ def wait_for_models(
     while pending:
         waiting: list[Watched] = []
         for w in pending:
+            obj: dict[str, Any] | None = None
             try:
-                check = judge(_read(client, w), w)
+                obj = _read(client, w)
+                check = judge(obj, w)
             except KubeApiError as err:
                 if err.status in (401, 403):
                     raise RuntimeError(f"the stack's Kubernetes credentials are refused ({err}): {FORBIDDEN}") from None
@@ -160,7 +164,8 @@ def wait_for_models(
             if check.fatal:
                 failed.append(f"{check.waiting_for}: {check.hint}")
             elif clock() - start >= limit:
-                failed.append(f"{check.waiting_for} after {duration(limit)}: {check.hint}")
+                detail = provisioning_detail(client, obj, w)
+                failed.append(f"{check.waiting_for}{detail} after {duration(limit)}: {check.hint}")
             else:
                 waiting.append(w)
         pending = waiting
@@ -169,6 +174,76 @@ def wait_for_models(
             sleep(min(1 + waited / 30, 10))
     if failed:
         raise RuntimeError("\n".join(failed))
+
+
+# Where KAITO keeps what went wrong with a node it asked for. An InferenceSet reports only its
+# replica count; its child Workspaces (labelled with its name) carry the node conditions, and
+# from 0.12 their NodeClaimReady holds the NodeClaim's own failure. Before 0.12 KAITO's conditions
+# say only "Ready NodeClaims are not enough": the reason is on the NodeClaim (karpenter.sh/v1,
+# labelled with the Workspace), in its first condition of Launched, Registered, Initialized
+# that is not True (what 0.12's FirstNodeClaimProvisioningState reports).
+CREATED_BY_LABEL = "inferenceset.kaito.sh/created-by"
+NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
+NODECLAIM_STAGES = ("Launched", "Registered", "Initialized")
+
+
+def provisioning_detail(client: KubeClient, obj: dict[str, Any] | None, w: Watched) -> str:
+    """What KAITO's children and NodeClaims say of a model that is not serving ('' when
+    nothing, or when the credentials may not read them: this only adds to the error)."""
+    if obj is None:
+        return ""
+    try:
+        if w.kind == "InferenceSet":
+            return _children_detail(client, w)
+        if w.kind == "Workspace" and _field(obj, "resource", "instanceType"):
+            return _nodeclaims_detail(client, w.namespace, w.name)
+    except (KubeApiError, OSError, ValueError, KeyError, TypeError):
+        return ""
+    return ""
+
+
+def _children_detail(client: KubeClient, w: Watched) -> str:
+    version = w.api_version.split("/", 1)[1]
+    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
+    said: list[str] = []
+    for child in _items(client.get(path, labelSelector=f"{CREATED_BY_LABEL}={w.name}")):
+        conditions = _conditions(child)
+        serving = any(c.get("type") == "InferenceReady" and c.get("status") == "True" for c in conditions)
+        progress = _node_progress(conditions)
+        if not serving and progress:
+            said.append(f"its Workspace {child['metadata']['name']}: {progress.removeprefix('; ')}")
+    return f"; {'; '.join(said)}" if said else ""
+
+
+def _nodeclaims_detail(client: KubeClient, namespace: str, name: str) -> str:
+    selector = f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"
+    said: list[str] = []
+    for claim in _items(client.get(NODECLAIMS, labelSelector=selector)):
+        by_type = {c.get("type"): c for c in _conditions(claim)}
+        stuck = next(
+            (by_type[t] for t in NODECLAIM_STAGES if t in by_type and by_type[t].get("status") != "True"), None
+        )
+        if stuck is not None and (stuck.get("reason") or stuck.get("message")):
+            said.append(f"NodeClaim {claim['metadata']['name']}: {_said(stuck)}")
+    return f"; {'; '.join(said)}" if said else ""
+
+
+def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    items = answer.get("items")
+    return [i for i in items if is_dict(i)] if is_list(items) else []
+
+
+def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    status = obj.get("status")
+    found = status.get("conditions") if is_dict(status) else None
+    return [c for c in found if is_dict(c)] if is_list(found) else []
+
+
+def _field(obj: dict[str, Any], *path: str) -> object:
+    node: object = obj
+    for key in path:
+        node = cast(dict[str, Any], node).get(key) if is_dict(node) else None
+    return node
 
 
 def _read(client: KubeClient, w: Watched) -> dict[str, Any] | None:
