@@ -302,7 +302,7 @@ GPU_PROVISIONER = Section(
                 "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3; default: the one KAITO's own install pairs with "
                 "kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3).",
                 "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
-                "gpu-provisioner-identity.",
+                "<cluster name>-gpu-provisioner (one per cluster, when stacks share a resource group).",
             },
         ),
     ),

@@ -45,7 +45,10 @@ def _section_table(section: config.Section) -> list[str]:
 def _class_table(cls: type) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for f in fields(cls).values():
-        rows.append(_row(camel(f.name), f, f.required))
+        row = _row(camel(f.name), f, f.required)
+        if f.secret:  # the stack keeps secrets only in its secret keys (stacks/load.py)
+            row = row.removesuffix(" |") + " Not in a stack file (plaintext or `--path --secret`): use accessSecret. |"
+        rows.append(row)
     return rows
 
 

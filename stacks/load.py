@@ -80,6 +80,37 @@ class StackSecrets:
     kubeconfig: pulumi.Output[str] | None = None
 
 
+ACCESS_SECRET_HINT = " (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+
+
+def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> Mapping[str, Any]:
+    """`raw` without the values `pulumi config set --path --secret` wrote inside a key (a map of
+    one `secure:`), each refused at its path: Pulumi makes the whole key secret for one of them,
+    and the stack keeps secrets only in its own secret keys (a RAG engine's token: accessSecret)."""
+
+    def strip(value: Any, path: tuple[PathPart, ...]) -> Any:
+        if isinstance(value, Mapping):
+            kept: dict[Any, Any] = {}
+            for k, v in value.items():
+                if isinstance(v, Mapping) and set(v) == {"secure"}:
+                    problems.append(
+                        Problem(
+                            (*path, Key(str(k))),
+                            f"is encrypted (set with --path --secret), but only {' and '.join(SECRET_KEYS)} are "
+                            "secrets" + (ACCESS_SECRET_HINT if k == "accessToken" else "; set it without --secret"),
+                            "secure-value",
+                        )
+                    )
+                    continue
+                kept[k] = strip(v, (*path, Key(str(k))))
+            return kept
+        if isinstance(value, list):
+            return [strip(v, (*path, i)) for i, v in enumerate(value)]
+        return value
+
+    return {k: strip(v, (Key(k),)) for k, v in raw.items()}
+
+
 def parse_stack_config(
     raw: Mapping[str, Any],
     *,
@@ -106,7 +137,7 @@ def parse_stack_config(
                     Problem(
                         (Key(f"{PROJECT}:{key}"),),
                         f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
-                        "without --secret",
+                        "without --secret" + (ACCESS_SECRET_HINT if key == "ragEngines" else ""),
                         "secure-value",
                     )
                 )
@@ -115,6 +146,7 @@ def parse_stack_config(
         close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
         hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
         problems.append(Problem((Key(f"{PROJECT}:{key}"),), f"unknown config key; {hint}", "unknown"))
+    raw = _without_nested_secrets(raw, problems)
     for key in plaintext_secrets:
         problems.append(
             Problem(
@@ -233,7 +265,9 @@ def parse_stack_config(
             node_resource_group=FROM_CLUSTER,
             oidc_issuer_url=FROM_CLUSTER,
             version=version,
-            identity_name=chosen.get("identity_name"),
+            # one per cluster: two stacks' clusters may share a resource group
+            identity_name=chosen.get("identity_name")
+            or (f"{aks_cluster.name}-gpu-provisioner" if aks_cluster is not None else None),
             values=chosen.get("values", {}),
         )
     written = frozenset(
@@ -284,7 +318,7 @@ def parse_stack_config(
         _model_problem_at(w, i, pool_index, ws_values[i])
         for i, args in zip(model_index, models, strict=True)
         for w in model_warnings(args)
-    )
+    ) + _provisioner_warnings(gpu_provisioner_args, kaito_args.version)
 
     rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
     install_rag = rag_operator[StackRagEngineOperator].get("install")
@@ -371,6 +405,22 @@ def parse_stack_config(
     return cfg
 
 
+def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -> tuple[Problem, ...]:
+    """A gpu-provisioner release other than the one KAITO's own charts pin for its minor works
+    only as far as the two agree on the NodeClaim API: said, not refused."""
+    pinned = catalog.gpu_provisioner_for_kaito(kaito_version)
+    if args is None or pinned is None or args.version == pinned:
+        return ()
+    return (
+        Problem(
+            ("gpuProvisioner", "version"),
+            f"KAITO {kaito_version} pins gpu-provisioner {pinned} (its chart's dependency); {args.version} is not "
+            "tested with it: leave version out to use the pin",
+            "provisioner-pin",
+        ),
+    )
+
+
 def _add_on_release(cluster: AksClusterArgs | None) -> str:
     """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
     cluster's is known only at deploy time: the newest statement). A release this program does
@@ -420,7 +470,17 @@ def _rag_engines(
                     Problem((*at, "workspace"), f"{workspace} is a tuning job; it serves nothing", "rag-workspace")
                 )
             else:
-                window = tie.get("context_window_size") or max_model_len(model)
+                limit = max_model_len(model)
+                window = tie.get("context_window_size") or limit
+                if window is not None and limit is not None and window > limit:
+                    problems.append(
+                        Problem(
+                            (*at, "context_window_size"),
+                            f"{window} exceeds {workspace}'s config.vllm.max-model-len of {limit}: the engine would "
+                            f"build prompts the model rejects; use at most {limit} (or leave it out)",
+                            "rag-window",
+                        )
+                    )
                 if window is None:
                     problems.append(
                         Problem(

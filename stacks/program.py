@@ -84,6 +84,8 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
             ),
             opts=on_cluster,
         )
+        for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
+            pulumi.log.warn(warning.text("schema"), resource=provisioner)
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
@@ -106,7 +108,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
-    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, namespaces)
+    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
 
 
@@ -145,12 +147,14 @@ def _rag_engines(
     group: ModelGroup,
     kaito: KaitoOperator | None,
     kaito_ready: KaitoReady | None,
+    provisioner: GpuProvisioner | None,
     namespaces: dict[str, k8s.core.v1.Namespace],
 ) -> dict[str, RagEngine]:
     """KAITO's RAGEngine operator and the engines. An engine over a workspace takes the model's
     endpoint (an Output) and waits for the model to serve; the operator follows the workspace
     operator (on 0.8 its controller watches the NodeClaim CRD that chart installs); with KAITO
-    installed elsewhere, every engine waits for its CRD (`kaito_ready`)."""
+    installed elsewhere, every engine waits for its CRD (`kaito_ready`). In auto mode KAITO makes
+    an engine's node too: the engine follows gpu-provisioner, and goes before it on destroy."""
     if not cfg.rag_engines and cfg.rag_operator is None:
         return {}
     operator = None
@@ -164,7 +168,7 @@ def _rag_engines(
     for engine in cfg.rag_engines:
         args = engine.args
         key = f"{args.namespace}/{args.name}"
-        after: list[pulumi.Resource] = [r for r in (operator, kaito_ready) if r is not None]
+        after: list[pulumi.Resource] = [r for r in (operator, kaito_ready, provisioner) if r is not None]
         if args.namespace in namespaces:
             after.append(namespaces[args.namespace])
         if engine.workspace is not None and args.inference_service is not None:

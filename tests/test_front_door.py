@@ -161,6 +161,39 @@ def test_secure_values_on_keys_that_are_not_secrets_are_refused_by_both(tmp_path
     )
 
 
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_a_token_set_with_path_and_secret_is_refused_at_its_path_with_the_way_that_works(tmp_path, capsys, command):
+    """Review 2 G4: `pulumi config set --path --secret 'ragEngines[0].inferenceService.accessToken'`
+    writes a nested secure value; the stack holds no token, so it says where the token goes."""
+    engine = (
+        "  kaito-aks:ragEngines:\n    - name: docs\n      inferenceService:\n"
+        "        url: https://api.example.com/v1/chat/completions\n        contextWindowSize: 8000\n"
+        "        accessToken:\n          secure: v1:abc:def\n"
+    )
+    kaito = "  kaito-aks:kaito: {version: 0.12.0}\n"
+    out = check(tmp_path, capsys, "config:\n" + CLUSTER + kaito + PHI + engine, command)
+    assert (
+        "ragEngines[0].inferenceService.accessToken: is encrypted (set with --path --secret), but only hfToken and "
+        "kubeconfig are secrets (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+    ) in out
+    assert "must be text" not in out
+    assert "v1:abc" not in out
+
+
+def test_at_pulumi_up_a_key_made_secret_by_a_nested_token_says_where_the_token_goes():
+    """`pulumi up` hands the program the whole key as a secret."""
+    engines = [{"name": "docs", "inferenceService": {"url": "https://x/v1/chat/completions", "accessToken": "t"}}]
+    with pytest.raises(StackConfigError) as err:
+        evaluate(
+            {"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}},
+            secrets={"kaito-aks:ragEngines": json.dumps(engines)},
+        )
+    assert err.value.lines[0] == (
+        "kaito-aks:ragEngines: is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it "
+        "without --secret (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+    )
+
+
 @pytest.mark.parametrize("key", ["kaito:workspaces", "kaitoaks:workspaces", "Kaito-aks:gpuOperator"])
 def test_keys_outside_the_namespace_that_look_like_ours_get_a_warning(tmp_path, capsys, key):
     (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + f"  {key}: []\n")

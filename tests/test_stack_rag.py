@@ -126,12 +126,18 @@ def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked()
             "ragEngines[0].inferenceService.accessToken: a token in the stack file is plaintext",
         ),
         ({**RAG, "compute": None}, "ragEngines[0].compute: required on KAITO 0.8"),
+        (  # review 2 G5: a window the model refuses
+            {**RAG, "workspace": "short"},
+            "ragEngines[0].contextWindowSize: 4096 exceeds short's config.vllm.max-model-len of 2048: the engine would "
+            "build prompts the model rejects; use at most 2048 (or leave it out)",
+        ),
         ({**RAG, "name": "Docs"}, "ragEngines[0].name: 'Docs' is not a DNS-1035 label"),
     ],
 )
 def test_what_cannot_work_is_refused_at_its_config_path(engine: dict[str, object], expected: str):
     engine = {k: v for k, v in engine.items() if v is not None}
-    errors = errors_of(config([PHI], ragEngines=[engine]))
+    short = {"name": "short", "model": "phi-4-mini-instruct", "config": {"vllm": {"max-model-len": 2048}}}
+    errors = errors_of(config([PHI, short], ragEngines=[engine]))
     assert any(e.startswith(expected) for e in errors), errors
 
 

@@ -101,14 +101,13 @@ def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
     chart = catalog.gpu_provisioner_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.gpu_provisioner_charts())
-        return [
-            *problems,
+        problems.append(
             Problem.at(
                 "version", f"gpu-provisioner {args.version} is not supported; use one of: {supported}", "version"
-            ),
-        ]
+            )
+        )
     for key in args.values:
-        if key not in chart.value_keys:
+        if chart is not None and key not in chart.value_keys:
             problems.append(
                 Problem(("values", Key(key)), f"not a value of the gpu-provisioner {args.version} chart", "chart-value")
             )
