@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from stacks.config import StackConfig
 from stacks.evaluate import Secret
+from stacks.load import parse_stack_config
 from tests.conftest import config, errors_of, run
 from tests.test_aks import AKS, aks
 
@@ -57,7 +59,7 @@ def test_an_auto_stack_exports_the_identity_the_provisioner_and_each_models_inst
     outputs = ev.outputs
     assert outputs["workspaces"]["default/phi"]["instanceType"] == A100
     assert outputs["gpuProvisioner"]["namespace"] == "gpu-provisioner"
-    assert outputs["gpuProvisioner"]["identityName"] == "gpu-provisioner-identity"
+    assert outputs["gpuProvisioner"]["identityName"] == "kaito-test-gpu-provisioner"  # one per cluster (review 2 P10)
     assert outputs["gpuProvisioner"]["clientId"]
     assert outputs["charts"]["gpuProvisioner"] == {"version": "0.4.3"}
     assert outputs["charts"]["kaito"]["nodeProvisioning"] == "auto"
@@ -69,6 +71,30 @@ def test_the_provisioner_follows_kaitos_own_pin_unless_set(kaito: str, chart: st
     assert ev.named("gpu-provisioner", RELEASE).inputs["version"] == chart
     ev = run(auto(kaito={"version": kaito, "nodeProvisioning": "auto"}, gpuProvisioner={"version": "0.4.2"}))
     assert ev.named("gpu-provisioner", RELEASE).inputs["version"] == "0.4.2"
+
+
+def parsed(cfg: dict[str, object]) -> StackConfig:
+    raw = {k.removeprefix("kaito-aks:"): v for k, v in cfg.items() if k.startswith("kaito-aks:")}
+    return parse_stack_config(raw, azure_location="eastus2")
+
+
+def test_a_provisioner_other_than_kaitos_pin_is_said_not_refused():
+    """Review 2 P5: KAITO's chart pins gpu-provisioner per minor; another release is the user's call."""
+    cfg = parsed(auto(kaito={"version": "0.8.1", "nodeProvisioning": "auto"}, gpuProvisioner={"version": "0.4.3"}))
+    assert [w.text("schema") for w in cfg.warnings] == [
+        "gpuProvisioner.version: KAITO 0.8.1 pins gpu-provisioner 0.3.8 (its chart's dependency); 0.4.3 is not "
+        "tested with it: leave version out to use the pin"
+    ]
+    assert parsed(auto(kaito={"version": "0.8.1", "nodeProvisioning": "auto"})).warnings == ()
+
+
+def test_every_provisioner_problem_is_named_at_once():
+    """Review 2 P6: an unknown version does not hide the values it manages."""
+    errors = errors_of(auto(gpuProvisioner={"version": "9.9.9", "values": {"workloadIdentity": {"clientId": "x"}}}))
+    assert sorted(e.split(":")[0] for e in errors) == [
+        "gpuProvisioner.values.workloadIdentity",
+        "gpuProvisioner.version",
+    ], errors
 
 
 def test_auto_on_an_existing_cluster_federates_with_its_issuer():
@@ -263,3 +289,17 @@ def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
         "control plane) and offers no bring-your-own mode; remove it (auto is the default), or drop "
         "cluster.aks.aiToolchainOperator"
     ]
+
+
+def test_in_auto_mode_a_rag_engine_follows_gpu_provisioner_whatever_its_llm():
+    """Review 2 P9: KAITO makes the engine's node too, so on destroy the engine must go (and its
+    NodeClaim with it) before gpu-provisioner, also when its LLM is no model of this stack."""
+    engine = {
+        "name": "docs",
+        "inferenceService": {"url": "https://llm.example.com/v1/chat/completions", "contextWindowSize": 8000},
+        "compute": {"instanceType": "Standard_NV36ads_A10_v5", "labelSelector": {"matchLabels": {"apps": "docs"}}},
+    }
+    ev = run(auto(kaito={"version": "0.12.0", "nodeProvisioning": "auto"}, ragEngines=[engine]))
+    [rag] = ev.of_type("kubernetes:kaito.sh/v1beta1:RAGEngine")
+    gone = ev.named("gpu-provisioner/nodeclaims-gone", "pulumi-python:dynamic/kaito-aks:NodeClaimsGone")
+    assert {ev.named("gpu-provisioner", RELEASE).urn, gone.urn} <= set(rag.dependencies)
