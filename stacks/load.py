@@ -308,9 +308,12 @@ def parse_stack_config(
     for i, entry in enumerate(ws_values):
         if entry is not None:
             given = {k: v for k, v in entry[KaitoModelArgs].items() if v is not None}
+            defaults = stack_defaults
+            if given.get("image") and forced is not None:  # the gate picks a preset's runtime; an image serves itself
+                defaults = {k: v for k, v in stack_defaults.items() if k != "runtime"}
             models.append(
                 KaitoModelArgs(
-                    **{**stack_defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
+                    **{**defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
                 )
             )
             model_index.append(i)

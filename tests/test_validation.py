@@ -389,6 +389,15 @@ def test_with_the_vllm_gate_off_every_model_runs_transformers():
     )
 
 
+def test_with_the_vllm_gate_off_a_custom_image_is_left_alone():
+    """Review 2 P3: the gate picks how KAITO serves a preset; an image serves itself, and used to
+    be refused at kaito.featureGates.vLLM."""
+    image = {"name": "mine", "image": "example.io/llm:1"}
+    ev = run(config([PHI, image], kaito={"featureGates": {"vLLM": False}}))
+    mine = [w for w in ev.of_type(WORKSPACE) if w.inputs["metadata"]["name"] == "mine-0"]
+    assert [w.inputs["metadata"].get("annotations") for w in mine] == [None]
+
+
 def test_feature_gates_are_booleans():
     err = one_error(config([PHI], kaito={"featureGates": {"vLLM": "yes please"}}))
     assert err.startswith("kaito.featureGates.vLLM: must be true or false, not 'yes please'")
