@@ -83,6 +83,7 @@ EXAMPLES = README.parent / "components" / "examples"
 EXAMPLE_BLOCKS = {
     "example-python": (EXAMPLES / "python" / "__main__.py", "python"),
     "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python"),
+    "example-python-rag": (EXAMPLES / "python" / "rag_engine.py", "python"),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python"),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml"),
 }

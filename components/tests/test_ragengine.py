@@ -760,6 +760,25 @@ def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_sa
         run(program)
 
 
+def test_a_tuning_jobs_endpoint_is_no_llm():
+    """KaitoModel.endpoint is None for a tuning job; the type lets `url=model.endpoint` check."""
+
+    def program() -> None:
+        endpoint: pulumi.Output[str | None] = pulumi.Output.from_input(None)
+        RagEngine(
+            "rag",
+            RagEngineArgs(
+                kaito_version="0.12.0",
+                inference_service=InferenceServiceArgs(url=endpoint, context_window_size=4096),
+                wait_for_ready=False,
+            ),
+            opts=on_cluster(),
+        )
+
+    with pytest.raises(Exception, match=r"args\.inference_service\.url: is None: a tuning job serves nothing"):
+        run(program)
+
+
 REMOTE = EmbeddingArgs(remote=RemoteEmbeddingArgs(url="https://api.openai.com/v1/embeddings"))
 ON_D4 = RagComputeArgs(instance_type="Standard_D4s_v5", label_selector=LabelSelectorArgs(match_labels={"a": "b"}))
 ON_A100X2 = RagComputeArgs(

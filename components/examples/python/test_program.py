@@ -22,3 +22,15 @@ def test_kaito_creates_phis_node_through_gpu_provisioner() -> None:
     assert credential.inputs["subject"] == "system:serviceaccount:gpu-provisioner:gpu-provisioner"
     release = result.named("gpu-provisioner", "kubernetes:helm.sh/v3:Release")
     assert release.urn in inference_set.dependencies  # the provisioner is up before the model asks for a node
+
+
+def test_the_rag_engine_answers_with_phis_endpoint_once_phi_serves() -> None:
+    result = run(lambda: runpy.run_path(str(Path(__file__).with_name("rag_engine.py"))))
+    [engine] = result.of_type("kubernetes:kaito.sh/v1beta1:RAGEngine")
+    assert engine.inputs["spec"]["inferenceService"] == {
+        "url": "http://phi.default.svc.cluster.local/v1/chat/completions",
+        "contextWindowSize": 16384,
+    }
+    [inference_set] = result.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert inference_set.urn in engine.dependencies
+    assert result.named("ragengine", "kubernetes:helm.sh/v3:Release").urn in engine.dependencies

@@ -147,7 +147,8 @@ class RagEngine(pulumi.ComponentResource):
         revision: pulumi.Input[str] = revision_of([manifest, *(cm.data for cm in plan.config_maps)])
         if plan.url_at_deploy:
             assert plan.inference_url is not None
-            url = pulumi.Output.from_input(plan.inference_url).apply(lambda u: _checked_url(name, u))
+            given: pulumi.Output[str | None] = pulumi.Output.from_input(plan.inference_url)
+            url = given.apply(lambda u: _checked_url(name, u))
             manifest["spec"]["inferenceService"]["url"] = url
             revision = url.apply(lambda u: revision_of([plan.manifest(u), *(cm.data for cm in plan.config_maps)]))
 
@@ -206,8 +207,11 @@ def watched_object(plan: RagEnginePlan) -> Watched:
     return Watched(kaito.KIND, plan.api_version, plan.namespace, plan.name, condition)
 
 
-def _checked_url(name: str, url: str) -> str:
+def _checked_url(name: str, url: str | None) -> str:
     """An LLM URL known only at deploy time, held to the same rules as one given as text."""
+    if url is None:  # a KaitoModel's endpoint when it is a tuning job
+        missing = Problem.at("url", "is None: a tuning job serves nothing; give a serving model's endpoint", "url")
+        raise InvalidArgsError("RagEngine", name, [missing.under("inference_service")])
     problem = inference_url_problem(url)
     if problem is not None:
         raise InvalidArgsError("RagEngine", name, [problem.under("inference_service")])

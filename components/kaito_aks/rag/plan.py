@@ -38,7 +38,7 @@ class RagEnginePlan:
     namespace: str
     api_version: kaito.ApiVersion
     engine: kaito.RagEngine  # LLM URL: DEPLOY_TIME_URL when `inference_url` is an output
-    inference_url: pulumi.Input[str] | None  # the LLM's chat completions URL as given
+    inference_url: pulumi.Input[str] | pulumi.Output[str | None] | None  # the LLM's chat completions URL as given
     secrets: tuple[SecretPlan, ...]  # created before the RAGEngine, which reads them
     config_maps: tuple[ConfigMapPlan, ...]  # likewise (the guardrails policy)
     load_balancer: bool
@@ -74,7 +74,7 @@ def plan_rag_engine(args: RagEngineArgs) -> RagEnginePlan:
     config_maps: list[ConfigMapPlan] = []
 
     inference = None
-    url: pulumi.Input[str] | None = None
+    url: pulumi.Input[str] | pulumi.Output[str | None] | None = None
     service = args.inference_service
     if service is not None:
         url = service.url

@@ -73,9 +73,10 @@ class InferenceServiceArgs:
     """The LLM the engine answers chat completions with: a model in the same program (its
     `endpoint`) or any OpenAI-compatible chat completions URL."""
 
-    url: pulumi.Input[str]
+    url: pulumi.Input[str] | pulumi.Output[str | None]
     """The LLM's chat completions URL (http(s)://host/.../chat/completions), e.g. a KaitoModel's
-    `endpoint` output, so the RAG engine is created after the model's Service."""
+    `endpoint` output, so the RAG engine is created after the model's Service (a tuning job's
+    endpoint, None, is refused at deploy time)."""
     context_window_size: Annotated[int, Range(1, None, "KAITO's webhook: ContextWindowSize must be a positive integer")]
     """The LLM's combined input and output token limit (e.g. its max-model-len); the engine fits
     the retrieved documents into it."""
