@@ -58,6 +58,10 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         assert cfg.kubeconfig_cluster is not None
         cluster = KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
 
+    if isinstance(cluster, AksCluster) and cfg.add_on and "kaito.version" not in cfg.given:
+        planned, at = cfg.kaito.version, cluster
+        cluster.kubernetes_version.apply(lambda running: _add_on_release_runs(running, planned, at))
+
     pools: list[GpuNodePool] = []
     if isinstance(cluster, AksCluster):
         for p in cfg.pools:
@@ -110,6 +114,24 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     )
     rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
+
+
+def _add_on_release_runs(running: str, planned: str, cluster: AksCluster) -> None:
+    """The add-on's KAITO follows the cluster's Kubernetes minor, which for an adopted cluster (or
+    one given no version) is known only at deploy time: an error when it is not the release the
+    stack checked its Workspaces by."""
+    if not running:
+        return
+    release = catalog.aks_add_on().kaito_on(running)
+    if release == planned:
+        return
+    runs = f"KAITO {release}" if release else "no KAITO release Microsoft's component table names"
+    pulumi.log.error(
+        f"the cluster runs Kubernetes {running}, on which the AKS add-on runs {runs} (catalog/aks_add_on.yaml); "
+        f"this stack checked its workspaces by KAITO {planned}'s rules: upgrade the cluster, or set kaito.version "
+        "to what AKS runs",
+        resource=cluster,
+    )
 
 
 def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:

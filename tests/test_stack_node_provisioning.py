@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stacks.config import StackConfig
-from stacks.evaluate import Secret
+from stacks.evaluate import ProgramMocks, RecordingMonitor, Secret
 from stacks.load import parse_stack_config
 from tests.conftest import config, errors_of, run
 from tests.test_aks import AKS, aks
@@ -270,6 +270,30 @@ def test_an_adopted_add_on_cluster_is_taken_to_run_the_newest_statement_unless_t
     phi = {**PHI_AUTO, "instanceType": "Standard_NV36ads_A10_v5"}
     ev = run(aks(pools=[], workspaces=[phi], cluster=existing, kaito={"version": "0.12.0"}))
     assert ev.outputs["charts"]["kaito"]["version"] == "0.12.0"
+
+
+def test_at_deploy_time_an_adopted_add_on_cluster_on_another_minor_is_an_error(caplog: pytest.LogCaptureFixture):
+    """Its Kubernetes version is known once Azure answers: a 1.33 cluster runs the add-on's 0.4.5,
+    not the 0.6.0 the stack checked its workspaces by."""
+    existing = {"existing": {"resourceGroup": "rg", "name": "theirs", "aiToolchainOperator": True}}
+    add_on = {"aiToolchainOperatorProfile": {"enabled": True}}
+    on_1_34 = ProgramMocks(existing={"theirs": {**add_on, "currentKubernetesVersion": "1.34.2"}})
+    run(aks(pools=[], workspaces=[PHI_AUTO], cluster=existing), monitor=RecordingMonitor(on_1_34))
+    assert "on which the AKS add-on runs" not in caplog.text
+    on_1_33 = ProgramMocks(existing={"theirs": {**add_on, "currentKubernetesVersion": "1.33.5"}})
+    run(aks(pools=[], workspaces=[PHI_AUTO], cluster=existing), monitor=RecordingMonitor(on_1_33))
+    assert (
+        "the cluster runs Kubernetes 1.33.5, on which the AKS add-on runs KAITO 0.4.5 (catalog/aks_add_on.yaml); this "
+        "stack checked its workspaces by KAITO 0.6.0's rules: upgrade the cluster, or set kaito.version to what AKS runs"
+    ) in caplog.text
+    assert any(r.levelname == "ERROR" for r in caplog.records)
+    caplog.clear()  # the user says what AKS runs: their word
+    phi = {**PHI_AUTO, "instanceType": "Standard_NC24ads_A100_v4"}
+    run(
+        aks(pools=[], workspaces=[phi], cluster=existing, kaito={"version": "0.12.0"}),
+        monitor=RecordingMonitor(on_1_33),
+    )
+    assert "on which the AKS add-on runs" not in caplog.text
 
 
 def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():

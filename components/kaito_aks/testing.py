@@ -242,6 +242,8 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "oidcIssuerProfile": issuer,
                 "nodeResourceGroup": group,
                 "location": inputs.get("location") or "eastus",
+                # AKS's patch of the minor asked for, or of its default minor
+                "currentKubernetesVersion": f"{inputs.get('kubernetesVersion') or MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
             }
         if typ == "azure-native:managedidentity:UserAssignedIdentity":
             group, identity = inputs.get("resourceGroupName"), inputs.get("resourceName", name)
@@ -280,12 +282,15 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "securityProfile": {"workloadIdentity": {"enabled": True}},
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
+                "currentKubernetesVersion": f"{MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
                 **self.existing.get(name, {}),
             }
         return {}
 
 
 MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's, at `pulumi up`
+MOCK_KUBERNETES_MINOR = "1.34"  # AKS's default minor, as the mocks answer
+MOCK_PATCH = "2"
 MOCK_TENANT = AFTER_UP
 
 

@@ -109,6 +109,7 @@ def test_outputs_are_declared():
         "clusterId",
         "location",
         "aiToolchainOperator",
+        "kubernetesVersion",
     }
     assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {

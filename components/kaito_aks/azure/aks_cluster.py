@@ -138,6 +138,9 @@ class AksCluster(pulumi.ComponentResource):
     """The cluster's Azure region."""
     ai_toolchain_operator: pulumi.Output[bool]
     """Whether AKS runs KAITO for the cluster (the AI toolchain operator add-on)."""
+    kubernetes_version: pulumi.Output[str]
+    """The Kubernetes version the cluster runs (MAJOR.MINOR.PATCH; AKS's choice when none was
+    given): the add-on's KAITO release follows its minor."""
 
     provider: ClusterProvider
 
@@ -206,6 +209,7 @@ class AksCluster(pulumi.ComponentResource):
             self.location = cluster.location
             issuer = cluster.oidc_issuer_profile
             add_on = cluster.ai_toolchain_operator_profile
+            running = cluster.current_kubernetes_version
         else:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=args.resource_group, resource_name=args.name, opts=pulumi.InvokeOptions(parent=self)
@@ -217,6 +221,8 @@ class AksCluster(pulumi.ComponentResource):
             self.location = found.location
             issuer = found.oidc_issuer_profile
             add_on = found.ai_toolchain_operator_profile
+            running = found.current_kubernetes_version
+        self.kubernetes_version = running.apply(lambda v: v or "")
         self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
         self.ai_toolchain_operator = add_on.apply(lambda p: bool(p and p.enabled))
         if args.existing:
@@ -240,6 +246,7 @@ class AksCluster(pulumi.ComponentResource):
                 "clusterId": self.cluster_id,
                 "location": self.location,
                 "aiToolchainOperator": self.ai_toolchain_operator,
+                "kubernetesVersion": self.kubernetes_version,
             }
         )
 
