@@ -1,5 +1,7 @@
-"""The session the end-to-end tests share: the toolchain scripts/e2e-tools built, one API server
-with KAITO's CRDs, and the stand-in for KAITO's controller. Run by `make e2e`:
+"""The session the end-to-end tests share: the toolchain scripts/e2e-tools built, an API server
+with KAITO 0.8.1's CRDs and the stand-in for its controller, and (started only for the tests that
+ask for it) a second API server with KAITO 0.12.0's CRDs and a stand-in for 0.12's controllers
+(InferenceSets, v1beta1 RAGEngines). Run by `make e2e`:
 
     KAITO_AKS_E2E_BIN=$(scripts/e2e-tools | tail -1) .venv/bin/python -m pytest tests/e2e
 
@@ -14,11 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import ROOT, Cluster, StandInKaito, installed_sdk_version
+from harness import ROOT, Cluster, StandInKaito, StandInKaito012, installed_sdk_version
 
-# KAITO's CRDs as the project derived them from the release (components/tests/upstream, with
-# its provenance): as on a cluster where KAITO is installed.
-CRDS = ROOT / "components" / "tests" / "upstream" / "kaito-0.8.1" / "crds"
+# KAITO's CRDs as the project derived them from the releases (components/tests/upstream, with
+# their provenance): as on a cluster where KAITO is installed.
+UPSTREAM = ROOT / "components" / "tests" / "upstream"
+CRDS = UPSTREAM / "kaito-0.8.1" / "crds"
+CRDS_0_12 = UPSTREAM / "kaito-0.12.0" / "crds"
 
 
 @pytest.fixture(scope="session")
@@ -38,21 +42,17 @@ def work() -> Iterator[Path]:
         yield Path(path)
 
 
-@pytest.fixture(scope="session")
-def cluster(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+def _cluster_with(bin_dir: Path, work: Path, crds: Path) -> Iterator[Cluster]:
+    """An API server with KAITO's CRDs from `crds`, Established; its logs printed on failure."""
+    work.mkdir(exist_ok=True)
     c = Cluster(bin_dir, work)
     try:
         c.start()
-        files = sorted(CRDS.glob("*.yaml"))
-        assert files, f"no KAITO CRDs under {CRDS}: regenerate them with scripts/upstream_data.py"
+        files = sorted(crds.glob("*.yaml"))
+        assert files, f"no KAITO CRDs under {crds}: regenerate them with scripts/upstream_data.py"
         c.apply(*files)
-        c.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/workspaces.kaito.sh",
-            "crd/inferencesets.kaito.sh",
-        )
+        names = [f"crd/{f.stem}" for f in files]
+        c.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
         yield c
     except BaseException:
         print(c.logs())
@@ -62,8 +62,27 @@ def cluster(bin_dir: Path, work: Path) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def cluster(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    yield from _cluster_with(bin_dir, work, CRDS)
+
+
+@pytest.fixture(scope="session")
 def kaito(cluster: Cluster) -> Iterator[StandInKaito]:
     stand_in = StandInKaito(cluster)
+    stand_in.start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_0_12(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    """A second API server, with KAITO 0.12.0's CRDs (InferenceSet and RAGEngine in v1beta1)."""
+    yield from _cluster_with(bin_dir, work / "kaito-0.12.0", CRDS_0_12)
+
+
+@pytest.fixture(scope="session")
+def kaito_0_12(cluster_0_12: Cluster) -> Iterator[StandInKaito012]:
+    stand_in = StandInKaito012(cluster_0_12)
     stand_in.start()
     yield stand_in
     stand_in.stop()

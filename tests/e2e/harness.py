@@ -276,9 +276,12 @@ class StandInKaito(StandIn):
 
     def _run(self) -> None:
         while not self._stop.wait(0.3):
-            for api, plural, condition in self.KINDS:
-                with contextlib.suppress(OSError, ValueError):
-                    self._reconcile(api, plural, condition)
+            self._reconcile_all()
+
+    def _reconcile_all(self) -> None:
+        for api, plural, condition in self.KINDS:
+            with contextlib.suppress(OSError, ValueError):
+                self._reconcile(api, plural, condition)
 
     def _reconcile(self, api: str, plural: str, ready_type: str) -> None:
         for obj in self.cluster.api("GET", f"/apis/{api}/{plural}")["items"]:
@@ -294,6 +297,11 @@ class StandInKaito(StandIn):
                 continue
             waited = time.time() - first
             auto = bool((obj.get("resource") or {}).get("instanceType"))
+            failed = self._node_failure(plural, obj, generation)
+            if failed is not None:  # its node never comes: KAITO says why, and nothing serves
+                if had.get("ResourceReady", {}).get("reason") != failed[-1]["reason"]:
+                    self._patch(api, plural, meta, key, failed)
+                continue
             conditions: list[dict[str, Any]] = []
             if auto:  # KAITO makes a node first; ResourceReady tells how that goes
                 node_ready = waited >= self.delay
@@ -316,18 +324,23 @@ class StandInKaito(StandIn):
                     continue
             elif waited < self.delay:
                 continue
-            conditions.append(
-                self._condition(
-                    ready_type,
-                    want,
-                    "InferenceFailed" if want == "False" else ready_type,
-                    self.failing.get(meta["name"], "Inference has been deployed successfully"),
-                    generation,
+            if want == "True":
+                conditions.extend(self._ready_conditions(plural, ready_type, generation))
+            else:
+                conditions.append(
+                    self._condition(ready_type, want, "InferenceFailed", self.failing[meta["name"]], generation)
                 )
-            )
             self._patch(api, plural, meta, key, conditions)
             if want == "True":
                 self.ready_at[key] = time.time()
+
+    def _ready_conditions(self, plural: str, ready_type: str, generation: int) -> list[dict[str, Any]]:
+        """What KAITO writes once the object serves."""
+        return [self._condition(ready_type, "True", ready_type, "Inference has been deployed successfully", generation)]
+
+    def _node_failure(self, plural: str, obj: dict[str, Any], generation: int) -> list[dict[str, Any]] | None:
+        """The conditions of an object whose node never comes (None: it comes). Last: ResourceReady."""
+        return None
 
     @staticmethod
     def _condition(kind: str, status: str, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -344,6 +357,160 @@ class StandInKaito(StandIn):
         path = f"/apis/{api}/namespaces/{meta['namespace']}/{plural}/{meta['name']}/status"
         self.cluster.api("PATCH", path, {"status": {"conditions": conditions}})
         self.conditions.setdefault(key, []).extend((c["type"], c["status"], c["reason"]) for c in conditions)
+
+
+CREATED_BY = "inferenceset.kaito.sh/created-by"  # KAITO 0.12 consts.WorkspaceCreatedByInferenceSetLabel
+INFERENCESET_FINALIZER = "inferenceset.finalizer.kaito.sh"  # consts.InferenceSetFinalizer
+
+
+class StandInKaito012(StandInKaito):
+    """Stands in for KAITO 0.12.0's controllers, in its words (v0.12.0 source):
+
+    - an InferenceSet (kaito.sh/v1beta1) gets KAITO's finalizer and `spec.replicas` child
+      Workspaces, as pkg/inferenceset/inferenceset_controller.go and
+      pkg/utils/inferenceset NewWorkspaceForInferenceSet make them: generateName `<name>-`
+      (5 random characters), the template's labels plus `inferenceset.kaito.sh/created-by=<name>`,
+      a controller ownerReference, the InferenceSet's labelSelector, the template's instanceType
+      and inference. Its status: replicas, readyReplicas (children whose WorkspaceSucceeded is
+      True), selector, and InferenceSetReady True `inferencesetReady` or False
+      `inferencesetNotReady` ("inferenceset is not ready, r/n replicas are ready"). Deleted, it
+      deletes its children and drops the finalizer (garbageCollectInferenceSet);
+    - a Workspace goes through the node stages, then InferenceReady True
+      `WorkspaceInferenceStatusSuccess` with WorkspaceSucceeded True `workspaceSucceeded`; the
+      children of an InferenceSet named in `node_failing` instead stay with NodeClaimReady and
+      ResourceReady False carrying the NodeClaim's reason and message (gpu-provisioner
+      CollectNodeStatusInfo with FirstNodeClaimProvisioningState, 0.12), as when Azure refuses
+      the node for quota;
+    - a RAGEngine (kaito.sh/v1beta1) ends with NodeClaimReady, ResourceReady, ServiceReady and
+      RAGEngineSucceeded True `ragengineSucceeded` (pkg/ragengine/controllers)."""
+
+    KINDS = (
+        ("kaito.sh/v1beta1", "workspaces", "InferenceReady"),
+        ("kaito.sh/v1beta1", "ragengines", "RAGEngineSucceeded"),
+    )
+
+    def __init__(self, cluster: Cluster, delay: float = 2.0):
+        super().__init__(cluster, delay)
+        self.node_failing: dict[str, tuple[str, str]] = {}  # InferenceSet name -> NodeClaim (reason, message)
+
+    def _reconcile_all(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._reconcile_inference_sets()
+        super()._reconcile_all()
+
+    def _ready_conditions(self, plural: str, ready_type: str, generation: int) -> list[dict[str, Any]]:
+        c = self._condition
+        if plural == "ragengines":
+            return [
+                c("NodeClaimReady", "True", "installNodePluginsSuccess", "nodeClaim plugins have been installed successfully", generation),
+                c("ResourceReady", "True", "ragengineResourceStatusSuccess", "ragengine resource is ready", generation),
+                c("ServiceReady", "True", "RAGEngineServiceSuccess", "Inference has been deployed successfully", generation),
+                c(ready_type, "True", "ragengineSucceeded", "ragengine succeeds", generation),
+            ]  # fmt: skip
+        return [
+            c(ready_type, "True", "WorkspaceInferenceStatusSuccess", "Inference has been deployed successfully", generation),
+            c("WorkspaceSucceeded", "True", "workspaceSucceeded", "workspace succeeds", generation),
+        ]  # fmt: skip
+
+    def _node_failure(self, plural: str, obj: dict[str, Any], generation: int) -> list[dict[str, Any]] | None:
+        parent = (obj["metadata"].get("labels") or {}).get(CREATED_BY)
+        if plural != "workspaces" or parent not in self.node_failing:
+            return None
+        reason, message = self.node_failing[parent]
+        c = self._condition
+        return [
+            c("InferenceReady", "False", "WorkspaceInferenceStatusPending", "Inference workload is not ready", generation),
+            c("WorkspaceSucceeded", "False", "workspacePending", "workspace is waiting for inference workload readiness", generation),
+            c("NodesReady", "False", "NodeNotReady", "Not enough Nodes are ready", generation),
+            c("NodeClaimReady", "False", reason, message, generation),
+            c("ResourceReady", "False", reason, message, generation),
+        ]  # fmt: skip
+
+    def _reconcile_inference_sets(self) -> None:
+        for iset in self.cluster.api("GET", "/apis/kaito.sh/v1beta1/inferencesets")["items"]:
+            meta = iset["metadata"]
+            ns, name = meta["namespace"], meta["name"]
+            base = f"/apis/kaito.sh/v1beta1/namespaces/{ns}"
+            children = self.cluster.api("GET", f"{base}/workspaces?labelSelector={CREATED_BY}%3D{name}")["items"]
+            finalizers = list(meta.get("finalizers") or [])
+            if meta.get("deletionTimestamp"):
+                for child in children:
+                    with contextlib.suppress(OSError):
+                        self.cluster.api("DELETE", f"{base}/workspaces/{child['metadata']['name']}")
+                rest = [f for f in finalizers if f != INFERENCESET_FINALIZER]
+                self.cluster.api("PATCH", f"{base}/inferencesets/{name}", {"metadata": {"finalizers": rest or None}})
+                continue
+            if INFERENCESET_FINALIZER not in finalizers:
+                patch = {"metadata": {"finalizers": [*finalizers, INFERENCESET_FINALIZER]}}
+                self.cluster.api("PATCH", f"{base}/inferencesets/{name}", patch)
+            spec = iset["spec"]
+            replicas = int(spec.get("replicas", 1))
+            for _ in range(replicas - len(children)):
+                self.cluster.api("POST", f"{base}/workspaces", self._child(iset))
+            for child in children[replicas:]:  # scaled down (KAITO prefers not-ready ones)
+                self.cluster.api("DELETE", f"{base}/workspaces/{child['metadata']['name']}")
+            ready = sum(
+                1
+                for child in children[:replicas]
+                for cond in (child.get("status") or {}).get("conditions", [])
+                if cond["type"] == "WorkspaceSucceeded" and cond["status"] == "True"
+            )
+            self._report(iset, replicas, ready)
+
+    @staticmethod
+    def _child(iset: dict[str, Any]) -> dict[str, Any]:
+        meta, spec = iset["metadata"], iset["spec"]
+        template = spec.get("template") or {}
+        labels = {**((template.get("metadata") or {}).get("labels") or {}), CREATED_BY: meta["name"]}
+        owner = {
+            "apiVersion": "kaito.sh/v1beta1",
+            "kind": "InferenceSet",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        resource: dict[str, Any] = {"labelSelector": spec.get("labelSelector")}
+        for field in ("instanceType", "partition"):  # instanceType: not in BYO mode
+            if field in (template.get("resource") or {}):
+                resource[field] = template["resource"][field]
+        return {
+            "apiVersion": "kaito.sh/v1beta1",
+            "kind": "Workspace",
+            "metadata": {"generateName": f"{meta['name']}-", "labels": labels, "ownerReferences": [owner]},
+            "resource": resource,
+            "inference": template.get("inference"),
+        }
+
+    def _report(self, iset: dict[str, Any], replicas: int, ready: int) -> None:
+        meta = iset["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+        status = iset.get("status") or {}
+        generation = meta.get("generation", 1)
+        if ready == replicas:
+            cond = self._condition(
+                "InferenceSetReady", "True", "inferencesetReady", "inferenceset is ready", generation
+            )
+        else:
+            said = f"inferenceset is not ready, {ready}/{replicas} replicas are ready"
+            cond = self._condition("InferenceSetReady", "False", "inferencesetNotReady", said, generation)
+        had = next((c for c in status.get("conditions") or [] if c["type"] == "InferenceSetReady"), {})
+        same = (status.get("replicas"), status.get("readyReplicas"), had.get("status"), had.get("message")) == (
+            replicas,
+            ready,
+            cond["status"],
+            cond["message"],
+        )
+        if same:
+            return
+        selector = f"{CREATED_BY}={meta['name']}"
+        body = {"status": {"replicas": replicas, "readyReplicas": ready, "selector": selector, "conditions": [cond]}}
+        self.cluster.api(
+            "PATCH", f"/apis/kaito.sh/v1beta1/namespaces/{meta['namespace']}/inferencesets/{meta['name']}/status", body
+        )
+        self.conditions.setdefault(key, []).append((cond["type"], cond["status"], cond["reason"]))
+        if cond["status"] == "True":
+            self.ready_at[key] = time.time()
 
 
 class StandInGfd(StandIn):

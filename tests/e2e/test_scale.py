@@ -60,7 +60,8 @@ def check(
 ) -> None:
     pools = list(POOLS)
     waits = [r for r in project.state() if r["type"].startswith("pulumi-python:dynamic/kaito-aks:")]
-    assert len(waits) == 2 * len(POOLS), [r["urn"].rsplit("::", 1)[1] for r in waits]  # nodes + readiness per pool
+    # nodes + readiness per pool, and one KaitoReady (KAITO runs elsewhere: kaito.install false)
+    assert len(waits) == 2 * len(POOLS) + 1, [r["urn"].rsplit("::", 1)[1] for r in waits]
     stored = cluster.objects("workspaces.kaito.sh", "scale")
     assert {f"m{i:02d}-0" for i in range(MODELS)} <= set(stored)
     for i in range(MODELS):
