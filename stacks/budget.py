@@ -21,6 +21,9 @@ from kaito_aks.problems import Problem
 from kaito_aks.rag import rules as rag_rules
 from stacks.config import RagEngineConfig, StackConfig
 
+SYSTEM_POOL = "system"  # AksCluster's system pool (kaito_aks.azure.aks_cluster)
+AGENTPOOL_LABELS = ("agentpool", "kubernetes.azure.com/agentpool")  # what AKS labels a pool's nodes with
+
 
 @dataclass(frozen=True)
 class Demand:
@@ -52,8 +55,13 @@ def check(
             demand = _model(args, groups, f"workspaces[{i}] ({args.name})")
             if demand is not None:
                 demands.append(demand)
+    system = (
+        (SYSTEM_POOL, cfg.aks_cluster.system_pool.vm_size)
+        if cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+        else None
+    )
     for i, engine in zip(rag_index, cfg.rag_engines, strict=True):
-        demand, problem = _engine(engine, groups, f"ragEngines[{i}] ({engine.args.name})")
+        demand, problem = _engine(engine, groups, f"ragEngines[{i}] ({engine.args.name})", system)
         if problem is not None:
             problems.append(problem.under("ragEngines", i))
         if demand is not None:
@@ -94,28 +102,37 @@ def _model(args: KaitoModelArgs, groups: list[NodeGroup], who: str) -> Demand | 
     )
 
 
-def _engine(engine: RagEngineConfig, groups: list[NodeGroup], who: str) -> tuple[Demand | None, Problem | None]:
+def _engine(
+    engine: RagEngineConfig, groups: list[NodeGroup], who: str, system: tuple[str, str] | None
+) -> tuple[Demand | None, Problem | None]:
     """The node a RAG engine's compute takes: KAITO looks for a node with the selector's labels
     *and* the instance type (ragengine_controller.go getAllQualifiedNodes, v0.8.1 L439-482,
     v0.12.0 L458-493), else creates a NodeClaim, which nothing provisions with bring-your-own
-    nodes; with a local embedding its pod then takes every GPU of that node (`gpu_request`)."""
+    nodes; with a local embedding its pod then takes every GPU of that node (`gpu_request`).
+    `system`: the created cluster's system pool (name, size), where a CPU size may run."""
     args = engine.args
     chart = rag_rules.chart_of(args)
     compute = args.compute
     if chart is None or compute is None or not compute.label_selector.match_labels:
         return None, None
     sku = rag_rules.table_size(compute.instance_type, chart)
-    if sku is None:
-        return None, None  # not a GPU size: a node of the stack's pools it is not
     wanted = compute.label_selector.match_labels
-    pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g) and g.vm_size.lower() == sku.name.lower())
+    size = (sku.name if sku is not None else compute.instance_type).lower()
+    pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g) and g.vm_size.lower() == size)
+    labelled = [g.name for g in groups if selects(wanted, g)]
+    named = {wanted.get(k) for k in AGENTPOOL_LABELS} - {None}
+    on_system = system is not None and named == {system[0]}
+    # not a GPU size: the system pool, or nodes this stack does not model (labels it cannot see)
+    cpu_elsewhere = not named or system is None or (on_system and system[1].lower() == size)
+    if sku is None and not labelled and cpu_elsewhere:
+        return None, None
     if not pools:
-        labelled = [g.name for g in groups if selects(wanted, g)]
-        found = (
-            f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
-            if labelled
-            else "no pool carries those labels"
-        )
+        if labelled:
+            found = f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
+        elif on_system and system is not None:
+            found = f"the system pool with those labels is of {system[1]}"
+        else:
+            found = "no pool carries those labels"
         return None, Problem(
             ("compute",),
             f"KAITO runs the engine on a node with compute.labelSelector's labels and of instanceType "

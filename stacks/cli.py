@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _render(stacks: list[str], out: Path, root: Path) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
-    from stacks.errors import StackConfigError
-    from stacks.load import foreign_keys
+    from stacks.errors import StackConfigError, located
+    from stacks.load import foreign_keys, parse_stack_file
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
@@ -88,6 +88,8 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
             for warning in foreign_keys(f.config):
                 print(f"{stack}: warning: {warning}", file=sys.stderr)
             written = render_stack(stack, target, root, f)
+            for warning in parse_stack_file(f).warnings:
+                print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
         except StackConfigError as err:
             failed += 1
             print(f"{stack}: not rendered, {len(err.problems)} problem(s):", file=sys.stderr)

@@ -137,7 +137,13 @@ def parse_stack_config(
                     Problem(
                         (Key(f"{PROJECT}:{key}"),),
                         f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
-                        "without --secret" + (ACCESS_SECRET_HINT if key == "ragEngines" else ""),
+                        "without --secret"
+                        + (
+                            " (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes "
+                            "Secret named in accessSecret)"
+                            if key == "ragEngines"
+                            else ""
+                        ),
                         "secure-value",
                     )
                 )
@@ -265,9 +271,7 @@ def parse_stack_config(
             node_resource_group=FROM_CLUSTER,
             oidc_issuer_url=FROM_CLUSTER,
             version=version,
-            # one per cluster: two stacks' clusters may share a resource group
-            identity_name=chosen.get("identity_name")
-            or (f"{aks_cluster.name}-gpu-provisioner" if aks_cluster is not None else None),
+            identity_name=chosen.get("identity_name"),
             values=chosen.get("values", {}),
         )
     written = frozenset(
@@ -475,12 +479,21 @@ def _rag_engines(
             else:
                 limit = max_model_len(model)
                 window = tie.get("context_window_size") or limit
-                if window is not None and limit is not None and window > limit:
+                # without max-model-len the model's own window bounds it (KAITO's catalog)
+                chart = catalog.kaito_charts().get(version)
+                preset = catalog.find_preset(model.model, chart.preset_catalog) if chart and model.model else None
+                bound = limit or (preset.token_limit if preset is not None else None)
+                if window is not None and bound is not None and window > bound:
+                    said = (
+                        f"config.vllm.max-model-len of {limit}"
+                        if limit
+                        else f"context window ({model.model}: {bound} tokens in KAITO {version}'s catalog)"
+                    )
                     problems.append(
                         Problem(
                             (*at, "context_window_size"),
-                            f"{window} exceeds {workspace}'s config.vllm.max-model-len of {limit}: the engine would "
-                            f"build prompts the model rejects; use at most {limit} (or leave it out)",
+                            f"{window} exceeds {workspace}'s {said}: the engine would build prompts the model rejects; "
+                            f"use at most {bound}" + (" (or leave it out)" if limit else ""),
                             "rag-window",
                         )
                     )

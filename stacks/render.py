@@ -17,6 +17,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -196,11 +197,18 @@ def render_stack(stack: str, out: Path, root: Path = ROOT, f: StackFile | None =
     def program() -> None:
         build_stack(*load_stack(f, warn=False))  # the caller reports the file's warnings
 
+    # The components log their warnings through the mock engine; the caller says them with the
+    # file's lines instead (cfg.warnings), so they are not printed twice, once without a place.
+    root_logger = logging.getLogger()
+    level = root_logger.level
+    root_logger.setLevel(logging.ERROR)
     try:
         with contextlib.chdir(f.path.parent if f.path is not None else root):
             ev = evaluate(f.config, stack=stack, secrets=f.secrets, program=program)
     except StackConfigError as err:
         raise err.with_source(f) from None
+    finally:
+        root_logger.setLevel(level)
     files = render_files(ev)
     files["cost.yaml"] = _dump(stack_cost(cfg).as_dict())
     return write_files(files, out)

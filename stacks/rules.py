@@ -278,7 +278,7 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             "that label for any InferenceSet of the same name in any namespace: leave the gate off",
             "inferenceset-gate",
         )
-    if not cfg.kaito_install:
+    if not cfg.kaito_install or cfg.add_on:  # the add-on's refusal comes with kaito.install's (review 3)
         for key, given in (("feature_gates", cfg.kaito.feature_gates), ("values", cfg.kaito.values)):
             if given:
                 yield Problem(
@@ -298,7 +298,7 @@ def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
         return
     if forced_runtime(cfg.kaito) is not None:
         for i, args in zip(model_index, cfg.models, strict=True):
-            if args.runtime == "vllm":
+            if args.runtime == "vllm" and not args.image:  # an image's runtime is refused by its own rule
                 yield Problem(
                     ("workspaces", i, "runtime"),
                     "KAITO serves every model with transformers while kaito.featureGates.vLLM is false (it ignores "

@@ -10,6 +10,7 @@ import yaml
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.cli import main
+from stacks.docs import EXAMPLE_BLOCKS
 from tests.conftest import ROOT as ROOT_DIR
 from upstream_facts import kaito
 
@@ -254,7 +255,7 @@ def test_readme_config_reference_is_generated_from_the_schema():
     )
 
 
-@pytest.mark.parametrize("block", ["example-python", "example-python-test", "example-yaml"])
+@pytest.mark.parametrize("block", list(EXAMPLE_BLOCKS))
 def test_readme_examples_are_the_example_files_ci_runs(block):
     from stacks.docs import example_block, readme_block
 
@@ -332,3 +333,19 @@ def test_render_never_deletes_a_folder_it_did_not_write(tmp_path, capsys):
     (mine / "notes.txt").unlink()  # an empty folder may be used
     assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     assert main(["render", "good", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0  # and re-rendered
+
+
+def test_render_says_each_warning_once_with_its_file_and_line(tmp_path, capsys):
+    """Review 3: render printed the components' warnings bare, in the library's names."""
+    text = (
+        "config:\n"
+        + CLUSTER
+        + "  kaito-aks:kaito: {version: 0.12.0}\n  kaito-aks:workspaces:\n    - {name: mine, model: my-org/my-finetune}\n"
+    )
+    _stack(tmp_path, "warned", text)
+    assert main(["render", "warned", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "my-org/my-finetune is not in KAITO 0.12.0's model catalog" in line]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("warned: warning: Pulumi.warned.yaml:5: workspaces[0].model: ")
+    assert "hfToken or modelAccessSecret" in lines[0]  # the stack's names, not the library's

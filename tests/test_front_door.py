@@ -190,7 +190,8 @@ def test_at_pulumi_up_a_key_made_secret_by_a_nested_token_says_where_the_token_g
         )
     assert err.value.lines[0] == (
         "kaito-aks:ragEngines: is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it "
-        "without --secret (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+        "without --secret (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes Secret "
+        "named in accessSecret)"
     )
 
 

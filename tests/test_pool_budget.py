@@ -95,6 +95,33 @@ def test_an_engine_whose_selector_finds_no_pool_of_its_size_is_refused():
     assert "the pools with those labels (gpu) are of other sizes" in errors[0]
 
 
+def test_an_engine_on_a_cpu_size_must_name_nodes_of_that_size_too():
+    """Review 3: KAITO matches the size for any instanceType; a CPU size on the GPU pool's labels
+    finds no node. The system pool of that size is fine, and labels the stack cannot see are
+    left to the cluster."""
+    d4 = "Standard_D4s_v5"  # the system pool's default size
+    on_gpu = {"instanceType": d4, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
+    on_system = {"instanceType": d4, "labelSelector": {"matchLabels": {"agentpool": "system"}}}
+    on_system_d8 = {"instanceType": "Standard_D8s_v5", "labelSelector": {"matchLabels": {"agentpool": "system"}}}
+    custom = {"instanceType": d4, "labelSelector": {"matchLabels": {"team": "rag"}}}
+    v012 = {"version": "0.12.0"}
+    errors = errors_of(
+        aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[{**ENGINE, "compute": on_gpu}], kaito=v012)
+    )
+    assert errors == [
+        "ragEngines[0].compute: KAITO runs the engine on a node with compute.labelSelector's labels and of "
+        "instanceType Standard_D4s_v5, and the pools with those labels (gpu) are of other sizes; it would ask for a "
+        "new node, which nothing provisions with bring-your-own nodes: select a gpuNodePools entry of that size (e.g. "
+        "{agentpool: <its name>}), or use its size"
+    ]
+    errors = errors_of(
+        aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[{**ENGINE, "compute": on_system_d8}], kaito=v012)
+    )
+    assert "and the system pool with those labels is of Standard_D4s_v5;" in errors[0]
+    for compute in (on_system, custom):
+        run(aks(pools=[pool(count=2)], workspaces=[PHI], ragEngines=[{**ENGINE, "compute": compute}], kaito=v012))
+
+
 def test_a_model_that_does_not_fit_alone_is_said_once_by_its_own_rule():
     for engines in ([], [ENGINE]):
         errors = errors_of(aks(pools=[pool()], workspaces=[{**PHI, "replicas": 2}], ragEngines=engines))

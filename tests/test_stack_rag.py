@@ -126,6 +126,11 @@ def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked()
             "ragEngines[0].inferenceService.accessToken: a token in the stack file is plaintext",
         ),
         ({**RAG, "compute": None}, "ragEngines[0].compute: required on KAITO 0.8"),
+        (  # review 3: without max-model-len, the model's own window
+            {**RAG, "workspace": "phi3", "contextWindowSize": 999999},
+            "ragEngines[0].contextWindowSize: 999999 exceeds phi3's context window (phi-3-mini-4k-instruct: 4096 "
+            "tokens in KAITO 0.8.1's catalog): the engine would build prompts the model rejects; use at most 4096",
+        ),
         (  # review 2 G5: a window the model refuses
             {**RAG, "workspace": "short"},
             "ragEngines[0].contextWindowSize: 4096 exceeds short's config.vllm.max-model-len of 2048: the engine would "
@@ -137,7 +142,8 @@ def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked()
 def test_what_cannot_work_is_refused_at_its_config_path(engine: dict[str, object], expected: str):
     engine = {k: v for k, v in engine.items() if v is not None}
     short = {"name": "short", "model": "phi-4-mini-instruct", "config": {"vllm": {"max-model-len": 2048}}}
-    errors = errors_of(config([PHI, short], ragEngines=[engine]))
+    phi3 = {"name": "phi3", "model": "phi-3-mini-4k-instruct"}
+    errors = errors_of(config([PHI, short, phi3], ragEngines=[engine]))
     assert any(e.startswith(expected) for e in errors), errors
 
 

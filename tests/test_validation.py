@@ -396,6 +396,9 @@ def test_with_the_vllm_gate_off_a_custom_image_is_left_alone():
     ev = run(config([PHI, image], kaito={"featureGates": {"vLLM": False}}))
     mine = [w for w in ev.of_type(WORKSPACE) if w.inputs["metadata"]["name"] == "mine-0"]
     assert [w.inputs["metadata"].get("annotations") for w in mine] == [None]
+    # a runtime on an image is said once, by the image's own rule (review 3)
+    errors = errors_of(config([PHI, {**image, "runtime": "vllm"}], kaito={"featureGates": {"vLLM": False}}))
+    assert errors == ["workspaces[1].runtime: selects how KAITO serves a preset; a custom image serves itself"]
 
 
 def test_feature_gates_are_booleans():

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from harness import GFD_LABELS, ROOT, STACK_FILES, Cluster, Project, StandInKaito, names, stack_project
 
 UPGRADE_FROM = "21b4115"  # the last commit before issue #16's library (kaito_aks/, provider/ at the top)
@@ -40,14 +41,22 @@ def use_commit(project: Project, commit: str | None) -> None:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, project.path / name)  # type: ignore[operator]
         return
-    archive = subprocess.run(
-        ["git", "--git-dir", git_dir(), "archive", "--format=tar", commit, *OLD_FILES], capture_output=True
-    )
-    assert archive.returncode == 0, (
-        f"cannot read commit {commit} from {git_dir()} (a shallow clone? set KAITO_AKS_GIT_DIR): "
-        f"{archive.stderr.decode()[-300:]}"
-    )
-    subprocess.run(["tar", "-x", "-C", str(project.path)], input=archive.stdout, check=True)
+    archive = from_history("archive", "--format=tar", commit, *OLD_FILES)
+    subprocess.run(["tar", "-x", "-C", str(project.path)], input=archive, check=True)
+
+
+def from_history(*args: str) -> bytes:
+    """What `git <args>` prints from the clone's history; a test failure saying what to do when
+    the history is not there (a copy without .git, a shallow clone)."""
+    answer = subprocess.run(["git", "--git-dir", git_dir(), *args], capture_output=True)
+    if answer.returncode != 0:
+        pytest.fail(
+            f"this test deploys the program of commit {UPGRADE_FROM} and reads it from {git_dir()}, which cannot give "
+            f"it (a copy without .git, or a shallow clone?): set KAITO_AKS_GIT_DIR to a full clone's .git "
+            f"(git: {answer.stderr.decode().strip()[-300:]})",
+            pytrace=False,
+        )
+    return answer.stdout
 
 
 def test_a_stack_from_before_the_library_upgrades_without_replacing_anything(
@@ -57,9 +66,7 @@ def test_a_stack_from_before_the_library_upgrades_without_replacing_anything(
     cluster.label_node(GPU_NODE, GFD_LABELS)
     project = stack_project(bin_dir, cluster, work, "upgrade", "e2e", kubernetes_provider)
     # the stack file as it was then: an existing Pulumi.<stack>.yaml keeps working
-    old_stack_file = subprocess.run(
-        ["git", "--git-dir", git_dir(), "show", f"{UPGRADE_FROM}:Pulumi.e2e.yaml"], capture_output=True, check=True
-    ).stdout
+    old_stack_file = from_history("show", f"{UPGRADE_FROM}:Pulumi.e2e.yaml")
     (project.path / "Pulumi.e2e.yaml").write_bytes(old_stack_file)
     project.init()
     use_commit(project, UPGRADE_FROM)

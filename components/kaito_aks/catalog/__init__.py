@@ -7,6 +7,7 @@ components, the `models` commands and the tests all read them through this modul
 from __future__ import annotations
 
 import difflib
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, cast
@@ -613,8 +614,8 @@ class AksAddOn(CamelModel):
         """The KAITO release the add-on runs on a cluster of `kubernetes_version` (MAJOR.MINOR or
         MAJOR.MINOR.PATCH; None: AKS's default): its minor's; the newest statement for none or a
         newer minor; None for an older minor the table does not list."""
-        if kubernetes_version is None:
-            return self.kaito_version
+        if kubernetes_version is None or not re.fullmatch(r"\d+\.\d+(\.\d+)?", kubernetes_version):
+            return self.kaito_version  # none, or not a version (the cluster's own rule says so)
         minor = ".".join(kubernetes_version.split(".")[:2])
         if minor in self.by_kubernetes_minor:
             return self.by_kubernetes_minor[minor]
