@@ -82,7 +82,8 @@ def test_the_identity_trusts_exactly_the_charts_service_account_through_the_clus
     assert credential.inputs["issuer"] == "https://oidc.example/c/"  # the cluster's OIDC issuer (an output)
     assert credential.inputs["audiences"] == ["api://AzureADTokenExchange"]
     identity = ev.named("gpu-provisioner-identity", IDENTITY)
-    assert credential.inputs["resourceName"] == identity.inputs["resourceName"] == "gpu-provisioner-identity"
+    # named after the cluster: programs whose clusters share a resource group do not collide (review 3)
+    assert credential.inputs["resourceName"] == identity.inputs["resourceName"] == "aks-gpu-provisioner"
     assert identity.inputs["resourceGroupName"] == credential.inputs["resourceGroupName"] == "rg"
     assert identity.inputs["location"] == "eastus2"
 

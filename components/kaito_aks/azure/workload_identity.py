@@ -59,7 +59,7 @@ class WorkloadIdentityArgs:
     """Namespace of the service account."""
     service_account: Annotated[str, K8S_NAME]
     """The service account that signs in as the identity."""
-    identity_name: Annotated[str, IDENTITY_NAME] | None = None
+    identity_name: Annotated[pulumi.Input[str], IDENTITY_NAME] | None = None
     """The identity's Azure name; default: the resource name."""
     location: pulumi.Input[str] | None = None
     """Azure region of the identity; default: the resource group's."""

@@ -76,7 +76,8 @@ class GpuProvisionerArgs:
     version: str = DEFAULT_VERSION
     """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
     identity_name: str | None = None
-    """Azure name of the managed identity, in the cluster's resource group; default: <resource name>-identity."""
+    """Azure name of the managed identity, in the cluster's resource group; default:
+    <cluster name>-gpu-provisioner (one per cluster)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last."""
     wait_for_nodeclaims_on_delete: bool = True
@@ -184,7 +185,8 @@ class GpuProvisioner(pulumi.ComponentResource):
                 issuer_url=checked.oidc_issuer_url,
                 namespace=source.namespace,
                 service_account=who.service_account,
-                identity_name=checked.identity_name or f"{name}-identity",
+                # one per cluster: programs whose clusters share a resource group do not collide
+                identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-gpu-provisioner"),
                 location=checked.location,
                 roles=[RoleGrantArgs(role=who.role, scope=checked.cluster_id)],
             ),
