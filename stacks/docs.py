@@ -84,6 +84,7 @@ EXAMPLE_BLOCKS = {
     "example-python": (EXAMPLES / "python" / "__main__.py", "python"),
     "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python"),
     "example-python-rag": (EXAMPLES / "python" / "rag_engine.py", "python"),
+    "example-python-add-on": (EXAMPLES / "python" / "add_on.py", "python"),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python"),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml"),
 }

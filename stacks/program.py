@@ -58,10 +58,6 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         assert cfg.kubeconfig_cluster is not None
         cluster = KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
 
-    if isinstance(cluster, AksCluster) and cfg.add_on and "kaito.version" not in cfg.given:
-        planned, at = cfg.kaito.version, cluster
-        cluster.kubernetes_version.apply(lambda running: _add_on_release_runs(running, planned, at))
-
     pools: list[GpuNodePool] = []
     if isinstance(cluster, AksCluster):
         for p in cfg.pools:
@@ -116,35 +112,17 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     _export(cfg, cluster, group, provisioner, rag_engines)
 
 
-def _add_on_release_runs(running: str, planned: str, cluster: AksCluster) -> None:
-    """The add-on's KAITO follows the cluster's Kubernetes minor, which for an adopted cluster (or
-    one given no version) is known only at deploy time: an error when it is not the release the
-    stack checked its Workspaces by."""
-    if not running:
-        return
-    release = catalog.aks_add_on().kaito_on(running)
-    if release == planned:
-        return
-    runs = f"KAITO {release}" if release else "no KAITO release Microsoft's component table names"
-    pulumi.log.error(
-        f"the cluster runs Kubernetes {running}, on which the AKS add-on runs {runs} (catalog/aks_add_on.yaml); "
-        f"this stack checked its workspaces by KAITO {planned}'s rules: upgrade the cluster, or set kaito.version "
-        "to what AKS runs",
-        resource=cluster,
-    )
-
-
 def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:
     """The kinds of KAITO object the stack creates, as kaito_aks.model.plan and rag.plan emit
     them: Workspaces (an InferenceSet's replicas are Workspaces too), InferenceSets (0.12's
-    serving models), RAGEngines."""
+    serving models), RAGEngines (unless the stack installs their chart: its release waits for the CRD)."""
     chart = catalog.kaito_charts()[cfg.kaito.version]
     kinds: set[KaitoKind] = set()
     for m in cfg.models:
         kinds.add(KaitoKind.of(WORKSPACE_API_VERSION, "Workspace"))
         if m.tuning is None and chart.replicas == "inferenceSet":
             kinds.add(KaitoKind.of(chart.inference_set_api_version or "", "InferenceSet"))
-    for engine in cfg.rag_engines:
+    for engine in cfg.rag_engines if cfg.rag_operator is None else ():  # else its chart's wait gives the CRD
         kinds.add(KaitoKind.of(catalog.ragengine_charts()[engine.args.kaito_version].api_version, "RAGEngine"))
     return sorted(kinds, key=lambda k: k.plural)
 
@@ -160,7 +138,16 @@ def _kaito_ready(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> K
     kinds = kaito_kinds(cfg)
     if not kinds:
         return None
-    return KaitoReady("kaito/ready", cluster.provider.access, kinds, require_webhook=cfg.add_on)
+    # the add-on's release follows the cluster's Kubernetes minor, known for sure only now
+    checked = isinstance(cluster, AksCluster) and cfg.add_on and "kaito.version" not in cfg.given
+    return KaitoReady(
+        "kaito/ready",
+        cluster.provider.access,
+        kinds,
+        require_webhook=cfg.add_on,
+        add_on_release=cfg.kaito.version if checked else None,
+        kubernetes_version=cluster.kubernetes_version if checked and isinstance(cluster, AksCluster) else None,
+    )
 
 
 def _rag_engines(

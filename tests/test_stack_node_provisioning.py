@@ -212,6 +212,19 @@ def test_with_kaito_installed_elsewhere_the_models_wait_for_its_crds_and_any_web
     assert wait.urn in inference_set.dependencies
 
 
+def test_engines_whose_chart_the_stack_installs_wait_for_that_release_not_for_kaito_ready():
+    """Review 3: the ragengine chart's release brings the CRD; kaito/ready raced it."""
+    phi = {"name": "phi", "model": "phi-4-mini-instruct", "config": {"vllm": {"max-model-len": 4096}}}
+    engines = [{"name": "docs", "workspace": "phi"}]
+    kaito = {"version": "0.12.0", "install": False}
+    ev = run(config([phi], kaito=kaito, ragEngines=engines, ragEngineOperator={"install": True}))
+    [wait] = ev.of_type(KAITO_READY)
+    assert {k["plural"] for k in wait.inputs["kinds"]} == {"workspaces", "inferencesets"}
+    ev = run(config([phi], kaito=kaito, ragEngines=engines))
+    [wait] = ev.of_type(KAITO_READY)
+    assert "ragengines" in {k["plural"] for k in wait.inputs["kinds"]}
+
+
 def test_a_stack_that_installs_kaito_has_no_such_wait():
     assert run(auto()).of_type(KAITO_READY) == []
     assert run(config([{"name": "phi", "model": "phi-4-mini-instruct"}])).of_type(KAITO_READY) == []
@@ -262,6 +275,14 @@ def test_an_add_on_release_this_program_does_not_know_is_refused_at_the_kubernet
     assert ev.outputs["charts"]["kaito"]["version"] == "0.6.0"
 
 
+@pytest.mark.parametrize("version", ["v1.34", "1.x", "1.34.x"])
+def test_a_version_that_is_none_gets_the_clusters_message_not_a_traceback(version: str):
+    """Review 3: the add-on's release table read it before the version rule had."""
+    errors = errors_of(add_on(kubernetes=version))
+    assert [e.split(":")[0] for e in errors] == ["cluster.aks.kubernetesVersion"], errors
+    assert "is not a Kubernetes version" in errors[0]
+
+
 def test_an_adopted_add_on_cluster_is_taken_to_run_the_newest_statement_unless_told():
     """Its Kubernetes minor is not known at preview."""
     existing = {"existing": {"resourceGroup": "rg", "name": "theirs", "aiToolchainOperator": True}}
@@ -272,28 +293,24 @@ def test_an_adopted_add_on_cluster_is_taken_to_run_the_newest_statement_unless_t
     assert ev.outputs["charts"]["kaito"]["version"] == "0.12.0"
 
 
-def test_at_deploy_time_an_adopted_add_on_cluster_on_another_minor_is_an_error(caplog: pytest.LogCaptureFixture):
-    """Its Kubernetes version is known once Azure answers: a 1.33 cluster runs the add-on's 0.4.5,
-    not the 0.6.0 the stack checked its workspaces by."""
+def test_at_deploy_time_an_add_on_cluster_is_held_to_the_release_its_minor_runs():
+    """An adopted cluster's Kubernetes version (or AKS's default) is known once Azure answers:
+    `kaito/ready`, which every KAITO object waits for, fails at once when that minor runs another
+    release than the one the workspaces were checked by (review 3: not only a log line)."""
     existing = {"existing": {"resourceGroup": "rg", "name": "theirs", "aiToolchainOperator": True}}
-    add_on = {"aiToolchainOperatorProfile": {"enabled": True}}
-    on_1_34 = ProgramMocks(existing={"theirs": {**add_on, "currentKubernetesVersion": "1.34.2"}})
-    run(aks(pools=[], workspaces=[PHI_AUTO], cluster=existing), monitor=RecordingMonitor(on_1_34))
-    assert "on which the AKS add-on runs" not in caplog.text
-    on_1_33 = ProgramMocks(existing={"theirs": {**add_on, "currentKubernetesVersion": "1.33.5"}})
-    run(aks(pools=[], workspaces=[PHI_AUTO], cluster=existing), monitor=RecordingMonitor(on_1_33))
-    assert (
-        "the cluster runs Kubernetes 1.33.5, on which the AKS add-on runs KAITO 0.4.5 (catalog/aks_add_on.yaml); this "
-        "stack checked its workspaces by KAITO 0.6.0's rules: upgrade the cluster, or set kaito.version to what AKS runs"
-    ) in caplog.text
-    assert any(r.levelname == "ERROR" for r in caplog.records)
-    caplog.clear()  # the user says what AKS runs: their word
-    phi = {**PHI_AUTO, "instanceType": "Standard_NC24ads_A100_v4"}
-    run(
-        aks(pools=[], workspaces=[phi], cluster=existing, kaito={"version": "0.12.0"}),
-        monitor=RecordingMonitor(on_1_33),
+    add_on = {"aiToolchainOperatorProfile": {"enabled": True}, "currentKubernetesVersion": "1.33.5"}
+    ev = run(
+        aks(pools=[], workspaces=[PHI_AUTO], cluster=existing),
+        monitor=RecordingMonitor(ProgramMocks({"theirs": add_on})),
     )
-    assert "on which the AKS add-on runs" not in caplog.text
+    [wait] = ev.of_type(KAITO_READY)
+    assert (wait.inputs["addOnRelease"], wait.inputs["kubernetesVersion"]) == ("0.6.0", "1.33.5")
+    [ws] = ev.of_type(WORKSPACE)
+    assert wait.urn in ws.dependencies
+    phi = {**PHI_AUTO, "instanceType": "Standard_NC24ads_A100_v4"}
+    told = run(aks(pools=[], workspaces=[phi], cluster=existing, kaito={"version": "0.12.0"}))
+    [wait] = told.of_type(KAITO_READY)  # the user says what AKS runs: their word
+    assert "addOnRelease" not in wait.inputs or wait.inputs["addOnRelease"] is None
 
 
 def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
@@ -306,7 +323,12 @@ def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
             ragEngines=[{"name": "rag", "workspace": "phi"}],
         )
     )
-    assert [e.split(": ")[0] for e in errors] == ["gpuProvisioner.install", "kaito.install", "ragEngines"], errors
+    assert [e.split(": ")[0] for e in errors] == [
+        "gpuProvisioner.install",
+        "kaito.featureGates",  # in the same run as kaito.install's (review 3)
+        "kaito.install",
+        "ragEngines",
+    ], errors
     errors = errors_of(add_on(kaito={"nodeProvisioning": "byo"}))
     assert [e for e in errors if e.startswith("kaito.nodeProvisioning")] == [
         "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes (its node provisioner runs in AKS's "

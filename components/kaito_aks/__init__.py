@@ -60,6 +60,8 @@ _EXPORTS = {
     "VectorDbArgs": "kaito_aks.rag.spec",
     "GuardrailsArgs": "kaito_aks.rag.spec",
     "NodeGroup": "kaito_aks.nodes",
+    "KaitoReady": "kaito_aks.waits.kaito_ready",
+    "KaitoKind": "kaito_aks.waits.kaito_ready",
     "InvalidArgsError": "kaito_aks.problems",
     "Problem": "kaito_aks.problems",
 }
@@ -138,6 +140,7 @@ if TYPE_CHECKING:
         StorageArgs,
         VectorDbArgs,
     )
+    from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 
 __all__ = [
     "AdapterArgs",
@@ -156,10 +159,12 @@ __all__ = [
     "GuardrailsArgs",
     "InferenceServiceArgs",
     "InvalidArgsError",
+    "KaitoKind",
     "KaitoModel",
     "KaitoModelArgs",
     "KaitoOperator",
     "KaitoOperatorArgs",
+    "KaitoReady",
     "KubeconfigCluster",
     "KubeconfigClusterArgs",
     "LabelSelectorArgs",

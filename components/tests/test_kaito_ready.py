@@ -123,6 +123,8 @@ def test_a_missing_or_unestablished_crd_is_waited_for_naming_where_kaito_runs():
     assert check.waiting_for == "the CustomResourceDefinition workspaces.kaito.sh does not exist"
     assert "kube-system" in check.hint  # the add-on
     assert "kaito-workspace" in check.hint  # the Helm chart
+    ragengines = KaitoKind("ragengines", "v1beta1")  # a chart of its own, which the add-on lacks
+    assert "RagEngineOperator; the stack's ragEngineOperator.install" in judge_crd(None, ragengines).hint
     check = judge_crd(crd(WORKSPACES, established="False"), WORKSPACES)
     assert (
         check.waiting_for
@@ -287,3 +289,31 @@ def test_the_readiness_waits_hint_names_both_places_kaito_runs():
     assert "kubectl -n kaito-workspace get pods" in hint
     assert "kubectl get deployment -n kube-system | grep kaito" in hint
     assert hint.endswith("kubectl describe workspace phi-0)")
+
+
+def test_an_add_on_cluster_on_a_minor_that_runs_another_release_fails_at_once():
+    """catalog/aks_add_on.yaml: 1.33 runs 0.4.5, 1.34 runs 0.6.0."""
+    from kaito_aks.waits.kaito_ready import add_on_release_check
+
+    assert add_on_release_check("1.34.2", "0.6.0").done
+    check = add_on_release_check("1.33.5", "0.6.0")
+    assert check.fatal
+    assert not check.done
+    assert check.waiting_for == (
+        "the cluster runs Kubernetes 1.33.5, on which the AKS add-on runs KAITO 0.4.5 (catalog/aks_add_on.yaml)"
+    )
+    assert "upgrade the cluster, or give the release AKS runs" in check.hint
+    assert "no KAITO release" in add_on_release_check("1.31.1", "0.6.0").waiting_for
+    # the wait fails at once, before KAITO's serving is looked at
+    cluster = FakeCluster(serving())
+    with pytest.raises(RuntimeError, match=r"^the cluster runs Kubernetes 1\.33\.5, .* KAITO 0\.4\.5"):
+        wait_for_kaito(cluster, [WORKSPACES], True, 900, ("1.33.5", "0.6.0"), sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert cluster.now == 0
+    provider = KaitoReadyProvider()
+    olds = {
+        "kinds": [WORKSPACES.props()],
+        "requireWebhook": True,
+        "addOnRelease": "0.6.0",
+        "kubernetesVersion": "1.33.5",
+    }
+    assert provider.diff("id", olds, {**olds, "kubernetesVersion": "1.34.1"}).changes is True  # upgraded: look again

@@ -77,7 +77,14 @@ def test_the_example_program_type_checks_against_the_installed_package(installed
         "typeCheckingMode": "standard",
     }
     (user_program / "pyrightconfig.json").write_text(json.dumps(config))
-    pyright = [str(VENV / "bin" / "pyright"), "--outputjson", "__main__.py", "auto_provisioning.py", "rag_engine.py"]
+    pyright = [
+        str(VENV / "bin" / "pyright"),
+        "--outputjson",
+        "__main__.py",
+        "auto_provisioning.py",
+        "rag_engine.py",
+        "add_on.py",
+    ]
     clean = subprocess.run(pyright, cwd=user_program, capture_output=True, text=True)
     assert json.loads(clean.stdout)["summary"]["errorCount"] == 0, clean.stdout[-3000:]
     program = user_program / "__main__.py"

@@ -34,3 +34,12 @@ def test_the_rag_engine_answers_with_phis_endpoint_once_phi_serves() -> None:
     [inference_set] = result.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
     assert inference_set.urn in engine.dependencies
     assert result.named("ragengine", "kubernetes:helm.sh/v3:Release").urn in engine.dependencies
+
+
+def test_on_the_add_on_phi_waits_for_aks_kaito() -> None:
+    result = run(lambda: runpy.run_path(str(Path(__file__).with_name("add_on.py"))))
+    [workspace] = result.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    assert workspace.inputs["resource"]["instanceType"] == "Standard_NV36ads_A10_v5"
+    assert result.of_type("kubernetes:helm.sh/v3:Release") == []  # AKS runs KAITO
+    [ready] = result.of_type("pulumi-python:dynamic/kaito-aks:KaitoReady")
+    assert ready.urn in workspace.dependencies

@@ -26,6 +26,7 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
+from kaito_aks import catalog
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient
@@ -37,6 +38,10 @@ DEFAULT_TIMEOUT_MINUTES = 15
 WHERE_KAITO_RUNS = (
     "is KAITO running? The AKS add-on runs it in kube-system (kubectl get deployment -n kube-system | grep kaito), "
     "KAITO's Helm chart in kaito-workspace (kubectl -n kaito-workspace get pods)"
+)
+WHERE_RAGENGINE_RUNS = (
+    "is KAITO's RAGEngine operator installed? It is a chart of its own (kaito/ragengine, namespace "
+    "kaito-ragengine: RagEngineOperator; the stack's ragEngineOperator.install); the AKS add-on has none"
 )
 FORBIDDEN = (
     "this wait reads KAITO's CRDs, its webhook configuration and the webhook Service's endpoints: grant `get` on "
@@ -67,7 +72,8 @@ class KaitoKind:
 def judge_crd(crd: dict[str, Any] | None, kind: KaitoKind) -> Check:
     """Whether the CRD serves `kind` (Established, its version served)."""
     if crd is None:
-        return Check(False, f"the CustomResourceDefinition {kind.crd} does not exist", WHERE_KAITO_RUNS)
+        where = WHERE_RAGENGINE_RUNS if kind.plural == "ragengines" else WHERE_KAITO_RUNS
+        return Check(False, f"the CustomResourceDefinition {kind.crd} does not exist", where)
     status: dict[str, Any] = crd.get("status") or {}
     conditions: list[dict[str, Any]] = status.get("conditions") or []
     established = next((c for c in conditions if c.get("type") == "Established"), None)
@@ -224,26 +230,57 @@ def look(client: KubeClient, kinds: list[KaitoKind], require_webhook: bool) -> C
     return Check(True, found={"unchecked": unchecked})
 
 
+def add_on_release_check(kubernetes_version: str, expected: str) -> Check:
+    """The AKS add-on's KAITO follows the cluster's Kubernetes minor (catalog/aks_add_on.yaml):
+    fatal when the minor the cluster runs has another release than `expected`, the one the
+    objects behind this wait were checked by."""
+    release = catalog.aks_add_on().kaito_on(kubernetes_version)
+    if not kubernetes_version or release == expected:
+        return Check(True)
+    runs = f"KAITO {release}" if release else "no KAITO release Microsoft's AKS component table names"
+    return Check(
+        False,
+        f"the cluster runs Kubernetes {kubernetes_version}, on which the AKS add-on runs {runs} "
+        "(catalog/aks_add_on.yaml)",
+        f"the models were checked by KAITO {expected}'s rules: upgrade the cluster, or give the release AKS runs "
+        "(the stack's kaito.version)",
+        fatal=True,
+    )
+
+
 def wait_for_kaito(
-    client: KubeClient, kinds: list[KaitoKind], require_webhook: bool, timeout_seconds: float, **clock: Any
+    client: KubeClient,
+    kinds: list[KaitoKind],
+    require_webhook: bool,
+    timeout_seconds: float,
+    add_on: tuple[str, str] | None = None,
+    **clock: Any,
 ) -> dict[str, Any]:
-    """Poll until `look` passes; fail after the timeout with what is missing."""
+    """Poll until `look` passes; fail after the timeout with what is missing. `add_on`: (the
+    cluster's Kubernetes version, the add-on release expected), checked first."""
 
     def once() -> Check:
+        if add_on is not None:
+            check = add_on_release_check(*add_on)
+            if not check.done:
+                return check
         return look(client, kinds, require_webhook)
 
     return poll(once, timeout_seconds, forbidden=FORBIDDEN, **clock)
 
 
 class KaitoReadyProvider(ClusterWaitProvider):
-    compared = ("kinds", "requireWebhook")  # KAITO serving once is enough; a new kind looks again
+    # KAITO serving once is enough; a new kind, or an add-on cluster on another version, looks again
+    compared = ("kinds", "requireWebhook", "addOnRelease", "kubernetesVersion")
 
     def id_of(self, props: dict[str, Any]) -> str:
         return "kaito-ready-" + hashlib.sha256(json.dumps(props["kinds"], sort_keys=True).encode()).hexdigest()[:12]
 
     def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
         kinds = [KaitoKind(k["plural"], k["version"]) for k in props["kinds"]]
-        return wait_for_kaito(client, kinds, bool(props["requireWebhook"]), float(props["timeoutSeconds"]))
+        release, version = props.get("addOnRelease"), props.get("kubernetesVersion")
+        add_on = (str(version), str(release)) if release and version else None
+        return wait_for_kaito(client, kinds, bool(props["requireWebhook"]), float(props["timeoutSeconds"]), add_on)
 
 
 _PROVIDER = KaitoReadyProvider()
@@ -253,7 +290,9 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
     """Holds what depends on it until the cluster's KAITO serves `kinds` (CRDs Established in
     that version) and its fail-closed admission webhook has a ready endpoint (`require_webhook`:
     one must exist; otherwise only those that exist must serve). Fails after `timeout_minutes`
-    with what is missing. Output: `unchecked` (what the credentials could not read)."""
+    with what is missing. With the AKS add-on, `add_on_release` (the release the objects were
+    checked by) and `kubernetes_version` (an `AksCluster`'s output) fail it at once when the
+    cluster's minor runs another release. Output: `unchecked` (what the credentials could not read)."""
 
     unchecked: pulumi.Output[list[str]]
 
@@ -265,6 +304,8 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
         require_webhook: bool,
         timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES,
         opts: pulumi.ResourceOptions | None = None,
+        add_on_release: str | None = None,
+        kubernetes_version: pulumi.Input[str] | None = None,
     ):
         if not kinds:
             raise ValueError(f"{name}: no KAITO kinds to wait for")
@@ -272,6 +313,8 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
             "kinds": [k.props() for k in sorted(set(kinds), key=lambda k: (k.plural, k.version))],
             "requireWebhook": require_webhook,
             "timeoutSeconds": timeout_minutes * 60,
+            "addOnRelease": add_on_release,
+            "kubernetesVersion": kubernetes_version,
             **access.props(),
             "unchecked": None,
         }
