@@ -337,13 +337,15 @@ def test_the_wait_follows_the_selector_and_can_be_turned_off():
     assert run(config([PHI], kaito={"waitForGpuNodes": False})).of_type(WAIT) == []
     tuning = {
         **PHI,
+        "instanceType": "Standard_NC24ads_A100_v4",  # KAITO tunes only on a node it creates
         "tuning": {
             "method": "lora",
             "input": {"urls": ["https://x/d.parquet"]},
             "output": {"image": "r/a:1", "imagePushSecret": "push"},
         },
     }
-    assert run(config([tuning])).of_type(WAIT) == []  # the webhook does not list nodes for tuning
+    auto = {"install": False, "nodeProvisioning": "auto"}
+    assert run(config([tuning], kaito=auto)).of_type(WAIT) == []  # KAITO brings the node
 
 
 def test_the_kubeconfig_reaches_the_wait_only_as_a_secret():

@@ -77,10 +77,12 @@ def test_only_the_models_kaito_fine_tunes_can_be_tuned():
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/m:1", "imagePushSecret": "push"},
     }
+    auto = {**V12, "install": False, "nodeProvisioning": "auto"}  # KAITO tunes only on a node it creates
+    a100 = "Standard_NC24ads_A100_v4"
     for name in ("Qwen/Qwen3.5-2B", "foo/NotAModel"):
-        err = one_error(config([model(name, tuning=tuning)], kaito=V12))
+        err = one_error(config([model(name, tuning=tuning, instanceType=a100)], kaito=auto))
         assert err.startswith(f"workspaces[0].tuning: KAITO 0.12.0 cannot fine-tune {name}; tunable presets: phi-3")
-    run(config([model("microsoft/Phi-4", tuning=tuning)], kaito=V12))
+    run(config([model("microsoft/Phi-4", tuning=tuning, instanceType="Standard_NC48ads_A100_v4")], kaito=auto))
 
 
 @pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B-Instruct", "google/gemma-3-4b-it", "gemma-3-27b-instruct"])

@@ -307,7 +307,8 @@ def test_tuning_workspace_shape(workspace_errors):
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
         "config": {"training_config": {"TrainingArguments": {"num_train_epochs": 1}}},
     }
-    ev = run(config([{**PHI, "name": "tune", "tuning": tuning}]))
+    tuned = {**PHI, "name": "tune", "instanceType": "Standard_NC24ads_A100_v4", "tuning": tuning}
+    ev = run(config([tuned], kaito={"install": False, "nodeProvisioning": "auto"}))  # KAITO tunes on its node
     (ws,) = workspaces(ev).values()
     assert ws.inputs["metadata"]["name"] == "tune"
     assert "inference" not in ws.inputs

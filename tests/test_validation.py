@@ -15,12 +15,23 @@ CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/l
 TUNING = {
     "name": "tune",
     "model": "phi-4-mini-instruct",
+    "instanceType": "Standard_NC24ads_A100_v4",
     "tuning": {
         "method": "qlora",
         "input": {"urls": ["https://example.com/data.parquet"]},
         "output": {"image": "registry.example.com/adapters/phi:1", "imagePushSecret": "push"},
     },
 }
+
+
+# KAITO sizes a tuning job from the workspace's instanceType (preset_tuning.go:148), so it tunes
+# only with node auto-provisioning: KAITO installed elsewhere, creating the node.
+AUTO = {"install": False, "nodeProvisioning": "auto"}
+
+
+def tuned(workspaces, **kaito):
+    """A stack of tuning workspaces on a KAITO that creates their nodes."""
+    return config(workspaces, kaito={**AUTO, **kaito})
 
 
 def one_error(cfg, **kw) -> str:
@@ -185,7 +196,7 @@ def test_ensure_node_class_gate_exists_in_0_8():
 
 
 def test_tuning_only_on_presets_that_support_it():
-    err = one_error(config([{**TUNING, "model": "falcon-7b-instruct"}]))
+    err = one_error(tuned([{**TUNING, "model": "falcon-7b-instruct"}]))
     assert err.startswith("workspaces[0].tuning: KAITO 0.8.1 cannot fine-tune falcon-7b-instruct; tunable presets:")
 
 
@@ -195,22 +206,22 @@ def test_mistral_7b_cannot_be_fine_tuned_on_0_11_or_0_12(version):
     which supported_models.yaml does not have (vllm_model.go 0.11.0:241-258, 0.12.0:256-271): the controller panics, so
     the webhook's admission would only lead to a tuning job that never starts."""
     gated = {**TUNING, "model": "mistral-7b", "modelAccessSecret": "hf"}  # gated from 0.11 (a download)
-    err = one_error(config([gated], kaito={"version": version}))
+    err = one_error(tuned([gated], version=version))
     assert err.startswith(f"workspaces[0].tuning: KAITO {version} cannot fine-tune mistral-7b; tunable presets: ")
     assert "mistral-7b," not in err
     assert "phi-4-mini-instruct" in err
-    run(config([{**TUNING, "model": "mistral-7b"}]))
+    run(tuned([{**TUNING, "model": "mistral-7b"}]))
 
 
 def test_tuning_input_needs_exactly_one_source():
     tuning = {**TUNING["tuning"], "input": {"urls": ["https://x"], "image": "data:1"}}
-    err = one_error(config([{**TUNING, "tuning": tuning}]))
+    err = one_error(tuned([{**TUNING, "tuning": tuning}]))
     assert err == "workspaces[0].tuning.input: needs exactly one of urls, image or volumeSource"
 
 
 def test_tuning_output_image_needs_a_push_secret():
     tuning = {**TUNING["tuning"], "output": {"image": "registry.example.com/a:1"}}
-    err = one_error(config([{**TUNING, "tuning": tuning}]))
+    err = one_error(tuned([{**TUNING, "tuning": tuning}]))
     assert err == "workspaces[0].tuning.output.imagePushSecret: required with image: a Secret to push the adapter with"
 
 
@@ -228,10 +239,10 @@ def test_tuning_output_image_needs_a_push_secret():
 def test_tuning_urls_kaito_0_12_refuses(url, error):
     """validateDataSourceURL, new in 0.12.0 (workspace_validation.go:355-361, 383-413)."""
     ws = {**TUNING, "tuning": {**TUNING["tuning"], "input": {"urls": ["https://example.com/a.parquet", url]}}}
-    err = one_error(config([ws], kaito={"version": "0.12.0"}))
+    err = one_error(tuned([ws], version="0.12.0"))
     assert err == f"workspaces[0].tuning.input.urls[1]: KAITO 0.12.0 denies it: {error}"
-    run(config([ws]))  # 0.8.1 checks no URL
-    run(config([ws], kaito={"version": "0.11.0"}))  # nor does 0.11.0
+    run(tuned([ws]))  # 0.8.1 checks no URL
+    run(tuned([ws], version="0.11.0"))  # nor does 0.11.0
 
 
 QLORA = {"QuantizationConfig": {"load_in_4bit": True}, "TrainingArguments": {"output_dir": "/mnt/results"}}
@@ -281,17 +292,17 @@ def test_tuning_config_is_checked_as_kaito_checks_training_config_yaml(method, g
     the method implies, and an output_dir under /mnt."""
     body = given if "lora" in given else {"training_config": given}
     ws = {**TUNING, "tuning": {**TUNING["tuning"], "method": method, "config": body}}
-    err = one_error(config([ws], kaito={"version": version}))
+    err = one_error(tuned([ws], version=version))
     assert err.startswith(f"workspaces[0].tuning.config.{where}: {message}"), err
 
 
 def test_a_tuning_config_kaito_admits():
     ws = {**TUNING, "tuning": {**TUNING["tuning"], "config": {"training_config": {**QLORA, "LoraConfig": {"r": 8}}}}}
-    run(config([ws], kaito={"version": "0.12.0"}))
+    run(tuned([ws], version="0.12.0"))
     lora = {
         "training_config": {"QuantizationConfig": {"load_in_4bit": False}, "TrainingArguments": {"output_dir": "x"}}
     }
-    run(config([{**ws, "tuning": {**ws["tuning"], "method": "lora", "config": lora}}]))
+    run(tuned([{**ws, "tuning": {**ws["tuning"], "method": "lora", "config": lora}}]))
 
 
 @pytest.mark.parametrize(
@@ -314,14 +325,14 @@ def test_tuning_volume_sources_are_decoded_as_kaito_decodes_them(volume, where, 
     """KAITO's webhook decodes the Workspace strictly (pkg/workspace/webhooks/webhooks.go, knative with
     DisallowUnknownFields); volumeSource is schemaless, so the API server prunes nothing before it."""
     ws = {**TUNING, "tuning": {**TUNING["tuning"], side: {"volumeSource": volume}}}
-    err = one_error(config([ws]))
+    err = one_error(tuned([ws]))
     path = f"workspaces[0].tuning.{side}.volumeSource" + (f".{where}" if where else "")
     assert err.startswith(f"{path}: {message}"), err
 
 
 def test_a_volume_source_kaito_decodes():
     pvc = {"persistentVolumeClaim": {"claimName": "data", "readOnly": True}}
-    run(config([{**TUNING, "tuning": {**TUNING["tuning"], "input": {"volumeSource": pvc}}}]))
+    run(tuned([{**TUNING, "tuning": {**TUNING["tuning"], "input": {"volumeSource": pvc}}}]))
 
 
 @pytest.mark.parametrize(
@@ -340,7 +351,7 @@ def test_custom_image_resources_are_decoded_as_kaito_decodes_them(resources, whe
 
 
 def test_tuning_runs_once():
-    err = one_error(config([{**TUNING, "replicas": 2}]))
+    err = one_error(tuned([{**TUNING, "replicas": 2}]))
     assert err == "workspaces[0].replicas: a tuning job runs once; replicas must be 1"
 
 
@@ -533,7 +544,7 @@ def test_images_must_parse_as_kaito_parses_them(image, error, where):
         "tuning.input.image": {**TUNING, "tuning": {**tuning, "input": {"image": image}}},
         "tuning.output.image": {**TUNING, "tuning": {**tuning, "output": {**tuning["output"], "image": image}}},
     }[where]
-    assert one_error(config([ws])) == (
+    assert one_error(config([ws]) if where.startswith("adapters") else tuned([ws])) == (
         f"workspaces[0].{where}: {shown(image)} is not an image reference: {error} (e.g. myacr.azurecr.io/adapters/sql:1)"
     )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import errors_of, run
 from tests.test_aks import A10, AKS, PHI, aks
 
@@ -296,17 +298,21 @@ def test_an_unusable_gpu_size_is_refused_with_the_reason():
     )
 
 
-def test_tuning_that_does_not_fit_names_the_workspace_model():
-    """phi-4-mini-instruct tuning needs 72 GiB; an A10 node has 24 and the preset is one node."""
+@pytest.mark.parametrize("version", ["0.8.1", "0.11.0", "0.12.0"])
+def test_tuning_on_the_stacks_own_pools_is_refused_whatever_they_are(version: str):
+    """Review 4: KAITO 0.8.1 to 0.12.0 size the tuning Job from resource.instanceType
+    (pkg/workspace/tuning/preset_tuning.go:148), which bring-your-own nodes leave empty: the Job
+    is never created, on an A10 or an A100 pool alike."""
     from tests.test_validation import TUNING
 
-    err = one_error(aks(workspaces=[TUNING]))
-    assert err == (
-        "workspaces[0].model: phi-4-mini-instruct needs 72 GiB of GPU memory (1 GPU per node, one node); the "
-        "largest pool node has 24 GiB; add a larger pool; see `python -m stacks models estimate "
-        "phi-4-mini-instruct --pool Standard_NV36ads_A10_v5 --version 0.8.1`"
-    )
-    run(aks(workspaces=[TUNING], pools=[{**A10, "vmSize": "Standard_NC24ads_A100_v4"}]))
+    byo = {k: v for k, v in TUNING.items() if k != "instanceType"}
+    for vm_size in ("Standard_NV36ads_A10_v5", "Standard_NC24ads_A100_v4"):
+        err = one_error(aks(workspaces=[byo], pools=[{**A10, "vmSize": vm_size}], kaito={"version": version}))
+        assert err == (
+            f"workspaces[0].tuning: KAITO {version} sizes a tuning job from the workspace's instanceType, which "
+            "bring-your-own nodes leave empty, so it never starts the job (pkg/workspace/tuning/preset_tuning.go:148, "
+            "\"Unsupported SKU ''\"); tune with nodeProvisioning auto and an instanceType"
+        )
 
 
 def test_model_streaming_on_a_cluster_without_the_blob_csi_driver():

@@ -136,6 +136,7 @@ class KaitoChart(CamelModel):
     accepts_hugging_face_ids: bool
     access_secret_on_any_preset: bool
     secret_for_every_download: bool = False
+    tuning_needs_instance_type: bool = True
     served_model_id: Literal["preset", "createdByLabel", "inferenceSet"]
     subchart_toggles: list[str]
     bundled_gfd_tolerations: list[Toleration]

@@ -658,7 +658,10 @@ def _on_node_groups(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: lis
         return
     preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     if preset is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
-        problem = _tuning_fit(args, preset, pools) if args.tuning else _serving_fit(args, preset, pools, chart)
+        if args.tuning:  # where KAITO can tune on these nodes at all (else `_tuning` says why not)
+            problem = None if chart.tuning_needs_instance_type else _tuning_fit(args, preset, pools)
+        else:
+            problem = _serving_fit(args, preset, pools, chart)
         if problem is not None:
             yield problem
             return
@@ -777,6 +780,14 @@ def _tuning(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
         yield Problem.at("tuning", "a model either serves (`adapters`, `config`) or tunes; split it in two", "tuning")
     if args.compute == "cpu":
         return  # reported as a preset on CPU
+    if chart is not None and chart.tuning_needs_instance_type and args.node_provisioning == "byo":
+        yield Problem.at(
+            "tuning",
+            f"KAITO {chart.version} sizes a tuning job from the workspace's instanceType, which bring-your-own nodes "
+            'leave empty, so it never starts the job (pkg/workspace/tuning/preset_tuning.go:148, "Unsupported SKU '
+            "''\"); tune with `node_provisioning` auto and an `instance_type`",
+            "tuning-byo",
+        )
     source = args.tuning.input
     if len([s for s in (source.urls, source.image, source.volume_source) if s]) != 1:
         yield Problem.at(("tuning", "input"), "needs exactly one of `urls`, `image` or `volume_source`", "tuning-input")
