@@ -87,7 +87,7 @@ def test_an_engine_whose_selector_finds_no_pool_of_its_size_is_refused():
     assert errors == [
         "ragEngines[0].compute: KAITO runs the engine on a node with compute.labelSelector's labels and of "
         "instanceType Standard_NV36ads_A10_v5, and no pool carries those labels; it would ask for a new node, which "
-        "nothing provisions with bring-your-own nodes: select a gpuNodePools entry of that size (e.g. {agentpool: "
+        "nothing provisions with bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: "
         "<its name>}), or use its size"
     ]
     a100 = {**ON_GPU_POOL, "instanceType": "Standard_NC24ads_A100_v4"}
@@ -111,7 +111,7 @@ def test_an_engine_on_a_cpu_size_must_name_nodes_of_that_size_too():
     assert errors == [
         "ragEngines[0].compute: KAITO runs the engine on a node with compute.labelSelector's labels and of "
         "instanceType Standard_D4s_v5, and the pools with those labels (gpu) are of other sizes; it would ask for a "
-        "new node, which nothing provisions with bring-your-own nodes: select a gpuNodePools entry of that size (e.g. "
+        "new node, which nothing provisions with bring-your-own nodes: select a GPU pool of that size (e.g. "
         "{agentpool: <its name>}), or use its size"
     ]
     errors = errors_of(

@@ -40,6 +40,7 @@ _EXPORTS = {
     "KaitoModel": "kaito_aks.model.component",
     "KaitoModelArgs": "kaito_aks.model.spec",
     "deploy_models": "kaito_aks.model.many",
+    "pool_budget": "kaito_aks.budget",
     "ModelGroup": "kaito_aks.model.many",
     "AdapterArgs": "kaito_aks.model.spec",
     "LabelSelectorArgs": "kaito_aks.model.spec",
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
     from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
     from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+    from kaito_aks.budget import pool_budget
     from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import KaitoModel
@@ -190,4 +192,5 @@ __all__ = [
     "WorkloadIdentityArgs",
     "__version__",
     "deploy_models",
+    "pool_budget",
 ]

@@ -102,7 +102,7 @@ class NodeGroup:
     name: str
     """The pool's name (its nodes carry it as the `agentpool` label)."""
     vm_size: str
-    """Azure VM size of the nodes, a GPU size KAITO knows (kaito_aks.catalog lists them): KAITO
+    """Azure VM size of the nodes, a GPU size KAITO knows (the package's catalog lists them): KAITO
     sizes models against its GPUs."""
     labels: Labels = field(default_factory=dict[str, str])
     """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""

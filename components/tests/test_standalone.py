@@ -4,6 +4,7 @@ B3, B4, B5, G1, G2, G4, G7)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pulumi
@@ -17,6 +18,7 @@ from kaito_aks import (
     GpuNodePoolArgs,
     GpuOperator,
     GpuOperatorArgs,
+    InferenceServiceArgs,
     InvalidArgsError,
     KaitoModel,
     KaitoModelArgs,
@@ -26,10 +28,12 @@ from kaito_aks import (
     KubeconfigClusterArgs,
     LabelSelectorArgs,
     NodeGroup,
+    RagComputeArgs,
     RagEngine,
     RagEngineArgs,
     RagEngineOperator,
     RagEngineOperatorArgs,
+    pool_budget,
 )
 from kaito_aks.model import component
 from kaito_aks.model.many import deploy_models
@@ -199,6 +203,47 @@ def test_deploy_models_refuses_two_models_whose_objects_collide():
         )
 
     assert "args.b.name: default/phi-1 is also created for a" in refused(replicas)
+
+
+def test_deploy_models_refuses_models_that_fit_their_pool_only_one_at_a_time():
+    """Review 4: the stack's pool budget, now in the library. Each phi-4-mini takes a whole A10
+    node; a one-node pool holds one of them."""
+    a10 = pool("a10", "Standard_NV36ads_A10_v5")
+
+    def program(nodes: int) -> None:
+        group = NodeGroup(name=a10.name, vm_size=a10.vm_size, labels=a10.labels, max_nodes=nodes, min_nodes=nodes)
+        deploy_models(
+            "models",
+            [(n, on_pool("a10", node_groups=[group])) for n in ("a", "b")],
+            opts=through(cluster()),
+        )
+
+    message = refused(lambda: program(1))
+    assert (
+        "args.node_groups[0]: pool a10 has at most 1 node of Standard_NV36ads_A10_v5, and 2 are needed at once: a "
+        "takes 1 (1 replica(s) x 1 node, KAITO's vLLM estimate); b takes 1 (1 replica(s) x 1 node, KAITO's vLLM "
+        "estimate). Each KAITO pod takes every GPU of its node, so the rest would stay Pending: give the pool 1 node "
+        "more (max_nodes), or lower replicas"
+    ) in message
+    assert len(run(lambda: program(2)).of_type(WORKSPACE)) == 2
+
+
+def test_a_program_of_separate_components_asks_pool_budget():
+    a10 = NodeGroup(name="a10", vm_size="Standard_NV36ads_A10_v5", labels={"agentpool": "a10"})
+    models = [(n, on_pool("a10", node_groups=[a10])) for n in ("a", "b")]
+    engine = RagEngineArgs(
+        kaito_version="0.8.1",
+        inference_service=InferenceServiceArgs(
+            url="http://a.default.svc/v1/chat/completions", context_window_size=4096
+        ),
+        compute=RagComputeArgs(
+            instance_type="Standard_NV36ads_A10_v5", label_selector=LabelSelectorArgs(match_labels={"agentpool": "a10"})
+        ),
+    )
+    [problem] = pool_budget(models[:1], [a10], [("docs", engine)])
+    assert problem.path == ("node_groups", 0)
+    assert "docs takes 1 (KAITO 0.8.1 gives an engine that embeds locally every GPU" in problem.message
+    assert pool_budget(models[:1], [dataclasses.replace(a10, max_nodes=2, min_nodes=2)], [("docs", engine)]) == []
 
 
 def test_a_pool_described_by_hand_is_checked_like_a_gpu_node_pool():

@@ -17,6 +17,7 @@ from typing import Any
 
 import pulumi
 
+from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.model.component import KaitoModel, check_model, remember_checked, waits_access, watched_objects
 from kaito_aks.model.names import name_collisions
@@ -64,7 +65,8 @@ def deploy_models(
     per node selector (each model's wait_for_* args decide whether it is waited for, and its
     timeouts stay its own). `opts` apply to every model (the cluster's provider, what
     they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`.
-    Models whose objects would share a name in a namespace are refused with the rest.
+    Models whose objects would share a name in a namespace are refused with the rest, and so are
+    models given `node_groups` that do not fit their pools together (`pool_budget`).
 
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
@@ -78,6 +80,10 @@ def deploy_models(
             checked.append((resource_name, model))
     problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
     raise_if("deploy_models", name, problems)
+    # the models that know their pools share them: together they must fit (each alone did)
+    known = [(n, a) for n, a in checked if a.node_groups]
+    pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
+    raise_if("deploy_models", name, pool_budget(known, pools))
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (waits_access(checked[0][1], opts) if checked else None)
     if needs_access and reach is None:

@@ -63,7 +63,7 @@ def ignored_embedding(args: RagEngineArgs) -> str | None:
 class RagEngine(pulumi.ComponentResource):
     """One KAITO RAGEngine: a retrieval-augmented generation engine that indexes documents and
     answers OpenAI-compatible chat completions with an LLM, usually a KaitoModel of the same
-    program (`inference_service.url=model.endpoint`). KAITO's controller runs it as a Deployment
+    program (its `inference_service.url` a KaitoModel's `endpoint`). KAITO's controller runs it as a Deployment
     and a Service both named after it (so no other Service of its namespace may have that
     name). Deploy it through the cluster's provider and depend it on the RagEngineOperator (its
     admission webhook fails closed); depend it on the model as well to start it only once the

@@ -1,0 +1,173 @@
+"""GPU pools shared by many KAITO pods: each pod (a model's serving or tuning pod, a RAG engine
+that embeds locally) requests every GPU of its node, so the models and engines that select the
+same pools must fit those pools' maximum nodes *together*. A model's own rules check it alone
+(model/rules.py `_serving_fit`); only a program that knows them all sees who shares a pool:
+`deploy_models` checks its models so, a program of separate components calls `pool_budget`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from kaito_aks import catalog
+from kaito_aks.kaito import sizing
+from kaito_aks.model.rules import match_labels, max_model_len
+from kaito_aks.model.spec import KaitoModelArgs, is_gpu
+from kaito_aks.nodes import NodeGroup, selects
+from kaito_aks.problems import Problem
+from kaito_aks.rag import rules as rag_rules
+from kaito_aks.rag.spec import RagEngineArgs
+
+SYSTEM_POOL = "system"  # AksCluster's system pool (kaito_aks.azure.aks_cluster)
+AGENTPOOL_LABELS = ("agentpool", "kubernetes.azure.com/agentpool")  # what AKS labels a pool's nodes with
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Nodes one model or engine occupies at once, on the pools it may use."""
+
+    who: str  # how a problem names it, e.g. "phi" or "workspaces[0] (phi)"
+    pools: frozenset[int]  # positions in the node groups
+    nodes: int
+    why: str  # how the count comes about
+    engine: bool = False
+
+
+def pool_budget(
+    models: Sequence[tuple[str, KaitoModelArgs]],
+    node_groups: Sequence[NodeGroup],
+    engines: Sequence[tuple[str, RagEngineArgs]] = (),
+    system: tuple[str, str] | None = None,
+    grow: str = "`max_nodes`",
+) -> list[Problem]:
+    """Problems of the pools' budget: (who, args) of each model and RAG engine (each already
+    passed its own rules), the GPU node groups they may land on (every one of the cluster's, or
+    a pool the budget does not see could take the surplus), the system pool (name, size) when
+    known. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
+    an engine's `compute` ((engine position, problem)). `grow`: how to give a pool nodes."""
+    demands = [d for who, args in models if (d := model_demand(args, node_groups, who)) is not None]
+    problems: list[Problem] = []
+    for i, (who, args) in enumerate(engines):
+        demand, problem = engine_demand(args, node_groups, who, system)
+        if problem is not None:
+            problems.append(problem.under("engines", i))
+        if demand is not None:
+            demands.append(demand)
+    return problems + list(overflows(demands, node_groups, grow))
+
+
+def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) -> Demand | None:
+    """The nodes a GPU preset takes on its pools: KAITO's vLLM estimate per instance x replicas
+    (as `_serving_fit` counts them), or a tuning job's nodes while it runs."""
+    if args.node_provisioning != "byo" or args.image or not args.model or not is_gpu(args):
+        return None
+    chart = catalog.kaito_charts().get(args.kaito_version)
+    preset = catalog.find_preset(args.model, chart.preset_catalog) if chart is not None else None
+    if chart is None or preset is None:
+        return None
+    wanted = match_labels(args)
+    pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g))
+    sizes = {groups[j].vm_size for j in pools}
+    sku = catalog.all_gpu_skus().get(sizes.pop()) if len(sizes) == 1 else None
+    if sku is None:
+        return None
+    if args.tuning is not None and chart.tuning_needs_instance_type:
+        return None  # refused on these nodes by its own rule (KAITO cannot start the job)
+    if args.tuning is not None:
+        need = preset.tuning_gib or preset.model_gib
+        nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
+        return Demand(who, pools, nodes, f"a tuning job on {_nodes(nodes)} while it runs")
+    try:
+        per_instance = sizing.nodes_per_instance(
+            preset, sizing.NodeGpus.of_sku(sku), chart.preset_catalog, max_model_len(args)
+        )
+    except sizing.SizingError:
+        return None
+    return Demand(
+        who,
+        pools,
+        per_instance * args.replicas,
+        f"{args.replicas} replica(s) x {_nodes(per_instance)}, KAITO's vLLM estimate",
+    )
+
+
+def engine_demand(
+    args: RagEngineArgs, groups: Sequence[NodeGroup], who: str, system: tuple[str, str] | None = None
+) -> tuple[Demand | None, Problem | None]:
+    """The node a RAG engine's compute takes: KAITO looks for a node with the selector's labels
+    *and* the instance type (ragengine_controller.go getAllQualifiedNodes, v0.8.1 L439-482,
+    v0.12.0 L458-493), else creates a NodeClaim, which nothing provisions with bring-your-own
+    nodes; with a local embedding its pod then takes every GPU of that node (`gpu_request`).
+    `system`: the cluster's system pool (name, size), where a CPU size may run, when known."""
+    chart = rag_rules.chart_of(args)
+    compute = args.compute
+    if chart is None or compute is None or not compute.label_selector.match_labels:
+        return None, None
+    sku = rag_rules.table_size(compute.instance_type, chart)
+    wanted = compute.label_selector.match_labels
+    size = (sku.name if sku is not None else compute.instance_type).lower()
+    pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g) and g.vm_size.lower() == size)
+    labelled = [g.name for g in groups if selects(wanted, g)]
+    named = {wanted.get(k) for k in AGENTPOOL_LABELS} - {None}
+    on_system = system is not None and named == {system[0]}
+    # not a GPU size: the system pool, or nodes this stack does not model (labels it cannot see)
+    cpu_elsewhere = not named or system is None or (on_system and system[1].lower() == size)
+    if sku is None and not labelled and cpu_elsewhere:
+        return None, None
+    if not pools:
+        if labelled:
+            found = f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
+        elif on_system and system is not None:
+            found = f"the system pool with those labels is of {system[1]}"
+        else:
+            found = "no pool carries those labels"
+        return None, Problem(
+            ("compute",),
+            f"KAITO runs the engine on a node with `compute.label_selector`'s labels and of `instance_type` "
+            f"{compute.instance_type}, and {found}; it would ask for a new node, which nothing provisions with "
+            "bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: <its name>}), or use its size",
+            "rag-no-pool",
+        )
+    gpus = rag_rules.gpu_request(args)
+    if gpus == 0:
+        return None, None
+    why = f"KAITO {chart.version} gives an engine that embeds locally every GPU of its instanceType ({gpus})"
+    return Demand(who, pools, 1, why, engine=True), None
+
+
+def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str = "`max_nodes`") -> Iterator[Problem]:
+    """For each set of pools some entry selects, the entries confined to it against its nodes;
+    only the smallest sets that overflow are reported, and a model alone never (its own rule
+    says so)."""
+    over: list[frozenset[int]] = []
+    for pools in sorted({d.pools for d in demands if d.pools}, key=lambda s: (len(s), sorted(s))):
+        inside = [d for d in demands if d.pools and d.pools <= pools]
+        need = sum(d.nodes for d in inside)
+        most = sum(groups[j].max_nodes for j in pools)
+        if need <= most or any(s < pools for s in over):
+            continue
+        if len(inside) == 1 and not inside[0].engine:
+            continue
+        over.append(pools)
+        names = ", ".join(groups[j].name for j in sorted(pools))
+        size = groups[min(pools)].vm_size
+        shares = "; ".join(f"{d.who} takes {d.nodes} ({d.why})" for d in inside)
+        engines = [d for d in inside if d.engine]
+        one = len(pools) == 1
+        fix = f"give {'the pool' if one else 'the pools'} {_nodes(need - most)} more ({grow})"
+        if engines and len(inside) > len(engines):
+            fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
+        elif not engines:
+            fix += ", or lower replicas"
+        yield Problem(
+            ("node_groups", min(pools)),
+            f"{'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most {_nodes(most)} of {size}, "
+            f"and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of its node, so the rest "
+            f"would stay Pending: {fix}",
+            "pool-budget",
+        )
+
+
+def _nodes(n: int) -> str:
+    return "1 node" if n == 1 else f"{n} nodes"
