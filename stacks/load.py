@@ -468,7 +468,13 @@ def _rag_engines(
                 problems.append(
                     Problem(
                         (*at, "workspace"),
-                        f"no workspaces[] entry named {workspace!r} in namespace {given.get('namespace', 'default')}",
+                        f"no workspaces[] entry named {workspace!r} in namespace {given.get('namespace', 'default')}"
+                        + "".join(
+                            f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of "
+                            "its own namespace)"
+                            for ns, n in by_key
+                            if n == workspace
+                        )[:300],
                         "rag-workspace",
                     )
                 )
@@ -501,8 +507,11 @@ def _rag_engines(
                     problems.append(
                         Problem(
                             (*at, "context_window_size"),
-                            f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context window "
-                            "from the GPU at start-up; give the window here (or set max-model-len on the workspace)",
+                            f"required: {workspace} is a custom image; give its context window here"
+                            if model.image
+                            else f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context "
+                            "window from the GPU at start-up; give the window here (or set max-model-len on the "
+                            "workspace)",
                             "required",
                         )
                     )

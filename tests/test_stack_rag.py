@@ -109,6 +109,15 @@ def test_kaito_installed_elsewhere_installs_no_ragengine_operator_unless_asked()
             "ragEngines[0].contextWindowSize: required: phi sets no config.vllm.max-model-len",
         ),
         ({**RAG, "name": "phi"}, "ragEngines[0].name: default/phi is also a name workspaces[0] creates"),
+        (  # review 4: an image has no max-model-len to take, nor a GPU to size from
+            {k: v for k, v in {**RAG, "workspace": "tiny"}.items() if k != "contextWindowSize"},
+            "ragEngines[0].contextWindowSize: required: tiny is a custom image; give its context window here",
+        ),
+        (  # review 4: the workspace is in another namespace
+            {**RAG, "workspace": "llm-phi"},
+            "ragEngines[0].workspace: no workspaces[] entry named 'llm-phi' in namespace default; llm-phi is in "
+            "namespace llm: set namespace: llm",
+        ),
         (
             {"name": "docs", "contextWindowSize": 10, "compute": COMPUTE},
             "ragEngines[0].contextWindowSize: only with workspace",
@@ -143,7 +152,9 @@ def test_what_cannot_work_is_refused_at_its_config_path(engine: dict[str, object
     engine = {k: v for k, v in engine.items() if v is not None}
     short = {"name": "short", "model": "phi-4-mini-instruct", "config": {"vllm": {"max-model-len": 2048}}}
     phi3 = {"name": "phi3", "model": "phi-3-mini-4k-instruct"}
-    errors = errors_of(config([PHI, short, phi3], ragEngines=[engine]))
+    elsewhere = {"name": "llm-phi", "namespace": "llm", "model": "phi-4-mini-instruct"}
+    tiny = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
+    errors = errors_of(config([PHI, short, phi3, elsewhere, tiny], ragEngines=[engine]))
     assert any(e.startswith(expected) for e in errors), errors
 
 

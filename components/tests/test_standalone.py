@@ -96,6 +96,13 @@ def test_empty_kubeconfig_contents_are_refused_never_the_ambient_kubeconfig(cont
     assert "args.kubeconfig: is empty" in message
 
 
+def test_kubeconfig_contents_must_have_the_context_given():
+    """Review 4: a file path was checked for its context, contents were not."""
+    message = refused(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="prod")))
+    assert "args.context: the kubeconfig contents (kubeconfig): no context 'prod'; it has: dev" in message, message
+    assert "server" not in message  # the contents stay unshown
+
+
 def test_kubeconfig_contents_known_at_preview_must_list_a_cluster():
     message = refused(
         lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig="apiVersion: v1\nkind: Config\n"))
@@ -226,6 +233,26 @@ def test_deploy_models_refuses_models_that_fit_their_pool_only_one_at_a_time():
         "more (max_nodes), or lower replicas"
     ) in message
     assert len(run(lambda: program(2)).of_type(WORKSPACE)) == 2
+
+
+def test_deploy_models_refuses_models_of_two_kaito_releases():
+    """Review 4: the models of one call go to one cluster (`opts`), which runs one KAITO."""
+
+    def program() -> None:
+        deploy_models(
+            "models",
+            [("a", on_pool("a100")), ("b", on_pool("a100", kaito_version="0.12.0"))],
+            opts=through(cluster()),
+        )
+
+    assert "args.models: mixes KAITO 0.12.0, 0.8.1; the models of one call share one cluster" in refused(program)
+
+
+def test_deploy_models_names_a_list_of_args_without_resource_names():
+    def program() -> None:
+        deploy_models("models", [on_pool("a100")], opts=through(cluster()))  # type: ignore[list-item]
+
+    assert "args.models[0]: must be (resource name, KaitoModelArgs), not KaitoModelArgs" in refused(program)
 
 
 def test_a_program_of_separate_components_asks_pool_budget():

@@ -57,11 +57,29 @@ def kubeconfig_file_problem(path: str, context: str | None = None, base: Path | 
         return f"{path} is not a kubeconfig (not YAML)"
     if not is_dict(data) or not data.get("clusters"):
         return f"{path} is not a kubeconfig (it lists no clusters)"
+    return _context_problem(data, context, path)
+
+
+def _context_problem(data: dict[str, Any], context: str | None, what: str) -> str | None:
     entries: list[Any] = data.get("contexts") or []
     contexts = [c.get("name") for c in entries if is_dict(c)]
     if context is not None and context not in contexts:
-        return f"{path} has no context {context!r}; it has: {', '.join(map(str, contexts)) or 'none'}"
+        return f"{what}: no context {context!r}; it has: {', '.join(map(str, contexts)) or 'none'}"
     return None
+
+
+def _contents_context_problem(contents: object, context: str | None) -> str | None:
+    """Kubeconfig contents known now (text or a map) without `context` (they are checked as a
+    kubeconfig elsewhere; only their context names are shown, never the contents)."""
+    if context is None:
+        return None
+    data = contents
+    if isinstance(contents, str):
+        try:
+            data = yaml.safe_load(contents)
+        except yaml.YAMLError:
+            return None
+    return _context_problem(data, context, "the kubeconfig contents (`kubeconfig`)") if is_dict(data) else None
 
 
 def kubeconfig_cluster_problems(args: KubeconfigClusterArgs, *, base: Path | None = None) -> list[Problem]:
@@ -77,6 +95,10 @@ def kubeconfig_cluster_problems(args: KubeconfigClusterArgs, *, base: Path | Non
         why = kubeconfig_file_problem(args.path, args.context, base)
         if why:
             problems.append(Problem.at("path", why, "kubeconfig-file"))
+    elif args.kubeconfig is not None:
+        why = _contents_context_problem(args.kubeconfig, args.context)
+        if why:
+            problems.append(Problem.at("context", why, "kubeconfig-context"))
     return problems
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 
@@ -71,6 +71,12 @@ def deploy_models(
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
     deployed so far (they would be replaced)."""
+    shapeless = [
+        Problem.at(("models", i), f"must be (resource name, KaitoModelArgs), not {type(m).__name__}", "type")
+        for i, m in enumerate(models)
+        if not _named(m)
+    ]
+    raise_if("deploy_models", name, shapeless)  # a program's mistake, said by name, not a TypeError
     checked: list[tuple[str, KaitoModelArgs]] = []
     problems: list[Problem] = []
     for resource_name, args in models:
@@ -79,6 +85,16 @@ def deploy_models(
         if model is not None:
             checked.append((resource_name, model))
     problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
+    versions = sorted({a.kaito_version for _, a in checked})
+    if len(versions) > 1:  # `opts` give them one cluster, which runs one KAITO
+        problems.append(
+            Problem.at(
+                "models",
+                f"mixes KAITO {', '.join(versions)}; the models of one call share one cluster, which runs one KAITO "
+                "release: give every model the `kaito_version` the cluster runs",
+                "kaito-versions",
+            )
+        )
     raise_if("deploy_models", name, problems)
     # the models that know their pools share them: together they must fit (each alone did)
     known = [(n, a) for n, a in checked if a.node_groups]
@@ -159,6 +175,11 @@ def deploy_models(
             ),
         )
     return ModelGroup(created, gpu_waits, ready, plans)
+
+
+def _named(item: object) -> bool:
+    """Whether a program gave (resource name, args), whatever its type hints said."""
+    return isinstance(item, tuple) and len(cast(tuple[object, ...], item)) == 2 and isinstance(item[0], str)
 
 
 def opts_without_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
