@@ -86,7 +86,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
         try:
             f = read_stack_file(stack, root)
             for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {warning}", file=sys.stderr)
+                print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
             written = render_stack(stack, target, root, f)
             for warning in parse_stack_file(f).warnings:
                 print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
@@ -115,7 +115,7 @@ def _validate(stacks: list[str], root: Path) -> int:
         try:
             f = read_stack_file(stack, root)
             for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {warning}")
+                print(f"{stack}: warning: {located(warning, f)}")
             cfg = parse_stack_file(f)
         except (FileNotFoundError, StackFileError) as err:
             print(f"{stack}: {err}")

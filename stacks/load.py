@@ -696,10 +696,10 @@ def beside_traps(problems: list[Problem]) -> list[Problem]:
     return [p for p in problems if p.code == "trap" or not touches(yaml_path(p.path))]
 
 
-def foreign_keys(keys: Collection[str]) -> list[str]:
+def foreign_keys(keys: Collection[str]) -> list[Problem]:
     """Warnings for config keys outside the kaito-aks namespace that look like typos of it
     (`kaito:workspaces`, `Kaito-aks:gpuOperator`): another package's keys are left alone."""
-    warnings = []
+    warnings: list[Problem] = []
     for key in keys:
         namespace, _, name = key.partition(":")
         if not name or namespace == PROJECT:
@@ -707,7 +707,11 @@ def foreign_keys(keys: Collection[str]) -> list[str]:
         looks_ours = did_you_mean(namespace, [PROJECT], cutoff=0.6) or namespace.lower().replace("_", "-") == PROJECT
         if looks_ours and (name in TOP_KEYS or name in SECRET_KEYS or did_you_mean(name, [*TOP_KEYS, *SECRET_KEYS])):
             warnings.append(
-                f"{key}: not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?"
+                Problem(
+                    (Key(key),),
+                    f"not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?",
+                    "foreign-key",
+                )
             )
     return warnings
 
@@ -746,7 +750,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
     engine = _engine_config()
     if warn:
         for warning in foreign_keys(engine):
-            pulumi.warn(warning)
+            pulumi.warn(warning.text("schema"))
     raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     plaintext = [k for k in present if not is_config_secret(prefix + k)]

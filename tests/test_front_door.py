@@ -200,7 +200,7 @@ def test_keys_outside_the_namespace_that_look_like_ours_get_a_warning(tmp_path, 
     (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + f"  {key}: []\n")
     assert main(["validate", "odd", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"warning: {key}: not read by this program" in out
+    assert f"warning: Pulumi.odd.yaml:5: {key}: not read by this program" in out  # with its line (review 4)
     assert f"did you mean kaito-aks:{key.split(':')[1]}?" in out
 
 
@@ -320,7 +320,7 @@ def test_render_prints_warnings_as_validate_does(tmp_path, capsys):
     (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + "  kaito:workspaces: []\n")
     assert main(["render", "odd", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
     printed = "".join(capsys.readouterr())
-    assert "odd: warning: kaito:workspaces: not read by this program" in printed
+    assert "odd: warning: Pulumi.odd.yaml:5: kaito:workspaces: not read by this program" in printed  # its line
     assert printed.count("not read by this program") == 1
 
 

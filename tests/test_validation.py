@@ -365,6 +365,7 @@ def test_unknown_feature_gate_would_crash_the_controller():
 def test_unknown_feature_gate_in_values_too():
     err = one_error(config([PHI], kaito={"values": {"featureGates": {"vllm": True}}}))
     assert err.startswith("kaito.values.featureGates.vllm: unknown feature gate")
+    assert err.endswith("did you mean vLLM?")  # review 4: the gate it resembles, not the whole list
 
 
 def test_node_provisioning_gate_is_owned_by_node_provisioning():

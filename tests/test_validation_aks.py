@@ -17,6 +17,9 @@ def one_error(cfg) -> str:
 def test_gpu_pool_needs_a_gpu_vm_size():
     err = one_error(aks(pools=[{**A10, "vmSize": "Standard_D8s_v5"}]))
     assert err.startswith("gpuNodePools[0].vmSize: Standard_D8s_v5 is not a GPU VM size KAITO knows; use one of:")
+    assert "Standard_NC6s_v3" not in err  # review 4: never a size Azure retired, which is refused in turn
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NC6s_v2"}]))
+    assert "Standard_NC6s_v3" not in err, err
 
 
 def test_gpu_pool_needs_nvidia_gpus():

@@ -476,8 +476,9 @@ def dropped_sku(size: str, catalog: str, version: str) -> str | None:
 
 
 def closest_skus(name: str, n: int = 3) -> list[str]:
-    """Did-you-mean for a VM size: case-insensitive, ignoring the Standard_ prefix."""
-    by_key = {k.lower().removeprefix("standard_"): k for k in all_gpu_skus()}
+    """Did-you-mean for a VM size: case-insensitive, ignoring the Standard_ prefix; never a size
+    that cannot be used (retired, unsupported), which would only lead to a second refusal."""
+    by_key = {k.lower().removeprefix("standard_"): k for k, sku in all_gpu_skus().items() if not sku.unusable}
     key = name.lower().removeprefix("standard_")
     return [by_key[m] for m in difflib.get_close_matches(key, list(by_key), n=n, cutoff=0.6)]
 

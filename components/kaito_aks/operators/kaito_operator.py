@@ -22,7 +22,7 @@ from kaito_aks.nodes import (
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, PathPart, Problem
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from kaito_aks.schema import checked_args, documented
 
 TYPE = "kaito-aks:index:KaitoOperator"
@@ -162,11 +162,12 @@ def gate_problems(path: tuple[PathPart, ...], gates: dict[str, Any], chart: cata
     for gate, value in gates.items():
         where = (*path, Key(gate))
         if gate not in chart.known_gates:
-            known = ", ".join(chart.known_gates)
+            close = did_you_mean(gate, chart.known_gates)
+            known = f"did you mean {close[0]}?" if close else "known: " + ", ".join(chart.known_gates)
             problems.append(
                 Problem(
                     where,
-                    f"unknown feature gate for KAITO {chart.version} (the controller would crash); known: {known}",
+                    f"unknown feature gate for KAITO {chart.version} (the controller would crash); {known}",
                     "gate",
                 )
             )
