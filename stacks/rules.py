@@ -80,10 +80,12 @@ def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
             "rag-operator",
         )
     if cfg.add_on and (cfg.rag_engines or cfg.rag_operator is not None):
+        no_chart = cfg.kaito.version not in catalog.ragengine_charts()
         yield Problem(
             ("ragEngines",),
-            "the AKS add-on runs no RAGEngine operator, and KAITO's ragengine chart of its release is not one this "
-            "program installs; remove ragEngines, or install KAITO with this stack instead of the add-on",
+            "the AKS add-on runs no RAGEngine operator"
+            + (", and KAITO's ragengine chart of its release is not one this program installs" if no_chart else "")
+            + "; remove ragEngines, or install KAITO with this stack instead of the add-on",
             "add-on",
         )
     chart = catalog.kaito_charts().get(cfg.kaito.version)

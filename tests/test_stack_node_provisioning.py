@@ -313,6 +313,17 @@ def test_at_deploy_time_an_add_on_cluster_is_held_to_the_release_its_minor_runs(
     assert "addOnRelease" not in wait.inputs or wait.inputs["addOnRelease"] is None
 
 
+def test_the_add_on_refuses_rag_engines_for_the_reason_that_holds():
+    """Review 4: with kaito.version 0.12.0 the ragengine chart exists; the add-on has no operator."""
+    phi = {**PHI_AUTO, "instanceType": "Standard_NC24ads_A100_v4", "config": {"vllm": {"max-model-len": 4096}}}
+    engines = [{"name": "rag", "workspace": "phi"}]
+    errors = errors_of(add_on(workspaces=[phi], kaito={"version": "0.12.0"}, ragEngines=engines))
+    assert (
+        "ragEngines: the AKS add-on runs no RAGEngine operator; remove ragEngines, or install KAITO with this stack "
+        "instead of the add-on"
+    ) in errors, errors
+
+
 def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
     """Review 2 P1: the add-on's release is no version to refuse again (the operator's, each RAG
     engine's), and a key the add-on refuses gets no second message."""

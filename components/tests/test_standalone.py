@@ -235,6 +235,15 @@ def test_deploy_models_refuses_models_that_fit_their_pool_only_one_at_a_time():
     assert len(run(lambda: program(2)).of_type(WORKSPACE)) == 2
 
 
+def test_node_groups_with_auto_provisioning_are_refused_not_ignored():
+    """Review 4: KAITO creates the nodes of instance_type; groups given there would check nothing."""
+    args = KaitoModelArgs(
+        kaito_version="0.12.0", model=PHI, node_provisioning="auto", instance_type=A100, node_groups=[pool("a100")]
+    )
+    message = refused(lambda: KaitoModel("m", args, opts=through(cluster())))
+    assert "args.node_groups: describe bring-your-own nodes, which KAITO does not use" in message
+
+
 def test_deploy_models_refuses_models_of_two_kaito_releases():
     """Review 4: the models of one call go to one cluster (`opts`), which runs one KAITO."""
 

@@ -375,6 +375,13 @@ def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterat
             "`node_provisioning` auto",
             "byo-instance-type",
         )
+    if args.node_groups and args.node_provisioning == "auto":
+        yield Problem.at(
+            "node_groups",
+            "describe bring-your-own nodes, which KAITO does not use with `node_provisioning` auto (it creates nodes "
+            "of `instance_type`): remove them",
+            "auto-node-groups",
+        )
     selector = args.label_selector
     if selector is not None and not selector.match_labels and not selector.match_expressions:
         yield Problem.at("label_selector", "matches every node; give `match_labels`", "selector")
