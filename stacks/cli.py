@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 def _render(stacks: list[str], out: Path, root: Path) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError, located
-    from stacks.load import foreign_keys, parse_stack_file
+    from stacks.load import foreign_keys
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
@@ -87,8 +87,8 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
             f = read_stack_file(stack, root)
             for warning in foreign_keys(f.config):
                 print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
-            written = render_stack(stack, target, root, f)
-            for warning in parse_stack_file(f).warnings:
+            written, warnings = render_stack(stack, target, root, f)
+            for warning in warnings:
                 print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
         except StackConfigError as err:
             failed += 1

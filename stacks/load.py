@@ -237,7 +237,7 @@ def parse_stack_config(
         stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values) and not auto)
     )
     kaito_args = KaitoOperatorArgs(
-        version=operator.get("version") or (_add_on_release(aks_cluster) if add_on else DEFAULT_KAITO_VERSION),
+        version=operator.get("version") or (_add_on_kaito_version(aks_cluster) if add_on else DEFAULT_KAITO_VERSION),
         node_provisioning=node_provisioning,
         node_provisioner=operator.get("node_provisioner", "gpu-provisioner"),
         feature_gates=operator.get("feature_gates", {}),
@@ -428,7 +428,7 @@ def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -
     )
 
 
-def _add_on_release(cluster: AksClusterArgs | None) -> str:
+def _add_on_kaito_version(cluster: AksClusterArgs | None) -> str:
     """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
     cluster's is known only at deploy time: the newest statement). A release this program does
     not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest

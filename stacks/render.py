@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from kaito_aks.problems import Problem
 from stacks.errors import StackConfigError
 from stacks.evaluate import Evaluation, Registration, Secret, evaluate, reveal
 from stacks.stackfile import ROOT, StackFile, read_stack_file
@@ -184,9 +185,12 @@ def _dump(body: Any) -> str:
     return yaml.safe_dump(body, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
 
 
-def render_stack(stack: str, out: Path, root: Path = ROOT, f: StackFile | None = None) -> list[Path]:
+def render_stack(
+    stack: str, out: Path, root: Path = ROOT, f: StackFile | None = None
+) -> tuple[list[Path], tuple[Problem, ...]]:
     """Evaluate `Pulumi.<stack>.yaml` (or `f`, read from it) and write its render to `out`
-    (replacing what was there). The program runs in the stack's folder, as under `pulumi up`."""
+    (replacing what was there): the files written, and the config's warnings for the caller to
+    say with the file's lines. The program runs in the stack's folder, as under `pulumi up`."""
     from stacks.cost import stack_cost
     from stacks.load import load_stack, parse_stack_file
     from stacks.program import build_stack
@@ -211,7 +215,7 @@ def render_stack(stack: str, out: Path, root: Path = ROOT, f: StackFile | None =
         root_logger.setLevel(level)
     files = render_files(ev)
     files["cost.yaml"] = _dump(stack_cost(cfg).as_dict())
-    return write_files(files, out)
+    return write_files(files, out), cfg.warnings
 
 
 def write_files(files: dict[str, str], out: Path) -> list[Path]:

@@ -187,7 +187,7 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
         return
     at = ("cluster", "existing" if cfg.aks_cluster is not None and cfg.aks_cluster.existing else "aks")
     if cfg.aks_cluster is not None and not cfg.aks_cluster.existing and "kaito.version" not in cfg.given:
-        problem = _add_on_release(cfg.aks_cluster.kubernetes_version)
+        problem = _add_on_release_problem(cfg.aks_cluster.kubernetes_version)
         if problem is not None:
             yield Problem(("cluster", "aks", "kubernetes_version"), problem, "add-on-version")
     if cfg.kaito_install:
@@ -218,7 +218,7 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
-def _add_on_release(kubernetes_version: str | None) -> str | None:
+def _add_on_release_problem(kubernetes_version: str | None) -> str | None:
     """Why the add-on's KAITO on a created cluster of `kubernetes_version` is no release this
     program knows the rules of, or None (Microsoft's component table, catalog/aks_add_on.yaml)."""
     table = catalog.aks_add_on()

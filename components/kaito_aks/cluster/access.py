@@ -6,7 +6,7 @@ provider needs no second copy of the credentials."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 import pulumi
@@ -103,3 +103,16 @@ def access_of(opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
     it is a ClusterProvider."""
     provider = kubernetes_provider(opts)
     return provider.access if isinstance(provider, ClusterProvider) else None
+
+
+def access_for(
+    kubeconfig: pulumi.Input[str] | None, context: str | None, opts: pulumi.ResourceOptions | None
+) -> ClusterAccess | None:
+    """The credentials a component's waits read the cluster with: its own `kubeconfig` (and
+    `context`), else its ClusterProvider's (with `context`, when given, over the provider's)."""
+    if kubeconfig is not None:
+        return ClusterAccess(kubeconfig=kubeconfig, context=context)
+    found = access_of(opts)
+    if found is not None and context is not None:
+        return replace(found, context=context)
+    return found

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
+from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
@@ -68,16 +68,6 @@ def remember_checked(args: KaitoModelArgs, problems: list[Problem]) -> None:
     _checked[key] = (weakref.ref(args, lambda _: _checked.pop(key, None)), list(problems))
 
 
-def waits_access(args: KaitoModelArgs, opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
-    """The credentials the waits read the cluster with: the args', else the ClusterProvider's."""
-    if args.kubeconfig is not None:
-        return ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
-    found = access_of(opts)
-    if found is not None and args.context is not None:
-        return dataclasses.replace(found, context=args.context)
-    return found
-
-
 class KaitoModel(pulumi.ComponentResource):
     """One model KAITO serves (or fine-tunes): its Workspaces or InferenceSet, ConfigMaps,
     Hugging Face Secret and Service, with waits so `pulumi up` ends with it serving. Deploy it
@@ -107,7 +97,7 @@ class KaitoModel(pulumi.ComponentResource):
         problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
         access = None
         if checked is not None and not problems:
-            access = waits_access(checked, opts)
+            access = access_for(checked.kubeconfig, checked.context, opts)
             if access is None and (checked.wait_for_ready or checked.wait_for_gpu_nodes):
                 problems.append(
                     Problem.at(

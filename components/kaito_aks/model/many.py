@@ -18,8 +18,8 @@ from typing import Any, cast
 import pulumi
 
 from kaito_aks.budget import pool_budget
-from kaito_aks.cluster.access import ClusterAccess
-from kaito_aks.model.component import KaitoModel, check_model, remember_checked, waits_access, watched_objects
+from kaito_aks.cluster.access import ClusterAccess, access_for
+from kaito_aks.model.component import KaitoModel, check_model, remember_checked, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
@@ -101,7 +101,7 @@ def deploy_models(
     pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
     raise_if("deploy_models", name, pool_budget(known, pools))
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
-    reach = access or (waits_access(checked[0][1], opts) if checked else None)
+    reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     if needs_access and reach is None:
         raise_if(
             "deploy_models",

@@ -15,7 +15,7 @@ from pulumi_azure_native import containerservice
 
 from kaito_aks import catalog
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
-from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
+from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
@@ -171,7 +171,7 @@ class GpuProvisioner(pulumi.ComponentResource):
         checked = checked_args(
             "GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems, also=provider_problems(opts)
         )
-        access = ClusterAccess(kubeconfig=checked.kubeconfig) if checked.kubeconfig is not None else access_of(opts)
+        access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
             raise_if("GpuProvisioner", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))

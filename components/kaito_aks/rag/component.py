@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_of, provider_problems
+from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.options import child_options, component_type
@@ -35,16 +35,6 @@ def check_rag_engine(args: Any, name: str | None = None) -> tuple[RagEngineArgs 
     if checked is not None and checked.name is None and name is not None:
         checked = dataclasses.replace(checked, name=name)
     return checked, problems + judged(checked, problems, [rag_engine_problems])
-
-
-def wait_access(args: RagEngineArgs, opts: pulumi.ResourceOptions | None) -> ClusterAccess | None:
-    """The credentials the wait reads the cluster with: the args', else the ClusterProvider's."""
-    if args.kubeconfig is not None:
-        return ClusterAccess(kubeconfig=args.kubeconfig, context=args.context)
-    found = access_of(opts)
-    if found is not None and args.context is not None:
-        return dataclasses.replace(found, context=args.context)
-    return found
 
 
 def ignored_embedding(args: RagEngineArgs) -> str | None:
@@ -98,7 +88,7 @@ class RagEngine(pulumi.ComponentResource):
         problems += provider_problems(opts)
         access = None
         if checked is not None and not problems:
-            access = wait_access(checked, opts)
+            access = access_for(checked.kubeconfig, checked.context, opts)
             if access is None and checked.wait_for_ready:
                 problems.append(
                     Problem.at(
