@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Collection
 
 from kaito_aks import budget
+from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.problems import Problem
 from stacks.config import StackConfig
 
@@ -32,7 +33,7 @@ def check(
     ]
     engines = [(f"ragEngines[{i}] ({e.args.name})", e.args) for i, e in zip(rag_index, cfg.rag_engines, strict=True)]
     created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
-    system = (budget.SYSTEM_POOL, cfg.aks_cluster.system_pool.vm_size) if cfg.aks_cluster and created else None
+    system = (SYSTEM_POOL, cfg.aks_cluster.system_pool.vm_size) if cfg.aks_cluster and created else None
     found = budget.pool_budget(models, cfg.kaito.node_groups, engines, system, grow="count, or autoscale.max")
     return [dataclasses.replace(p, path=_at_config(p.path, pool_index, rag_index)) for p in found]
 

@@ -14,13 +14,10 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.model.rules import match_labels, max_model_len
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
-from kaito_aks.nodes import NodeGroup, selects
+from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
 from kaito_aks.problems import Problem
 from kaito_aks.rag import rules as rag_rules
 from kaito_aks.rag.spec import RagEngineArgs
-
-SYSTEM_POOL = "system"  # AksCluster's system pool (kaito_aks.azure.aks_cluster)
-AGENTPOOL_LABELS = ("agentpool", "kubernetes.azure.com/agentpool")  # what AKS labels a pool's nodes with
 
 
 @dataclass(frozen=True)

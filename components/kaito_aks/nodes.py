@@ -19,6 +19,9 @@ from kaito_aks.schema import Check, MaxItems, Range, documented
 # it creates, so it is there from a node's first minute. (Standalone GPU Feature Discovery
 # publishes nvidia.com/gpu.product/count/memory, which KAITO reads, but not this one.)
 GPU_PRESENT_LABEL = {"nvidia.com/gpu.present": "true"}
+# The labels AKS gives every node of a pool, with the pool's name; and the system pool's name.
+AGENTPOOL_LABELS = ("agentpool", "kubernetes.azure.com/agentpool")
+SYSTEM_POOL = "system"
 LINUX_LABEL = {"kubernetes.io/os": "linux"}
 # The taint AKS GPU pools conventionally carry (and KAITO's presets and device plugin tolerate);
 # assumed for GPU nodes of clusters the program does not create.

@@ -11,6 +11,7 @@ import pulumi
 from pulumi_azure_native import containerservice, resources
 
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented
@@ -187,7 +188,7 @@ class AksCluster(pulumi.ComponentResource):
                 # own (adding pools through the cluster object is refused by the AKS API).
                 agent_pool_profiles=[
                     containerservice.ManagedClusterAgentPoolProfileArgs(
-                        name="system",
+                        name=SYSTEM_POOL,
                         mode=containerservice.AgentPoolMode.SYSTEM,
                         vm_size=args.system_pool.vm_size,
                         count=args.system_pool.count,

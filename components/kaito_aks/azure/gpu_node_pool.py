@@ -10,6 +10,7 @@ import pulumi
 from pulumi_azure_native import containerservice
 
 from kaito_aks.nodes import (
+    AGENTPOOL_LABELS,
     DEFAULT_GPU_TAINTS,
     GPU_PRESENT_LABEL,
     MAX_POOL_NODES,
@@ -89,8 +90,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
     labels = {
         **GPU_PRESENT_LABEL,
         **args.labels,
-        "agentpool": pool_name,
-        "kubernetes.azure.com/agentpool": pool_name,
+        **dict.fromkeys(AGENTPOOL_LABELS, pool_name),
     }
     if args.spot:
         labels["kubernetes.azure.com/scalesetpriority"] = "spot"
@@ -131,7 +131,7 @@ def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
                 )
             )
     for key in args.labels:
-        if key in ("agentpool", "kubernetes.azure.com/agentpool") or key.startswith("kubernetes.azure.com/"):
+        if key in AGENTPOOL_LABELS or key.startswith("kubernetes.azure.com/"):
             close = did_you_mean(key, ["agentpool"])
             problems.append(
                 Problem(
