@@ -20,6 +20,9 @@ def test_gpu_pool_needs_a_gpu_vm_size():
     assert "Standard_NC6s_v3" not in err  # review 4: never a size Azure retired, which is refused in turn
     err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NC6s_v2"}]))
     assert "Standard_NC6s_v3" not in err, err
+    err = one_error(aks(pools=[{**A10, "vmSize": "Standard_NC6"}]))  # nor an AMD size (the stranger's check)
+    assert "V620" not in err, err
+    assert "NV32as_v4" not in err, err
 
 
 def test_gpu_pool_needs_nvidia_gpus():

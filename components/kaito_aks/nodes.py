@@ -128,8 +128,7 @@ def vm_size_problem(vm_size: str) -> str | None:
     sku = catalog.all_gpu_skus().get(vm_size)
     if sku is None:
         close = catalog.closest_skus(vm_size)
-        usable = [k for k, s in catalog.all_gpu_skus().items() if not s.unusable]
-        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(usable)
+        hint = f"did you mean {', '.join(close)}?" if close else "use one of: " + ", ".join(catalog.usable_gpu_skus())
         return f"{vm_size} is not a GPU VM size KAITO knows; {hint}"
     if sku.unusable:
         return f"{vm_size}: {sku.unusable}"

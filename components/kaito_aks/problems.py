@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, cast
 
+import pulumi
+
 Naming = Literal["python", "schema"]
 """How arg names are written: Python's snake_case, or the camelCase of the provider schema and
 of stack config files."""
@@ -190,9 +192,10 @@ class Problem:
         return self.text()
 
 
-class InvalidArgsError(ValueError):
+class InvalidArgsError(pulumi.RunError, ValueError):
     """A component's args break its rules. Raised before the component registers anything, with
-    every problem at once; `problems` holds them for programs that report them their own way."""
+    every problem at once; `problems` holds them for programs that report them their own way. A
+    RunError, so `pulumi preview/up` prints the problems without a Python traceback."""
 
     def __init__(self, component: str, name: str, problems: Sequence[Problem], naming: Naming = "python"):
         self.component, self.name, self.problems = component, name, list(problems)

@@ -96,6 +96,16 @@ def test_empty_kubeconfig_contents_are_refused_never_the_ambient_kubeconfig(cont
     assert "args.kubeconfig: is empty" in message
 
 
+def test_a_refusal_is_a_pulumi_run_error_so_preview_shows_no_traceback():
+    """Pulumi's Python host prints a RunError's message alone; any other exception with its traceback."""
+    message = refused(
+        lambda: KaitoModel("m", KaitoModelArgs(kaito_version="0.9.0", model=PHI), opts=through(cluster()))
+    )
+    with pytest.raises(pulumi.RunError):
+        run(lambda: KaitoModel("m", KaitoModelArgs(kaito_version="0.9.0", model=PHI), opts=through(cluster())))
+    assert "KAITO 0.9.0 is not supported" in message
+
+
 def test_kubeconfig_contents_must_have_the_context_given():
     """Review 4: a file path was checked for its context, contents were not."""
     message = refused(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="prod")))

@@ -475,10 +475,15 @@ def dropped_sku(size: str, catalog: str, version: str) -> str | None:
     return f"KAITO {version} no longer supports {sku.gpu_model} ({size}): {why}"
 
 
+def usable_gpu_skus() -> list[str]:
+    """The GPU sizes KAITO's pods can run on: NVIDIA, and not retired or otherwise unusable."""
+    return [k for k, sku in all_gpu_skus().items() if sku.vendor == "nvidia" and not sku.unusable]
+
+
 def closest_skus(name: str, n: int = 3) -> list[str]:
-    """Did-you-mean for a VM size: case-insensitive, ignoring the Standard_ prefix; never a size
-    that cannot be used (retired, unsupported), which would only lead to a second refusal."""
-    by_key = {k.lower().removeprefix("standard_"): k for k, sku in all_gpu_skus().items() if not sku.unusable}
+    """Did-you-mean for a VM size: case-insensitive, ignoring the Standard_ prefix; only sizes
+    that can serve (NVIDIA, not retired), since any other would only lead to a second refusal."""
+    by_key = {k.lower().removeprefix("standard_"): k for k in usable_gpu_skus()}
     key = name.lower().removeprefix("standard_")
     return [by_key[m] for m in difflib.get_close_matches(key, list(by_key), n=n, cutoff=0.6)]
 
