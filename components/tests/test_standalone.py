@@ -106,6 +106,16 @@ def test_a_refusal_is_a_pulumi_run_error_so_preview_shows_no_traceback():
     assert "KAITO 0.9.0 is not supported" in message
 
 
+def test_a_gated_model_too_big_for_its_pool_is_told_both_at_once():
+    """The stranger's check: the token problem does not hide the sizing one."""
+    a10 = pool("a10", "Standard_NV36ads_A10_v5")
+    args = on_pool("a10", node_groups=[a10])
+    args = dataclasses.replace(args, model="llama-3.3-70b-instruct")
+    message = refused(lambda: KaitoModel("m", args, opts=through(cluster())))
+    assert "args.model: llama-3.3-70b-instruct is gated on Hugging Face" in message
+    assert "1 problem(s)" not in message, message
+
+
 def test_kubeconfig_contents_must_have_the_context_given():
     """Review 4: a file path was checked for its context, contents were not."""
     message = refused(lambda: KubeconfigCluster("c", KubeconfigClusterArgs(kubeconfig=KUBECONFIG, context="prod")))

@@ -55,11 +55,17 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_tuning(args, chart),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
-    if chart is not None and args.node_provisioning == "auto" and not problems:
+    # Sizing means something only on sound args; a missing token changes nothing it reads.
+    sizable = all(p.code in SIZING_UNAFFECTED for p in problems)
+    if chart is not None and args.node_provisioning == "auto" and sizable:
         problems += list(_on_instance_type(args, chart))
-    if chart is not None and args.node_groups is not None and not problems:
+    if chart is not None and args.node_groups is not None and sizable:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     return problems
+
+
+# Problems that leave KAITO's sizing of the model unchanged, so it is judged with them.
+SIZING_UNAFFECTED = frozenset({"gated", "download-secret", "access-secret"})
 
 
 def model_warnings(args: KaitoModelArgs) -> list[Problem]:
