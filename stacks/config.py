@@ -192,6 +192,7 @@ WORKSPACE_KEYS = (
     "compute",
     "replicas",
     "label_selector",
+    "node_selector",
     "runtime",
     "instance_type",
     "adapters",
@@ -337,6 +338,9 @@ WORKSPACE = Section(
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
                 "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
+                "node_selector": "Labels a custom image's nodes must carry too (KAITO keeps its pod's nodeSelector); "
+                "default on AKS for a CPU model without labelSelector: kubernetes.azure.com/mode: system, the system "
+                "pool, so it never takes a GPU node.",
                 "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
                 "kaito.nodeProvisioning auto, refused with byo.",
             },

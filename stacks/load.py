@@ -19,8 +19,9 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconf
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import max_model_len, model_warnings
+from kaito_aks.model.rules import max_model_len, model_warnings, off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
@@ -315,11 +316,12 @@ def parse_stack_config(
             defaults = stack_defaults
             if given.get("image") and forced is not None:  # the gate picks a preset's runtime; an image serves itself
                 defaults = {k: v for k, v in stack_defaults.items() if k != "runtime"}
-            models.append(
-                KaitoModelArgs(
-                    **{**defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
-                )
+            args = KaitoModelArgs(
+                **{**defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
             )
+            if is_azure and off_gpu_by_default(args):  # a CPU model stays on the system pool
+                args = dataclasses.replace(args, node_selector=dict(AKS_SYSTEM_POOL_LABELS))
+            models.append(args)
             model_index.append(i)
     warnings = tuple(
         _model_problem_at(w, i, pool_index, ws_values[i])

@@ -23,6 +23,12 @@ GPU_PRESENT_LABEL = {"nvidia.com/gpu.present": "true"}
 AGENTPOOL_LABELS = ("agentpool", "kubernetes.azure.com/agentpool")
 SYSTEM_POOL = "system"
 LINUX_LABEL = {"kubernetes.io/os": "linux"}
+# AKS labels every node of a system pool so (and of a user pool, GPU pools among them, `user`):
+# the one label that keeps a pod on the cluster's CPU nodes whatever tolerations it carries.
+AKS_SYSTEM_POOL_LABELS = {"kubernetes.azure.com/mode": "system"}
+# Label domains whose labels a node may carry without any pool description listing them
+# (Kubernetes, AKS, NFD and GPU Feature Discovery, the GPU Operator, KAITO).
+SYSTEM_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "azure.com", "nvidia.com", "kaito.sh")
 # The taint AKS GPU pools conventionally carry (and KAITO's presets and device plugin tolerate);
 # assumed for GPU nodes of clusters the program does not create.
 DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
@@ -193,6 +199,33 @@ def selects(match_labels: dict[str, str], group: NodeGroup) -> bool:
     """Whether a selector's matchLabels pick the group's nodes (KAITO lists BYO nodes by
     matchLabels only; matchExpressions play no part there)."""
     return all(group.labels.get(k) == v for k, v in match_labels.items())
+
+
+def node_labels(group: NodeGroup) -> dict[str, str]:
+    """Labels every node of the group carries: its own, and those AKS gives every node of a user
+    pool of its size (reserved labels, use-labels.md)."""
+    return {
+        **LINUX_LABEL,
+        "kubernetes.azure.com/mode": "user",
+        "node.kubernetes.io/instance-type": group.vm_size,
+        **group.labels,
+    }
+
+
+def may_select(match_labels: dict[str, str], group: NodeGroup) -> bool:
+    """Whether a node with every label in `match_labels` may be one of the group's: no label
+    contradicts one its nodes carry, and none is of a kind only other nodes carry (a label
+    outside the system domains that its description does not list). Where `selects` asks
+    "surely one of them" (KAITO's webhook lists nodes), this asks "maybe one of them" (the
+    scheduler places pods on any node that matches)."""
+    known = node_labels(group)
+    for key, value in match_labels.items():
+        if key in known:
+            if known[key] != value:
+                return False
+        elif not key.partition("/")[0].endswith(SYSTEM_LABEL_DOMAINS) or "/" not in key:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- tolerations

@@ -41,7 +41,7 @@ KUBERNETES_VERSION = Matches(
 @documented
 @dataclass(frozen=True, kw_only=True)
 class SystemPoolArgs:
-    """The AKS system node pool (runs the operators, not models)."""
+    """The AKS system node pool: the operators, and CPU models (kaito_aks.nodes.AKS_SYSTEM_POOL_LABELS)."""
 
     vm_size: str = "Standard_D4s_v5"
     """VM size of the system nodes."""

@@ -295,8 +295,9 @@ def _meta(name: str, namespace: str, labels: dict[str, str], annotations: dict[s
 
 
 def _pod_template(args: KaitoModelArgs) -> dict[str, Any]:
-    """A pod for a custom serving image; KAITO adds node affinity from the labelSelector and
-    fronts it with its Service on port 80 -> 5000."""
+    """A pod for a custom serving image; KAITO adds node affinity from the labelSelector (its own
+    replaces any), GPU tolerations, and fronts it with its Service on port 80 -> 5000. Its
+    nodeSelector is kept: `node_selector` keeps a CPU model off GPU nodes."""
     container = {
         "name": args.name,
         "image": args.image,
@@ -304,7 +305,10 @@ def _pod_template(args: KaitoModelArgs) -> dict[str, Any]:
         "ports": [{"name": "http", "containerPort": args.port, "protocol": "TCP"}],
         "resources": args.resources or DEFAULT_TEMPLATE_RESOURCES,
     }
-    return {"spec": {"containers": [container]}}
+    spec: dict[str, Any] = {"containers": [container]}
+    if args.node_selector:
+        spec["nodeSelector"] = dict(args.node_selector)
+    return {"spec": spec}
 
 
 def _adapter(a: AdapterArgs) -> AdapterSpec:

@@ -18,17 +18,20 @@ from kaito_aks.kaito.tuning import data_url_error, training_config_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, LabelSelectorArgs, is_gpu
 from kaito_aks.nodes import (
+    AKS_SYSTEM_POOL_LABELS,
     GPU_PRESENT_LABEL,
     LINUX_LABEL,
     SPOT_TAINT,
     TAINT,
     NodeGroup,
+    may_select,
     node_groups_problems,
     selects,
     spot_problem,
 )
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
+from kaito_aks.waits.gpu_nodes import selector_text
 
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -61,6 +64,8 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         problems += list(_on_instance_type(args, chart))
     if chart is not None and args.node_groups is not None and sizable:
         problems += list(_on_node_groups(args, chart, args.node_groups))
+    if args.node_groups is not None:
+        problems += list(_off_gpu_nodes(args, args.node_groups))
     return problems
 
 
@@ -74,7 +79,9 @@ def model_warnings(args: KaitoModelArgs) -> list[Problem]:
     and `validate` prints them."""
     chart = chart_of(args)
     model = args.model or ""
-    if chart is None or args.image or not model or not is_hugging_face_id(model, chart):
+    if args.image:
+        return list(_may_use_gpu_nodes(args))
+    if chart is None or not model or not is_hugging_face_id(model, chart):
         return []
     if catalog.find_preset(model, chart.preset_catalog) is not None:
         return []
@@ -388,6 +395,20 @@ def _placement(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterat
             "of `instance_type`): remove them",
             "auto-node-groups",
         )
+    if args.node_selector is not None and args.model:
+        yield Problem.at(
+            "node_selector",
+            "KAITO builds a preset's pod itself and keeps nothing of it but `label_selector`: place the preset with "
+            "`label_selector`",
+            "node-selector",
+        )
+    elif args.node_selector is not None and args.node_provisioning == "auto":
+        yield Problem.at(
+            "node_selector",
+            "with `node_provisioning` auto KAITO creates the model's node, labelled with `label_selector`'s labels, and "
+            "places the pod there by them; a nodeSelector would keep it off that node: remove it",
+            "node-selector",
+        )
     selector = args.label_selector
     if selector is not None and not selector.match_labels and not selector.match_expressions:
         yield Problem.at("label_selector", "matches every node; give `match_labels`", "selector")
@@ -605,6 +626,76 @@ def _max_model_len_required(args: KaitoModelArgs, chart: catalog.KaitoChart, sku
 
 def _nodes(n: int) -> str:
     return "1 node" if n == 1 else f"{n} nodes"
+
+
+# ---------------------------------------------------------------- CPU models off GPU nodes
+
+# What KAITO does to a custom image's pod (pkg/workspace/manifests GenerateManifestWithPodTemplate
+# and the tolerations of pkg/workspace/inference, v0.8.1 and v0.12.0): it replaces the pod's
+# affinity with `In` terms of label_selector's matchLabels and adds tolerations of the
+# nvidia.com/gpu and sku=gpu taints, so only a nodeSelector of the pod's own keeps it off GPU nodes.
+KAITO_TEMPLATE_PLACEMENT = (
+    "KAITO lets a custom image's pods onto GPU nodes (it adds tolerations of their nvidia.com/gpu and sku=gpu taints "
+    "and replaces the pod's affinity with `label_selector`'s labels)"
+)
+CPU_NODES_FIX = (
+    "give `node_selector` labels only CPU nodes carry (on AKS "
+    + ", ".join(f"{k}: {v}" for k, v in AKS_SYSTEM_POOL_LABELS.items())
+    + ", the system pool), or a `label_selector` that picks CPU nodes by a label GPU nodes do not carry"
+)
+
+
+def cpu_node_labels(args: KaitoModelArgs) -> dict[str, str]:
+    """Every label a node must carry to run the model's pods (bring-your-own nodes): the
+    selector's matchLabels, which KAITO turns into the pod's affinity, and `node_selector`."""
+    return {**match_labels(args), **(args.node_selector or {})}
+
+
+def off_gpu_by_default(args: KaitoModelArgs) -> bool:
+    """Whether the model is a CPU model on bring-your-own nodes that says nothing of where it
+    runs: on AKS it then takes AKS_SYSTEM_POOL_LABELS as `node_selector` (the stack does so)."""
+    return (
+        not is_gpu(args)
+        and bool(args.image)
+        and args.node_provisioning == "byo"
+        and args.label_selector is None
+        and args.node_selector is None
+    )
+
+
+def _off_gpu_nodes(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[Problem]:
+    """A CPU model must not be able to land on the GPU pools: it would take a node a GPU model
+    needs (its pod does not request GPUs, so a GPU preset's pod then stays Pending)."""
+    if is_gpu(args) or not args.image or args.node_provisioning != "byo":
+        return
+    wanted = cpu_node_labels(args)
+    onto = [g.name for g in groups if may_select(wanted, g)]
+    if onto:
+        yield Problem.at(
+            "label_selector" if args.label_selector is not None else (),
+            f"a CPU model, and its pods may land on GPU pool {', '.join(onto)} ({selector_text(wanted)} does not exclude "
+            f"their nodes): {KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
+            "cpu-on-gpu",
+        )
+
+
+def _may_use_gpu_nodes(args: KaitoModelArgs) -> Iterator[Problem]:
+    """Where the GPU pools are not known: a CPU model whose nodes are picked by labels every node
+    carries (kubernetes.io/os, the default) may land on any GPU node."""
+    if is_gpu(args) or args.node_provisioning != "byo" or args.node_groups is not None:
+        return
+    wanted = cpu_node_labels(args)
+    if all(key in GENERIC_NODE_LABELS for key in wanted):
+        yield Problem.at(
+            (),
+            f"a CPU model on nodes labelled {selector_text(wanted)}, which GPU nodes are too: {KAITO_TEMPLATE_PLACEMENT}, so "
+            f"it may take a GPU node; {CPU_NODES_FIX}",
+            "cpu-may-use-gpu",
+        )
+
+
+# Labels every Linux node carries, whatever it is.
+GENERIC_NODE_LABELS = ("kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch")
 
 
 def _kaito_tolerates(taint: str, chart: catalog.KaitoChart) -> bool:

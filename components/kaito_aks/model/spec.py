@@ -37,7 +37,7 @@ IMAGE = Check(image_problem)
 MINUTES = Range(1, 1440, "at most a day")
 
 Compute = Literal["gpu", "cpu"]
-"""gpu: a preset or GPU image on GPU nodes; cpu: a custom image on any Linux node."""
+"""gpu: a preset or GPU image on GPU nodes; cpu: a custom image on CPU nodes (`node_selector`)."""
 Runtime = Literal["vllm", "transformers"]
 """How KAITO serves a preset."""
 TuningMethod = Literal["lora", "qlora"]
@@ -155,6 +155,11 @@ class KaitoModelArgs:
     """Serving instances behind the one endpoint."""
     label_selector: LabelSelectorArgs | None = None
     """Nodes to run on; default: nvidia.com/gpu.present=true (gpu) or kubernetes.io/os=linux (cpu)."""
+    node_selector: Labels | None = None
+    """Labels a custom image's nodes must carry as well (its pod's nodeSelector, which KAITO keeps:
+    it replaces the pod's affinity with `label_selector`'s and lets it onto GPU nodes). On AKS
+    with bring-your-own nodes, kaito_aks.nodes.AKS_SYSTEM_POOL_LABELS keeps a CPU model on the
+    system pool, off the GPU pools."""
     runtime: Runtime | None = None
     """vllm or transformers; default: KAITO's (vLLM)."""
     node_provisioning: NodeProvisioning = "byo"
