@@ -1,7 +1,9 @@
-"""`python -m stacks`: render, validate, and ask the model catalog, without cloud or cluster.
+"""`python -m stacks`: render, validate and ask the model catalog without cloud or cluster; status
+reads a deployed stack's cluster.
 
 python -m stacks render <stack>... [--out DIR]   desired state as reviewable files
 python -m stacks validate <stack>...             the config checks alone, every error at once
+python -m stacks status <stack>... [--watch] [--json]   what the deployed models are doing (reads the cluster)
 python -m stacks models list [--version V] [--json]
 python -m stacks models estimate <model> [--version V] [--pool VMSIZE] [--region R] [--json]
 """
@@ -37,6 +39,21 @@ def main(argv: list[str] | None = None) -> int:
     validate.add_argument("stacks", nargs="*", help="stack names (default: all)")
     validate.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
 
+    status = sub.add_parser(
+        "status",
+        help="what a deployed stack's models are doing, read from its cluster with the stack's credentials",
+        description="One line per model and per replica: KAITO's conditions (reasons, ages), pods ready, the nodes "
+        "and GPUs they run on, NodeClaims of auto-provisioned nodes, the endpoint and the model id a client sends. "
+        "Reads the stack's outputs with the Pulumi CLI (run it where `pulumi up` runs). Exit code: 0 every model "
+        "serves, 1 one does not, 2 the status cannot be read.",
+    )
+    status.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
+    status.add_argument("--watch", action="store_true", help="follow until every model serves or one fails")
+    status.add_argument("--json", action="store_true", help="JSON for scripts (with --watch: a line per change)")
+    status.add_argument("--interval", type=float, default=5.0, help="seconds between reads with --watch (default: 5)")
+    status.add_argument("--timeout", type=float, default=30.0, help="minutes --watch follows at most (default: 30)")
+    status.add_argument("--dir", type=Path, default=ROOT, help="the Pulumi project (where its stack files are)")
+
     docs = sub.add_parser("docs", help="print the config reference (the README's, generated from the schema)")
     docs.add_argument("--readme", action="store_true", help="write it into README.md")
 
@@ -59,6 +76,18 @@ def main(argv: list[str] | None = None) -> int:
         return _render(args.stacks or stack_names(args.dir), args.out, args.dir)
     if args.command == "validate":
         return _validate(args.stacks or stack_names(args.dir), args.dir)
+    if args.command == "status":
+        from stacks.status import run
+
+        return run(
+            args.stacks or stack_names(args.dir),
+            args.dir,
+            watch=args.watch,
+            json_out=args.json,
+            interval=args.interval,
+            timeout_minutes=args.timeout,
+            err=lambda line: print(line, file=sys.stderr),
+        )
     if args.command == "docs":
         from stacks.docs import EXAMPLE_BLOCKS, config_reference, example_block, readme_block
 

@@ -21,12 +21,13 @@ from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
+from kaito_aks.model.component import watched_objects
 from kaito_aks.model.many import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
-from kaito_aks.rag.component import RagEngine
+from kaito_aks.rag.component import RagEngine, watched_object
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
@@ -245,6 +246,7 @@ def _export(
                     "chatEndpoint": engine.chat_endpoint,
                     "retrieveEndpoint": engine.retrieve_endpoint,
                     "workspace": workspaces[key],
+                    "kaito": [watched_object(engine.plan).props()],
                 }
                 for key, engine in rag_engines.items()
             },
@@ -269,6 +271,8 @@ def _export(
                 "replicas": m.replicas,
                 "gpuNodes": group.gpu_nodes_of(key),
                 "instanceType": m.instance_type,
+                # the objects whose condition says it serves: what `python -m stacks status` reads
+                "kaito": [w.props() for w in watched_objects(m.plan)],
             }
             for key, m in group.models.items()
         },

@@ -92,6 +92,16 @@ def test_replicas_on_0_8_are_one_workspace_each_behind_one_service():
         "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
         "gpuNodes": dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP),  # what the wait finds at `up`
         "instanceType": None,  # bring-your-own nodes
+        "kaito": [  # what `python -m stacks status` reads: each replica's Workspace and its serving condition
+            {
+                "kind": "Workspace",
+                "apiVersion": "kaito.sh/v1beta1",
+                "namespace": "default",
+                "name": f"phi-{i}",
+                "condition": "InferenceReady",
+            }
+            for i in range(3)
+        ],
     }
 
 

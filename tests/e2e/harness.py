@@ -227,6 +227,23 @@ class Cluster:
         status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
         self.api("PATCH", f"/api/v1/nodes/{name}/status", {"status": status})
 
+    def run_pod(self, namespace: str, name: str, node: str, labels: dict[str, str]) -> None:
+        """A pod bound to `node` and Ready, as a StatefulSet controller and the kubelet would make it
+        (neither runs here)."""
+        self.api(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {"nodeName": node, "containers": [{"name": "server", "image": "registry.invalid/stand-in"}]},
+            },
+        )
+        ready = {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()}
+        status = {"phase": "Running", "conditions": [ready]}
+        self.api("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", {"status": status})
+
     def label_node(self, name: str, labels: dict[str, str], manager: str = "e2e") -> str:
         """Label a node; returns the API server's time of the update."""
         node = self.api("PATCH", f"/api/v1/nodes/{name}?fieldManager={manager}", {"metadata": {"labels": labels}})
@@ -270,6 +287,7 @@ class StandInKaito(StandIn):
         super().__init__(cluster)
         self.delay = delay
         self.failing: dict[str, str] = {}
+        self.held: set[str] = set()  # names it leaves alone for now, as a controller that has not got to them
         self.ready_at: dict[str, float] = {}
         self.seen: dict[str, float] = {}
         self.conditions: dict[str, list[tuple[str, str, str]]] = {}  # key -> (type, status, reason) as set
@@ -286,6 +304,8 @@ class StandInKaito(StandIn):
     def _reconcile(self, api: str, plural: str, ready_type: str) -> None:
         for obj in self.cluster.api("GET", f"/apis/{api}/{plural}")["items"]:
             meta = obj["metadata"]
+            if meta["name"] in self.held:
+                continue
             key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
             first = self.seen.setdefault(key, time.time())
             had = {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
@@ -584,6 +604,11 @@ class Project:
             secret=secret,
             stdin=stdin,
         )
+
+    def status(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`python -m stacks status` of this stack, as a user runs it in the project."""
+        python = str(ROOT / ".venv" / "bin" / "python")
+        return self.sh(python, "-m", "stacks", "status", self.stack, *args, check=False, quiet=True)
 
     def init(self) -> None:
         self.sh(str(self.bin / "pulumi"), "stack", "init", self.stack, "--non-interactive", quiet=True)

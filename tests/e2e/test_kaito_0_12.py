@@ -143,6 +143,15 @@ def test_a_child_workspace_whose_node_fails_fails_up_with_the_nodeclaims_reason(
     assert "after 1m" in output, output[-3000:]
     assert MODEL in v1beta1(cluster_0_12, "inferencesets"), "the serving model is gone"
 
+    status = project.status()
+    assert status.returncode == 1, status.stderr
+    out = status.stdout
+    assert f"  {NS}/{MODEL}  serving 1/1  model id {MODEL}  http://{MODEL}.{NS}.svc" in out, out  # the set's name
+    assert f"  {NS}/{BROKEN}  failed 0/1  model id {BROKEN}" in out, out
+    assert f"    InferenceSet {BROKEN}  waiting: InferenceSet {NS}/{BROKEN} is not ready" in out, out
+    assert f"    Workspace {child_name}  failed: NodeClaimReady=False ({reason}: {message})" in out, out
+    assert f"  {NS}/{RAG}  serving 1/1  RAG engine over {MODEL}" in out, out
+
 
 def test_destroy_takes_the_inference_sets_their_workspaces_and_the_ragengine(
     project: Project, cluster_0_12: Cluster

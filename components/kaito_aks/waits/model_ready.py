@@ -150,7 +150,7 @@ def wait_for_models(
         for w in pending:
             obj: dict[str, Any] | None = None
             try:
-                obj = _read(client, w)
+                obj = read_watched(client, w)
                 check = judge(obj, w)
             except KubeApiError as err:
                 if err.status in (401, 403):
@@ -195,7 +195,7 @@ def provisioning_detail(client: KubeClient, obj: dict[str, Any] | None, w: Watch
     try:
         if w.kind == "InferenceSet":
             return _children_detail(client, w)
-        if w.kind == "Workspace" and _field(obj, "resource", "instanceType"):
+        if w.kind == "Workspace" and field_at(obj, "resource", "instanceType"):
             return _nodeclaims_detail(client, w.namespace, w.name)
     except (KubeApiError, OSError, ValueError, KeyError, TypeError):
         return ""
@@ -206,8 +206,8 @@ def _children_detail(client: KubeClient, w: Watched) -> str:
     version = w.api_version.split("/", 1)[1]
     path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
     said: list[str] = []
-    for child in _items(client.get(path, labelSelector=f"{CREATED_BY_LABEL}={w.name}")):
-        conditions = _conditions(child)
+    for child in list_items(client.get(path, labelSelector=f"{CREATED_BY_LABEL}={w.name}")):
+        conditions = conditions_of(child)
         serving = any(c.get("type") == "InferenceReady" and c.get("status") == "True" for c in conditions)
         progress = _node_progress(conditions)
         if not serving and progress:
@@ -218,8 +218,8 @@ def _children_detail(client: KubeClient, w: Watched) -> str:
 def _nodeclaims_detail(client: KubeClient, namespace: str, name: str) -> str:
     selector = f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"
     said: list[str] = []
-    for claim in _items(client.get(NODECLAIMS, labelSelector=selector)):
-        by_type = {c.get("type"): c for c in _conditions(claim)}
+    for claim in list_items(client.get(NODECLAIMS, labelSelector=selector)):
+        by_type = {c.get("type"): c for c in conditions_of(claim)}
         stuck = next(
             (by_type[t] for t in NODECLAIM_STAGES if t in by_type and by_type[t].get("status") != "True"), None
         )
@@ -228,25 +228,25 @@ def _nodeclaims_detail(client: KubeClient, namespace: str, name: str) -> str:
     return f"; {'; '.join(said)}" if said else ""
 
 
-def _items(answer: dict[str, Any]) -> list[dict[str, Any]]:
+def list_items(answer: dict[str, Any]) -> list[dict[str, Any]]:
     items = answer.get("items")
     return [i for i in items if is_dict(i)] if is_list(items) else []
 
 
-def _conditions(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def conditions_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
     status = obj.get("status")
     found = status.get("conditions") if is_dict(status) else None
     return [c for c in found if is_dict(c)] if is_list(found) else []
 
 
-def _field(obj: dict[str, Any], *path: str) -> object:
+def field_at(obj: dict[str, Any], *path: str) -> object:
     node: object = obj
     for key in path:
         node = cast(dict[str, Any], node).get(key) if is_dict(node) else None
     return node
 
 
-def _read(client: KubeClient, w: Watched) -> dict[str, Any] | None:
+def read_watched(client: KubeClient, w: Watched) -> dict[str, Any] | None:
     try:
         return client.get(w.path)
     except KubeApiError as err:

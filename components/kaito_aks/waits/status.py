@@ -1,0 +1,352 @@
+"""What KAITO says of models already deployed, read from the cluster: each serving object's
+conditions (reasons, ages), the pods and nodes a replica runs on, and the NodeClaims of the
+nodes KAITO makes. Read-only, through the client the waits use; `python -m stacks status`
+prints it, and any program may call `read_model` with the objects a KaitoModel watches
+(`watched_objects(model.plan)`)."""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.waits.kube_client import KubeApiError
+from kaito_aks.waits.model_ready import (
+    CREATED_BY_LABEL,
+    KAITO_API,
+    NODECLAIM_STAGES,
+    NODECLAIMS,
+    Watched,
+    conditions_of,
+    field_at,
+    judge,
+    list_items,
+)
+
+WORKSPACE_LABEL = "kaito.sh/workspace"  # on the pods KAITO runs for a Workspace (api/v1beta1/labels.go)
+GPU_PRODUCT, GPU_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.count"  # GPU Feature Discovery's
+# A container that waits for one of these will not start without a change: the model failed.
+STUCK_CONTAINER_REASONS = frozenset(
+    {
+        "CrashLoopBackOff",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+
+State = Literal["serving", "waiting", "failed"]
+
+
+class Reader(Protocol):
+    """What reads the cluster (a KubeClient)."""
+
+    def get(self, path: str, **query: str) -> dict[str, Any]: ...
+
+
+class StatusReadError(RuntimeError):
+    """The status cannot be read: the cluster does not answer, or the credentials may not read
+    the KAITO objects themselves."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: str
+    reason: str
+    message: str
+    age_seconds: float | None  # since its last transition
+
+    def failing(self) -> bool:
+        """KAITO's own word for a failure (WorkspaceInferenceStatusFailed, a NodeClaim's launch
+        failure): a False condition whose reason says Failed."""
+        return self.status == "False" and "fail" in self.reason.lower()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "reason": self.reason,
+            "message": self.message,
+            "ageSeconds": None if self.age_seconds is None else round(self.age_seconds),
+        }
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    gpu_product: str | None  # GPU Feature Discovery's labels; None on CPU nodes (or not labelled yet)
+    gpus: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "gpuProduct": self.gpu_product, "gpus": self.gpus}
+
+
+@dataclass(frozen=True)
+class NodeClaim:
+    name: str
+    stage: str  # the first of Launched, Registered, Initialized that is not True, else Ready
+    said: str  # its reason and message there
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "stage": self.stage, "said": self.said}
+
+
+@dataclass(frozen=True)
+class ObjectStatus:
+    """One KAITO object (a Workspace, an InferenceSet) as its controller reports it."""
+
+    kind: str
+    name: str
+    state: State
+    why: str  # what it waits for or why it failed ('' when serving)
+    conditions: tuple[Condition, ...] = ()
+    pods_ready: int = 0
+    pods: int = 0
+    nodes: tuple[Node, ...] = ()
+    node_claims: tuple[NodeClaim, ...] = ()
+    ready_replicas: int | None = None  # an InferenceSet's count
+    replicas: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "state": self.state,
+            "why": self.why,
+            "conditions": [c.to_json() for c in self.conditions],
+        }
+        if self.kind == "InferenceSet":
+            out |= {"readyReplicas": self.ready_replicas, "replicas": self.replicas}
+        else:
+            out |= {
+                "pods": {"ready": self.pods_ready, "total": self.pods},
+                "nodes": [n.to_json() for n in self.nodes],
+                "nodeClaims": [c.to_json() for c in self.node_claims],
+            }
+        return out
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """A model: the objects that say whether it serves, and its replicas (for a Workspace per
+    replica the same Workspaces; for an InferenceSet the Workspaces KAITO made for it)."""
+
+    objects: tuple[ObjectStatus, ...]
+    replicas: tuple[ObjectStatus, ...]
+    unreadable: tuple[str, ...] = ()  # what the credentials may not read (the rest is shown)
+
+    @property
+    def state(self) -> State:
+        every = (*self.objects, *self.replicas)
+        if any(o.state == "failed" for o in every):
+            return "failed"
+        return "serving" if all(o.state == "serving" for o in self.objects) else "waiting"
+
+    @property
+    def ready(self) -> tuple[int, int]:
+        """Replicas serving, of how many."""
+        sets = [o for o in self.objects if o.kind == "InferenceSet"]
+        if sets:
+            return sum(o.ready_replicas or 0 for o in sets), sum(o.replicas or 0 for o in sets)
+        return sum(o.state == "serving" for o in self.objects), len(self.objects)
+
+    def to_json(self) -> dict[str, Any]:
+        served, of = self.ready
+        return {
+            "state": self.state,
+            "ready": f"{served}/{of}",
+            "objects": [o.to_json() for o in self.objects if o.kind == "InferenceSet"],
+            "replicas": [o.to_json() for o in self.replicas],
+            "unreadable": list(self.unreadable),
+        }
+
+
+@dataclass
+class _Pass:
+    """One reading of the cluster: nodes are read once however many replicas run on them."""
+
+    reader: Reader
+    now: float
+    nodes: dict[str, Node | None] = field(default_factory=dict[str, "Node | None"])
+    unreadable: list[str] = field(default_factory=list[str])
+    nodeclaims_known: bool = True
+
+    def get(self, path: str, what: str, **query: str) -> dict[str, Any] | None:
+        """An answer, or None when the object (or its kind) is not there or may not be read
+        (said in `unreadable`)."""
+        try:
+            return self.reader.get(path, **query)
+        except KubeApiError as err:
+            if err.status == 0:
+                raise StatusReadError(str(err)) from None
+            if err.status in (401, 403):
+                if what not in self.unreadable:
+                    self.unreadable.append(what)
+                return None
+            if err.status == 404:
+                return None
+            raise StatusReadError(f"reading {what}: {err}") from None
+
+
+def read_model(reader: Reader, watched: Iterable[Watched], *, clock: Callable[[], float] = time.time) -> ModelStatus:
+    """What KAITO reports for one model, from the objects whose condition says it serves.
+    Raises StatusReadError when the cluster does not answer or the KAITO objects may not be
+    read; pods, nodes and NodeClaims the credentials may not read are named in `unreadable`."""
+    p = _Pass(reader, clock())
+    objects: list[ObjectStatus] = []
+    replicas: list[ObjectStatus] = []
+    for w in watched:
+        try:
+            obj = _kaito_object(reader, w)
+        except KubeApiError as err:
+            if err.status in (401, 403):
+                plural = f"{w.kind.lower()}s.{w.api_version.split('/')[0]}"
+                raise StatusReadError(
+                    f"the credentials may not read {plural} in namespace {w.namespace} ({err}): grant get and list "
+                    "on KAITO's objects, and on pods and nodes for the rest"
+                ) from None
+            raise StatusReadError(str(err)) from None
+        status = _object_status(p, obj, w)
+        objects.append(status)
+        if w.kind == "InferenceSet" and obj is not None:
+            replicas += _children(p, w)
+        elif w.kind == "Workspace":
+            replicas.append(status)
+    return ModelStatus(tuple(objects), tuple(replicas), tuple(p.unreadable))
+
+
+def _kaito_object(reader: Reader, w: Watched) -> dict[str, Any] | None:
+    try:
+        return reader.get(w.path)
+    except KubeApiError as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def _children(p: _Pass, w: Watched) -> list[ObjectStatus]:
+    """An InferenceSet's Workspaces (labelled with its name, made from its template)."""
+    version = w.api_version.split("/", 1)[1]
+    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
+    answer = p.get(path, f"workspaces.kaito.sh in {w.namespace}", labelSelector=f"{CREATED_BY_LABEL}={w.name}")
+    children = sorted(list_items(answer or {}), key=lambda o: str(o.get("metadata", {}).get("name")))
+    return [
+        _object_status(
+            p, child, Watched("Workspace", w.api_version, w.namespace, child["metadata"]["name"], "InferenceReady")
+        )
+        for child in children
+    ]
+
+
+def _object_status(p: _Pass, obj: dict[str, Any] | None, w: Watched) -> ObjectStatus:
+    check = judge(obj, w)
+    conditions = tuple(_condition(c, p.now) for c in conditions_of(obj or {}))
+    status = obj.get("status") if obj is not None else None
+    counts: dict[str, Any] = {}
+    if w.kind == "InferenceSet" and is_dict(status):
+        counts = {"ready_replicas": _int(status.get("readyReplicas")), "replicas": _int(status.get("replicas"))}
+    pods_ready = pods = 0
+    nodes: tuple[Node, ...] = ()
+    claims: tuple[NodeClaim, ...] = ()
+    stuck = ""
+    if w.kind == "Workspace" and obj is not None:
+        pods_ready, pods, on, stuck = _pods(p, w)
+        workers = field_at(obj, "status", "workerNodes")
+        names = on or [n for n in (workers if is_list(workers) else []) if isinstance(n, str)]
+        nodes = tuple(n for n in (_node(p, name) for name in dict.fromkeys(names)) if n is not None)
+        if field_at(obj, "resource", "instanceType"):
+            claims = _node_claims(p, w)
+    failing = next((c for c in conditions if c.failing()), None)
+    if check.done:
+        return ObjectStatus(w.kind, w.name, "serving", "", conditions, pods_ready, pods, nodes, claims, **counts)
+    if failing is not None or stuck:
+        why = f"{failing.type}=False ({failing.reason}: {failing.message})" if failing is not None else stuck
+        return ObjectStatus(w.kind, w.name, "failed", why, conditions, pods_ready, pods, nodes, claims, **counts)
+    return ObjectStatus(
+        w.kind, w.name, "waiting", check.waiting_for, conditions, pods_ready, pods, nodes, claims, **counts
+    )
+
+
+def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str]:
+    """Ready pods, pods, the nodes they run on, and why a container will not start ('' when none)."""
+    path = f"/api/v1/namespaces/{w.namespace}/pods"
+    answer = p.get(path, f"pods in {w.namespace}", labelSelector=f"{WORKSPACE_LABEL}={w.name}")
+    ready = total = 0
+    on: list[str] = []
+    stuck = ""
+    for pod in list_items(answer or {}):
+        total += 1
+        ready += any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions_of(pod))
+        node = field_at(pod, "spec", "nodeName")
+        if isinstance(node, str) and node:
+            on.append(node)
+        containers = field_at(pod, "status", "containerStatuses")
+        for container in containers if is_list(containers) else []:
+            reason, message = (
+                field_at(container, "state", "waiting", "reason"),
+                field_at(container, "state", "waiting", "message"),
+            )
+            if reason in STUCK_CONTAINER_REASONS and not stuck:
+                stuck = f"pod {field_at(pod, 'metadata', 'name')}: {reason}" + (f" ({message})" if message else "")
+    return ready, total, on, stuck
+
+
+def _node(p: _Pass, name: str) -> Node | None:
+    if name not in p.nodes:
+        obj = p.get(f"/api/v1/nodes/{name}", "nodes")
+        if obj is None:
+            p.nodes[name] = Node(name, None, None) if "nodes" in p.unreadable else None
+        else:
+            product = field_at(obj, "metadata", "labels", GPU_PRODUCT)
+            count = field_at(obj, "metadata", "labels", GPU_COUNT)
+            p.nodes[name] = Node(name, product if isinstance(product, str) else None, _int(count))
+    return p.nodes[name]
+
+
+def _node_claims(p: _Pass, w: Watched) -> tuple[NodeClaim, ...]:
+    selector = f"{WORKSPACE_LABEL}={w.name},kaito.sh/workspacenamespace={w.namespace}"
+    answer = p.get(NODECLAIMS, "nodeclaims.karpenter.sh", labelSelector=selector)
+    out: list[NodeClaim] = []
+    for claim in list_items(answer or {}):
+        by_type = {c.get("type"): c for c in conditions_of(claim)}
+        stuck = next((t for t in NODECLAIM_STAGES if by_type.get(t, {}).get("status") != "True"), None)
+        c = by_type.get(stuck, {}) if stuck else {}
+        said = ": ".join(str(x) for x in (c.get("reason"), c.get("message")) if x)
+        out.append(NodeClaim(claim["metadata"]["name"], stuck or "Ready", said))
+    return tuple(out)
+
+
+def _condition(c: dict[str, Any], now: float) -> Condition:
+    return Condition(
+        str(c.get("type", "")),
+        str(c.get("status", "")),
+        str(c.get("reason") or ""),
+        str(c.get("message") or ""),
+        _age(c.get("lastTransitionTime"), now),
+    )
+
+
+def _age(stamp: object, now: float) -> float | None:
+    """Seconds since an RFC 3339 UTC time, as the API server writes them."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        then = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+    return max(0.0, now - then)
+
+
+def _int(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None

@@ -1,0 +1,410 @@
+"""`python -m stacks status`: what a deployed stack's models are doing, read from its cluster.
+
+What was deployed comes from the stack's outputs (`pulumi stack output`: each model's KAITO
+objects, endpoint and model id); what KAITO makes of it from the cluster, read with the stack's
+own credentials (its `kubeconfig` output on AKS, else its cluster config's kubeconfig, as the
+program's provider reads it) and the client the waits use. Credentials are never printed.
+
+Exit codes: 0 every model serves; 1 one does not (waiting or failed); 2 the status cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.problems import bounded
+from kaito_aks.waits.kube_client import KubeClient, KubeconfigError
+from kaito_aks.waits.model_ready import Watched
+from kaito_aks.waits.status import ModelStatus, ObjectStatus, StatusReadError, read_model
+from stacks.stackfile import StackFile, StackFileError, read_stack_file
+
+SERVING, NOT_SERVING, UNREADABLE = 0, 1, 2
+PULUMI_TIMEOUT_SECONDS = 120
+MESSAGE_CHARS = 160
+
+
+class StatusError(Exception):
+    """The stack's status cannot be read; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """One thing the stack serves (a model, a RAG engine): its outputs and what KAITO reports."""
+
+    key: str  # namespace/name
+    kind: str  # model, ragEngine
+    outputs: dict[str, Any]
+    status: ModelStatus
+
+
+@dataclass(frozen=True)
+class StackStatus:
+    stack: str
+    kaito_version: str | None
+    cluster: str  # how it was reached, never the credentials
+    served: tuple[Served, ...]
+    read_at: float
+
+    @property
+    def code(self) -> int:
+        return SERVING if all(s.status.state == "serving" for s in self.served) else NOT_SERVING
+
+
+# ---------------------------------------------------------------- what was deployed, and how to reach it
+
+
+def pulumi(root: Path, *args: str) -> str:
+    """The Pulumi CLI's output (it may hold secrets: never printed)."""
+    cli = shutil.which("pulumi")
+    if cli is None:
+        raise StatusError(
+            "status reads the stack's outputs with the Pulumi CLI, which is not on PATH: install it "
+            "(https://www.pulumi.com/docs/iac/download-install/) and log in to the stack's backend"
+        )
+    try:
+        done = subprocess.run(
+            [cli, *args, "--non-interactive"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=PULUMI_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise StatusError(f"`pulumi {' '.join(args[:2])}` did not finish: {err}") from None
+    if done.returncode != 0:
+        said = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        raise StatusError(f"`pulumi {' '.join(args[:2])}` failed: {bounded(said[-1] if said else 'no message')}")
+    return done.stdout
+
+
+def stack_outputs(stack: str, root: Path) -> dict[str, Any]:
+    text = pulumi(root, "stack", "output", "--json", "--show-secrets", "--stack", stack)
+    try:
+        outputs = json.loads(text)
+    except ValueError:
+        raise StatusError(f"`pulumi stack output --stack {stack}` did not print JSON") from None
+    if not is_dict(outputs) or not outputs:
+        raise StatusError(f"stack {stack} has no outputs yet: run `pulumi up --stack {stack}` first")
+    return dict(outputs)
+
+
+def cluster_client(stack: str, f: StackFile, outputs: Mapping[str, Any], root: Path) -> tuple[KubeClient, str]:
+    """The client and how the cluster is named: the stack's `kubeconfig` output (a cluster it
+    made or adopted), else its cluster.kubeconfig (the secret kaito-aks:kubeconfig, a path, or
+    $KUBECONFIG / ~/.kube/config, with its context), as the program's provider reads them."""
+    name = str(outputs.get("clusterName") or stack)
+    try:
+        contents = outputs.get("kubeconfig")
+        if isinstance(contents, str) and contents.strip():
+            return KubeClient.from_kubeconfig(contents), f"cluster {name}"
+        cluster = f.config.get("kaito-aks:cluster")
+        given = cluster.get("kubeconfig") if is_dict(cluster) else None
+        given = given if is_dict(given) else {}
+        context = given.get("context") if isinstance(given.get("context"), str) else None
+        path = given.get("path") if isinstance(given.get("path"), str) else None
+        secret = None
+        if "kaito-aks:kubeconfig" in f.secrets:
+            secret = pulumi(root, "config", "get", "kaito-aks:kubeconfig", "--stack", stack)
+        where = f"kubeconfig context {context}" if context else "the kubeconfig's current context"
+        client = KubeClient.from_kubeconfig(secret, str(root / path) if path else None, context)
+        return client, f"cluster {name} ({where})"
+    except KubeconfigError as err:
+        raise StatusError(f"the stack's kubeconfig cannot be used: {err}") from None
+    except OSError as err:  # a certificate or CA file named in the kubeconfig
+        raise StatusError(f"the stack's kubeconfig names a file that cannot be read: {err.strerror}") from None
+
+
+def watched_of(entry: object) -> list[Watched] | None:
+    """The KAITO objects an output entry names (None for outputs of an earlier kaito-aks)."""
+    found = entry.get("kaito") if is_dict(entry) else None
+    if not is_list(found):
+        return None
+    return [Watched.from_props(p) for p in found if is_dict(p)]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A model or RAG engine as the stack file plans it: how its outputs would read, its objects."""
+
+    kind: str  # model, ragEngine
+    outputs: dict[str, Any]
+    watched: tuple[Watched, ...]
+
+
+def planned_objects(f: StackFile) -> dict[str, Planned] | None:
+    """What the stack file plans, by key (None when it does not validate): for outputs written
+    before they named their objects, and for models added since the last `pulumi up` that
+    succeeded (a failed `up` records no outputs, though KAITO may already have its objects)."""
+    from kaito_aks.model.component import watched_objects
+    from kaito_aks.model.names import endpoint_of
+    from kaito_aks.model.plan import plan_model
+    from kaito_aks.rag.component import watched_object
+    from kaito_aks.rag.plan import plan_rag_engine
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_file
+
+    try:
+        cfg = parse_stack_file(f)
+    except StackConfigError:
+        return None
+    out: dict[str, Planned] = {}
+    for m in cfg.models:
+        plan = plan_model(m)
+        served = {
+            "model": plan.served_model,
+            "source": plan.model,
+            "endpoint": endpoint_of(m) if plan.service else None,
+        }
+        out[plan.key] = Planned("model", served, tuple(watched_objects(plan)))
+    for e in cfg.rag_engines:
+        engine = {"workspace": e.workspace}
+        out[f"{e.args.namespace}/{e.args.name}"] = Planned(
+            "ragEngine", engine, (watched_object(plan_rag_engine(e.args)),)
+        )
+    return out
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What the stack deployed (its outputs, read once) and how to reach its cluster."""
+
+    stack: str
+    kaito_version: str | None
+    cluster: str
+    client: KubeClient
+    entries: tuple[tuple[str, str, dict[str, Any], tuple[Watched, ...]], ...]  # kind, key, outputs, objects
+
+
+def deployed(stack: str, root: Path) -> Deployed:
+    """Raises StatusError when the stack's outputs or credentials cannot be had."""
+    try:
+        f = read_stack_file(stack, root)
+    except (FileNotFoundError, StackFileError) as err:
+        raise StatusError(str(err)) from None
+    outputs = stack_outputs(stack, root)
+    client, cluster = cluster_client(stack, f, outputs, root)
+    charts = outputs.get("charts")
+    kaito = charts.get("kaito") if is_dict(charts) else None
+    version = kaito.get("version") if is_dict(kaito) else None
+    planned = planned_objects(f)
+    entries: list[tuple[str, str, dict[str, Any], tuple[Watched, ...]]] = []
+    for kind, section in (("model", "workspaces"), ("ragEngine", "ragEngines")):
+        found = outputs.get(section)
+        for key, value in found.items() if is_dict(found) else ():
+            entry = dict(value) if is_dict(value) else {}
+            watched = watched_of(entry)
+            if watched is None:
+                if planned is None:
+                    raise StatusError(
+                        "the stack's outputs do not name its KAITO objects (deployed by an earlier kaito-aks) and its "
+                        "stack file does not validate: fix it and run `pulumi up` once"
+                    )
+                watched = list(planned[str(key)].watched) if str(key) in planned else []
+            entries.append((kind, str(key), entry, tuple(watched)))
+    known = {key for _, key, _, _ in entries}
+    for key, p in (planned or {}).items():
+        if key not in known:
+            entries.append((p.kind, key, {**p.outputs, "inOutputs": False}, p.watched))
+    return Deployed(stack, version if isinstance(version, str) else None, cluster, client, tuple(entries))
+
+
+def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackStatus:
+    """What KAITO reports now; raises StatusError when the cluster cannot be read."""
+    try:
+        served = tuple(
+            Served(key, kind, entry, read_model(d.client, watched, clock=clock))
+            for kind, key, entry, watched in d.entries
+        )
+    except StatusReadError as err:
+        raise StatusError(f"{d.cluster}: {err}") from None
+    return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock())
+
+
+# ---------------------------------------------------------------- printing
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def _conditions(o: ObjectStatus) -> str:
+    said = []
+    for c in o.conditions:
+        text = f"{c.type}={c.status} ({c.reason or '-'}, {age(c.age_seconds)}"
+        if c.status != "True" and c.message:
+            text += f": {_short(c.message)}"
+        said.append(text + ")")
+    return " ".join(said) or "no conditions yet"
+
+
+def _short(message: str) -> str:
+    said = bounded(message)
+    return said if len(said) <= MESSAGE_CHARS else said[: MESSAGE_CHARS - 3] + "..."
+
+
+def _replica_line(o: ObjectStatus) -> str:
+    state = o.state if o.state == "serving" else f"{o.state}: {o.why}"
+    parts = [f"{o.kind} {o.name}", state, _conditions(o)]
+    if o.kind == "Workspace":
+        parts.append(f"pods {o.pods_ready}/{o.pods} ready")
+        if o.nodes:
+            parts.append("on " + ", ".join(_node(n.name, n.gpu_product, n.gpus) for n in o.nodes))
+        parts += [f"NodeClaim {c.name} {c.stage}" + (f" ({c.said})" if c.said else "") for c in o.node_claims]
+    return "  ".join(parts)
+
+
+def _node(name: str, product: str | None, gpus: int | None) -> str:
+    if product is None:
+        return f"{name} (no GPU labels)"
+    return f"{name} ({gpus if gpus is not None else '?'}x {product})"
+
+
+def text(status: StackStatus) -> list[str]:
+    serving = sum(s.status.state == "serving" for s in status.served)
+    version = f"KAITO {status.kaito_version}, " if status.kaito_version else ""
+    stamp = time.strftime("%H:%M:%S UTC", time.gmtime(status.read_at))
+    lines = [f"{status.stack}: {version}{status.cluster}; {serving} of {len(status.served)} serving (read {stamp})"]
+    for s in status.served:
+        served, of = s.status.ready
+        o = s.outputs
+        if s.kind == "ragEngine":
+            ask = f"RAG engine over {o.get('workspace') or 'no workspace'}"
+            endpoint = o.get("endpoint")
+        elif o.get("endpoint") is None:
+            ask, endpoint = "a tuning job", None
+        else:
+            ask = f"model id {o['model']}" if o.get("model") else "model id: ask GET /v1/models (a custom image)"
+            endpoint = o.get("endpoint")
+        head = [f"  {s.key}", f"{s.status.state} {served}/{of}", ask]
+        if endpoint:
+            head.append(str(endpoint))
+        if o.get("inOutputs") is False:
+            head.append("(in the stack file, not in the stack's outputs: the last `pulumi up` failed or has not run)")
+        lines.append("  ".join(head))
+        for obj in s.status.objects:
+            if obj.kind != "Workspace" or s.kind == "ragEngine":
+                lines.append("    " + _replica_line(obj))
+        lines += ["    " + _replica_line(r) for r in s.status.replicas]
+        if s.status.unreadable:
+            lines.append(f"    (the credentials may not read {', '.join(s.status.unreadable)})")
+    return lines
+
+
+def as_json(status: StackStatus) -> dict[str, Any]:
+    return {
+        "stack": status.stack,
+        "kaitoVersion": status.kaito_version,
+        "cluster": status.cluster,
+        "readAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(status.read_at)),
+        "serving": status.code == SERVING,
+        "models": [
+            {
+                "key": s.key,
+                "kind": s.kind,
+                "model": s.outputs.get("model"),
+                "source": s.outputs.get("source"),
+                "endpoint": s.outputs.get("endpoint"),
+                "inOutputs": s.outputs.get("inOutputs", True),
+                **s.status.to_json(),
+            }
+            for s in status.served
+        ],
+    }
+
+
+def _signature(status: StackStatus) -> str:
+    """What a change is, for --watch: everything but the ages and the time of reading."""
+
+    def ageless(value: object) -> object:
+        if is_dict(value):
+            return {k: ageless(v) for k, v in value.items() if k not in ("ageSeconds", "readAt")}
+        if is_list(value):
+            return [ageless(v) for v in value]
+        return value
+
+    return json.dumps(ageless(as_json(status)), sort_keys=True, default=str)
+
+
+# ---------------------------------------------------------------- the command
+
+
+def run(
+    stacks: list[str],
+    root: Path,
+    *,
+    watch: bool = False,
+    json_out: bool = False,
+    interval: float = 5.0,
+    timeout_minutes: float = 30.0,
+    out: Callable[[str], None] = print,
+    err: Callable[[str], None] = print,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Each stack's status (once, or with `watch` until every model serves, one fails, or the
+    timeout); the worst exit code."""
+    worst = SERVING
+    for stack in stacks:
+        code = _one(stack, root, watch, json_out, interval, timeout_minutes, out, err, sleep, clock)
+        worst = max(worst, code)
+    return worst
+
+
+def _one(
+    stack: str,
+    root: Path,
+    watch: bool,
+    json_out: bool,
+    interval: float,
+    timeout_minutes: float,
+    out: Callable[[str], None],
+    err: Callable[[str], None],
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> int:
+    start = clock()
+    shown = ""
+    try:
+        d = deployed(stack, root)
+    except StatusError as e:
+        err(f"{stack}: {e}")
+        return UNREADABLE
+    while True:
+        try:
+            status = read_stack(d, clock=clock)
+        except StatusError as e:
+            err(f"{stack}: {e}")
+            return UNREADABLE
+        failed = any(s.status.state == "failed" for s in status.served)
+        done = not watch or status.code == SERVING or failed or clock() - start >= timeout_minutes * 60
+        signature = _signature(status)
+        if signature != shown or done:
+            if json_out:
+                out(json.dumps(as_json(status), indent=None if watch else 2))
+            elif signature != shown or not watch:
+                for line in text(status):
+                    out(line)
+            shown = signature
+        if done:
+            if watch and status.code != SERVING and not failed:
+                err(f"{stack}: not every model serves after {age(timeout_minutes * 60)}")
+            return status.code
+        sleep(interval)

@@ -1,0 +1,446 @@
+"""`python -m stacks status` (issue 20): what KAITO reports for deployed models, read from the
+cluster with the stack's credentials. The library's reader against canned API answers; the
+command end to end against a local HTTP API server and a stand-in `pulumi` CLI that prints the
+stack's outputs (the real CLI and API server run in tests/e2e/test_status.py)."""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from kaito_aks.waits.kube_client import KubeApiError
+from kaito_aks.waits.model_ready import Watched
+from kaito_aks.waits.status import StatusReadError, read_model
+from stacks.cli import main
+
+NOW = time.time()
+T0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 125))  # 2m5s ago
+TOKEN = "status-test-secret-token"
+
+
+def condition(kind: str, status: str, reason: str, message: str = "") -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": T0}
+
+
+def workspace(name: str, *conditions: dict[str, Any], instance_type: str | None = None, **labels: str) -> dict:
+    resource: dict[str, Any] = {"labelSelector": {"matchLabels": {"apps": name}}}
+    if instance_type:
+        resource["instanceType"] = instance_type
+    return {
+        "apiVersion": "kaito.sh/v1beta1",
+        "kind": "Workspace",
+        "metadata": {"name": name, "namespace": "default", "generation": 1, "labels": labels},
+        "resource": resource,
+        "status": {"conditions": list(conditions)},
+    }
+
+
+SERVING = (
+    condition("ResourceReady", "True", "workspaceResourceStatusSuccess"),
+    condition("InferenceReady", "True", "WorkspaceInferenceStatusSuccess", "Inference has been deployed successfully"),
+)
+
+
+def pod(name: str, node: str, ready: bool = True, waiting: str | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    if waiting:
+        status["containerStatuses"] = [{"name": "c", "state": {"waiting": {"reason": waiting, "message": "pull"}}}]
+    return {"metadata": {"name": name}, "spec": {"nodeName": node}, "status": status}
+
+
+GPU_NODE = {
+    "metadata": {
+        "name": "aks-a100-0",
+        "labels": {"nvidia.com/gpu.product": "NVIDIA-A100-PCIE-80GB", "nvidia.com/gpu.count": "1"},
+    }
+}
+
+
+def ws_path(name: str, plural: str = "workspaces") -> str:
+    return f"/apis/kaito.sh/v1beta1/namespaces/default/{plural}/{name}"
+
+
+def pods_path(workspace: str) -> str:
+    return "/api/v1/namespaces/default/pods?" + urllib.parse.urlencode(
+        {"labelSelector": f"kaito.sh/workspace={workspace}"}
+    )
+
+
+class FakeApi:
+    """Answers by path (with its query), as the API server would; 404 for anything else."""
+
+    def __init__(self, answers: dict[str, Any]):
+        self.answers = answers
+        self.seen: list[str] = []
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        full = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        self.seen.append(full)
+        answer = self.answers.get(full)
+        if isinstance(answer, int):
+            raise KubeApiError(answer, "forbidden" if answer == 403 else "no")
+        if answer is None:
+            raise KubeApiError(404, "not found")
+        return answer
+
+
+def watched(name: str, kind: str = "Workspace", condition: str = "InferenceReady") -> Watched:
+    return Watched(kind, "kaito.sh/v1beta1", "default", name, condition)
+
+
+# ---------------------------------------------------------------- the library's reader
+
+
+def test_a_serving_workspace_with_its_pod_node_and_gpus():
+    api = FakeApi(
+        {
+            ws_path("phi-0"): workspace("phi-0", *SERVING),
+            pods_path("phi-0"): {"items": [pod("phi-0-0", "aks-a100-0")]},
+            "/api/v1/nodes/aks-a100-0": GPU_NODE,
+        }
+    )
+    status = read_model(api, [watched("phi-0")], clock=lambda: NOW)
+    assert status.state == "serving"
+    assert status.ready == (1, 1)
+    (replica,) = status.replicas
+    assert (replica.pods_ready, replica.pods) == (1, 1)
+    assert [(n.name, n.gpu_product, n.gpus) for n in replica.nodes] == [("aks-a100-0", "NVIDIA-A100-PCIE-80GB", 1)]
+    inference = replica.conditions[1]
+    assert (inference.type, inference.status, inference.reason) == (
+        "InferenceReady",
+        "True",
+        "WorkspaceInferenceStatusSuccess",
+    )
+    assert 124 <= (inference.age_seconds or 0) <= 127
+
+
+def test_a_workspace_kaito_has_not_reported_on_is_waiting_and_says_for_what():
+    api = FakeApi({ws_path("tiny-0"): workspace("tiny-0"), pods_path("tiny-0"): {"items": []}})
+    status = read_model(api, [watched("tiny-0")])
+    assert status.state == "waiting"
+    assert status.replicas[0].why.startswith("Workspace default/tiny-0 reports no InferenceReady condition")
+
+
+def test_kaitos_failure_and_a_container_that_cannot_start_are_failures():
+    failed = condition("InferenceReady", "False", "WorkspaceInferenceStatusFailed", "out of memory")
+    api = FakeApi({ws_path("a-0"): workspace("a-0", failed), pods_path("a-0"): {"items": []}})
+    status = read_model(api, [watched("a-0")])
+    assert status.state == "failed"
+    assert status.replicas[0].why == "InferenceReady=False (WorkspaceInferenceStatusFailed: out of memory)"
+    api = FakeApi(
+        {
+            ws_path("b-0"): workspace("b-0"),
+            pods_path("b-0"): {"items": [pod("b-0-0", "n", ready=False, waiting="ImagePullBackOff")]},
+            "/api/v1/nodes/n": {"metadata": {"name": "n", "labels": {}}},
+        }
+    )
+    status = read_model(api, [watched("b-0")])
+    assert status.state == "failed"
+    assert status.replicas[0].why == "pod b-0-0: ImagePullBackOff (pull)"
+    assert status.replicas[0].nodes[0].gpu_product is None
+
+
+def test_an_inference_set_counts_its_ready_replicas_and_shows_each_child():
+    iset = {
+        "metadata": {"name": "qwen", "namespace": "default", "generation": 1},
+        "status": {
+            "replicas": 2,
+            "readyReplicas": 1,
+            "conditions": [condition("InferenceSetReady", "False", "inferencesetNotReady", "1/2 replicas are ready")],
+        },
+    }
+    children = "/apis/kaito.sh/v1beta1/namespaces/default/workspaces?" + urllib.parse.urlencode(
+        {"labelSelector": "inferenceset.kaito.sh/created-by=qwen"}
+    )
+    pending = condition("ResourceReady", "False", "NodeClaimNotReady", "Ready NodeClaims are not enough")
+    api = FakeApi(
+        {
+            ws_path("qwen", "inferencesets"): iset,
+            children: {"items": [workspace("qwen-b", pending), workspace("qwen-a", *SERVING)]},
+            pods_path("qwen-a"): {"items": []},
+            pods_path("qwen-b"): {"items": []},
+        }
+    )
+    status = read_model(api, [watched("qwen", "InferenceSet", "InferenceSetReady")])
+    assert status.state == "waiting"
+    assert status.ready == (1, 2)
+    assert [(r.name, r.state) for r in status.replicas] == [("qwen-a", "serving"), ("qwen-b", "waiting")]
+
+
+def test_an_auto_provisioned_workspace_shows_its_nodeclaims_stage():
+    claims = "/apis/karpenter.sh/v1/nodeclaims?" + urllib.parse.urlencode(
+        {"labelSelector": "kaito.sh/workspace=phi-0,kaito.sh/workspacenamespace=default"}
+    )
+    claim = {
+        "metadata": {"name": "ws2a1b"},
+        "status": {"conditions": [condition("Launched", "False", "LaunchFailed", "quota exceeded for NCADS_A100_v4")]},
+    }
+    api = FakeApi(
+        {
+            ws_path("phi-0"): workspace("phi-0", instance_type="Standard_NC24ads_A100_v4"),
+            pods_path("phi-0"): {"items": []},
+            claims: {"items": [claim]},
+        }
+    )
+    status = read_model(api, [watched("phi-0")])
+    (nc,) = status.replicas[0].node_claims
+    assert (nc.name, nc.stage, nc.said) == ("ws2a1b", "Launched", "LaunchFailed: quota exceeded for NCADS_A100_v4")
+
+
+def test_what_the_credentials_may_not_read_is_named_and_the_rest_shown():
+    api = FakeApi({ws_path("phi-0"): workspace("phi-0", *SERVING), pods_path("phi-0"): 403})
+    status = read_model(api, [watched("phi-0")])
+    assert status.state == "serving"
+    assert status.unreadable == ("pods in default",)
+    with pytest.raises(StatusReadError, match=r"may not read workspaces\.kaito\.sh in namespace default"):
+        read_model(FakeApi({ws_path("phi-0"): 403}), [watched("phi-0")])
+
+
+def test_an_unreachable_cluster_is_an_error():
+    class Down:
+        def get(self, path: str, **query: str) -> dict[str, Any]:
+            raise KubeApiError(0, "cannot reach https://10.0.0.1:443: timed out")
+
+    with pytest.raises(StatusReadError, match="cannot reach"):
+        read_model(Down(), [watched("phi-0")])
+
+
+# ---------------------------------------------------------------- the command
+
+
+class _Api(BaseHTTPRequestHandler):
+    answers: ClassVar[dict[str, Any]] = {}
+    tokens: ClassVar[list[str | None]] = []
+    reads: ClassVar[int] = 0
+
+    def do_GET(self) -> None:
+        _Api.tokens.append(self.headers.get("Authorization"))
+        _Api.reads += 1
+        answer = _Api.answers.get(self.path)
+        if callable(answer):
+            answer = answer()
+        code = answer if isinstance(answer, int) else 200 if answer is not None else 404
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(
+            json.dumps(answer if code == 200 else {"message": "forbidden" if code == 403 else "no"}).encode()
+        )
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def api() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Api)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Api.answers, _Api.tokens, _Api.reads = {}, [], 0
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def kubeconfig(server: str) -> str:
+    return json.dumps(
+        {
+            "clusters": [{"name": "c", "cluster": {"server": server}}],
+            "users": [{"name": "u", "user": {"token": TOKEN}}],
+            "contexts": [{"name": "lab", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "lab",
+        }
+    )
+
+
+def outputs(**extra: Any) -> dict[str, Any]:
+    return {
+        "clusterName": "lab",
+        "charts": {"kaito": {"version": "0.8.1"}},
+        "workspaces": {
+            "default/phi": {
+                "model": "phi-4-mini-instruct",
+                "source": "phi-4-mini-instruct",
+                "endpoint": "http://phi.default.svc.cluster.local/v1/chat/completions",
+                "replicas": 1,
+                "kaito": [watched("phi-0").props()],
+            },
+            "default/tiny": {
+                "model": None,
+                "source": "ghcr.io/kaito-project/aikit/llama3.2:1b",
+                "endpoint": "http://tiny.default.svc.cluster.local/v1/chat/completions",
+                "replicas": 1,
+                "kaito": [watched("tiny-0").props()],
+            },
+        },
+        **extra,
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path, api: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project with a kubeconfig stack `lab` whose kubeconfig file points at the fake API, and a
+    stand-in `pulumi` on PATH printing $FAKE_OUTPUTS for `stack output`."""
+    (tmp_path / "kubeconfig").write_text(kubeconfig(api))
+    (tmp_path / "Pulumi.lab.yaml").write_text(
+        "config:\n  kaito-aks:cluster:\n    kubeconfig:\n      path: kubeconfig\n      context: lab\n"
+        "  kaito-aks:workspaces:\n    - {name: phi, model: phi-4-mini-instruct}\n"
+    )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    cli = bin_dir / "pulumi"
+    cli.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "args = sys.argv[1:]\n"
+        "if args[:2] == ['stack', 'output'] and '--show-secrets' in args:\n"
+        "    print(os.environ['FAKE_OUTPUTS'])\n"
+        "else:\n"
+        "    print('error: unexpected ' + ' '.join(args), file=sys.stderr); sys.exit(1)\n"
+    )
+    cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(outputs()))
+    _Api.answers.update(
+        {
+            ws_path("phi-0"): workspace("phi-0", *SERVING),
+            pods_path("phi-0"): {"items": [pod("phi-0-0", "aks-a100-0")]},
+            "/api/v1/nodes/aks-a100-0": GPU_NODE,
+            ws_path("tiny-0"): workspace("tiny-0"),
+            pods_path("tiny-0"): {"items": []},
+        }
+    )
+    return tmp_path
+
+
+def test_status_prints_a_line_per_model_and_replica_and_exits_1_while_one_waits(project, capsys):
+    code = main(["status", "lab", "--dir", str(project)])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    lines = out.splitlines()
+    assert lines[0].startswith("lab: KAITO 0.8.1, cluster lab (kubeconfig context lab); 1 of 2 serving")
+    assert lines[1] == (
+        "  default/phi  serving 1/1  model id phi-4-mini-instruct  http://phi.default.svc.cluster.local/v1/chat/completions"
+    )
+    assert lines[2].startswith("    Workspace phi-0  serving  ResourceReady=True (workspaceResourceStatusSuccess, 2m)")
+    assert lines[2].endswith("pods 1/1 ready  on aks-a100-0 (1x NVIDIA-A100-PCIE-80GB)")
+    assert lines[3].startswith("  default/tiny  waiting 0/1  model id: ask GET /v1/models (a custom image)")
+    assert lines[4] == (
+        "    Workspace tiny-0  waiting: Workspace default/tiny-0 reports no InferenceReady condition  "
+        "no conditions yet  pods 0/0 ready"
+    )
+    assert TOKEN not in out + err
+    assert set(_Api.tokens) == {f"Bearer {TOKEN}"}  # the stack's kubeconfig, no other
+
+
+def test_status_json_for_scripts(project, capsys):
+    assert main(["status", "lab", "--json", "--dir", str(project)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["serving"] is False
+    phi, tiny = doc["models"]
+    assert (phi["key"], phi["state"], phi["ready"], phi["model"]) == (
+        "default/phi",
+        "serving",
+        "1/1",
+        "phi-4-mini-instruct",
+    )
+    assert phi["replicas"][0]["nodes"] == [{"name": "aks-a100-0", "gpuProduct": "NVIDIA-A100-PCIE-80GB", "gpus": 1}]
+    assert phi["replicas"][0]["conditions"][1]["reason"] == "WorkspaceInferenceStatusSuccess"
+    assert tiny["state"] == "waiting"
+
+
+def test_watch_follows_until_every_model_serves(project, capsys):
+    calls = {"n": 0}
+
+    def tiny() -> dict[str, Any]:
+        calls["n"] += 1
+        return workspace("tiny-0", *SERVING) if calls["n"] >= 3 else workspace("tiny-0")
+
+    _Api.answers[ws_path("tiny-0")] = tiny
+    from stacks import status
+
+    printed: list[str] = []
+    code = status.run(["lab"], project, watch=True, interval=0, out=printed.append, sleep=lambda _: None)
+    assert code == 0
+    heads = [line for line in printed if line.startswith("lab: ")]
+    assert len(heads) == 2, printed  # printed when it changed, not at every read
+    assert "1 of 2 serving" in heads[0]
+    assert "2 of 2 serving" in heads[1]
+    assert calls["n"] == 3
+
+
+def test_watch_stops_at_a_failure_with_exit_1(project, capsys):
+    failed = condition("InferenceReady", "False", "WorkspaceInferenceStatusFailed", "image not found")
+    _Api.answers[ws_path("tiny-0")] = workspace("tiny-0", failed)
+    code = main(["status", "lab", "--watch", "--interval", "0", "--dir", str(project)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "default/tiny  failed 0/1" in out
+    assert "failed: InferenceReady=False (WorkspaceInferenceStatusFailed: image not found)" in out
+
+
+def test_no_outputs_yet_an_unreachable_cluster_and_refused_credentials_say_so_with_exit_2(project, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_OUTPUTS", "{}")
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    assert capsys.readouterr().err.strip() == "lab: stack lab has no outputs yet: run `pulumi up --stack lab` first"
+
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(outputs()))
+    _Api.answers[ws_path("phi-0")] = 403
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "lab: cluster lab (kubeconfig context lab): the credentials may not read workspaces.kaito.sh in namespace default"
+        in err
+    )
+
+    (project / "kubeconfig").write_text(kubeconfig("http://127.0.0.1:9"))  # nothing listens there
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach http://127.0.0.1:9" in err
+    assert TOKEN not in err
+
+
+def test_without_the_pulumi_cli_status_says_what_it_needs(project, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(project))  # no pulumi there
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    assert "with the Pulumi CLI, which is not on PATH" in capsys.readouterr().err
+
+
+def test_an_aks_stack_is_read_with_its_kubeconfig_output(project, capsys, monkeypatch, api):
+    (project / "Pulumi.lab.yaml").write_text("config:\n  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: lab}\n")
+    (project / "kubeconfig").unlink()
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(outputs(kubeconfig=kubeconfig(api))))
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("lab: KAITO 0.8.1, cluster lab; 1 of 2 serving")
+    assert TOKEN not in out
+
+
+def test_outputs_of_an_earlier_kaito_aks_are_read_by_the_stack_files_plan(project, capsys, monkeypatch):
+    old = outputs()
+    for entry in old["workspaces"].values():
+        del entry["kaito"]
+    del old["workspaces"]["default/tiny"]
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(old))
+    assert main(["status", "lab", "--dir", str(project)]) == 0
+    assert "Workspace phi-0  serving" in capsys.readouterr().out
+
+
+def test_a_model_added_since_the_last_successful_up_is_read_from_the_stack_file(project, capsys, monkeypatch):
+    """A failed `up` records no outputs, though KAITO may have its objects: the stack file says what to read."""
+    partial = outputs()
+    del partial["workspaces"]["default/phi"]
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(partial))
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "  default/phi  serving 1/1  model id phi-4-mini-instruct  http://phi.default.svc.cluster.local/v1/chat/completions"
+        "  (in the stack file, not in the stack's outputs: the last `pulumi up` failed or has not run)"
+    ) in out
