@@ -252,7 +252,7 @@ def _conditions(o: ObjectStatus) -> str:
         if c.status != "True" and c.message:
             text += f": {_short(c.message)}"
         said.append(text + ")")
-    return " ".join(said) or "no conditions yet"
+    return " ".join(said)
 
 
 def _short(message: str) -> str:
@@ -262,7 +262,7 @@ def _short(message: str) -> str:
 
 def _replica_line(o: ObjectStatus) -> str:
     state = o.state if o.state == "serving" else f"{o.state}: {o.why}"
-    parts = [f"{o.kind} {o.name}", state, _conditions(o)]
+    parts = [f"{o.kind} {o.name}", state, *([_conditions(o)] if o.conditions else [])]
     if o.kind == "Workspace":
         parts.append(f"pods {o.pods_ready}/{o.pods} ready")
         if o.nodes:

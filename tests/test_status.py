@@ -23,13 +23,13 @@ from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import StatusReadError, read_model
 from stacks.cli import main
 
-NOW = time.time()
-T0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 125))  # 2m5s ago
 TOKEN = "status-test-secret-token"
 
 
 def condition(kind: str, status: str, reason: str, message: str = "") -> dict[str, Any]:
-    return {"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": T0}
+    """A condition KAITO set 2m5s ago."""
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 125))
+    return {"type": kind, "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
 
 
 def workspace(name: str, *conditions: dict[str, Any], instance_type: str | None = None, **labels: str) -> dict:
@@ -45,10 +45,13 @@ def workspace(name: str, *conditions: dict[str, Any], instance_type: str | None 
     }
 
 
-SERVING = (
-    condition("ResourceReady", "True", "workspaceResourceStatusSuccess"),
-    condition("InferenceReady", "True", "WorkspaceInferenceStatusSuccess", "Inference has been deployed successfully"),
-)
+def serving() -> tuple[dict[str, Any], ...]:
+    return (
+        condition("ResourceReady", "True", "workspaceResourceStatusSuccess"),
+        condition(
+            "InferenceReady", "True", "WorkspaceInferenceStatusSuccess", "Inference has been deployed successfully"
+        ),
+    )
 
 
 def pod(name: str, node: str, ready: bool = True, waiting: str | None = None) -> dict[str, Any]:
@@ -104,12 +107,12 @@ def watched(name: str, kind: str = "Workspace", condition: str = "InferenceReady
 def test_a_serving_workspace_with_its_pod_node_and_gpus():
     api = FakeApi(
         {
-            ws_path("phi-0"): workspace("phi-0", *SERVING),
+            ws_path("phi-0"): workspace("phi-0", *serving()),
             pods_path("phi-0"): {"items": [pod("phi-0-0", "aks-a100-0")]},
             "/api/v1/nodes/aks-a100-0": GPU_NODE,
         }
     )
-    status = read_model(api, [watched("phi-0")], clock=lambda: NOW)
+    status = read_model(api, [watched("phi-0")])
     assert status.state == "serving"
     assert status.ready == (1, 1)
     (replica,) = status.replicas
@@ -128,7 +131,7 @@ def test_a_workspace_kaito_has_not_reported_on_is_waiting_and_says_for_what():
     api = FakeApi({ws_path("tiny-0"): workspace("tiny-0"), pods_path("tiny-0"): {"items": []}})
     status = read_model(api, [watched("tiny-0")])
     assert status.state == "waiting"
-    assert status.replicas[0].why.startswith("Workspace default/tiny-0 reports no InferenceReady condition")
+    assert status.replicas[0].why == "KAITO has not reported on it yet"
 
 
 def test_kaitos_failure_and_a_container_that_cannot_start_are_failures():
@@ -166,7 +169,7 @@ def test_an_inference_set_counts_its_ready_replicas_and_shows_each_child():
     api = FakeApi(
         {
             ws_path("qwen", "inferencesets"): iset,
-            children: {"items": [workspace("qwen-b", pending), workspace("qwen-a", *SERVING)]},
+            children: {"items": [workspace("qwen-b", pending), workspace("qwen-a", *serving())]},
             pods_path("qwen-a"): {"items": []},
             pods_path("qwen-b"): {"items": []},
         }
@@ -198,7 +201,7 @@ def test_an_auto_provisioned_workspace_shows_its_nodeclaims_stage():
 
 
 def test_what_the_credentials_may_not_read_is_named_and_the_rest_shown():
-    api = FakeApi({ws_path("phi-0"): workspace("phi-0", *SERVING), pods_path("phi-0"): 403})
+    api = FakeApi({ws_path("phi-0"): workspace("phi-0", *serving()), pods_path("phi-0"): 403})
     status = read_model(api, [watched("phi-0")])
     assert status.state == "serving"
     assert status.unreadable == ("pods in default",)
@@ -310,7 +313,7 @@ def project(tmp_path: Path, api: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(outputs()))
     _Api.answers.update(
         {
-            ws_path("phi-0"): workspace("phi-0", *SERVING),
+            ws_path("phi-0"): workspace("phi-0", *serving()),
             pods_path("phi-0"): {"items": [pod("phi-0-0", "aks-a100-0")]},
             "/api/v1/nodes/aks-a100-0": GPU_NODE,
             ws_path("tiny-0"): workspace("tiny-0"),
@@ -332,10 +335,7 @@ def test_status_prints_a_line_per_model_and_replica_and_exits_1_while_one_waits(
     assert lines[2].startswith("    Workspace phi-0  serving  ResourceReady=True (workspaceResourceStatusSuccess, 2m)")
     assert lines[2].endswith("pods 1/1 ready  on aks-a100-0 (1x NVIDIA-A100-PCIE-80GB)")
     assert lines[3].startswith("  default/tiny  waiting 0/1  model id: ask GET /v1/models (a custom image)")
-    assert lines[4] == (
-        "    Workspace tiny-0  waiting: Workspace default/tiny-0 reports no InferenceReady condition  "
-        "no conditions yet  pods 0/0 ready"
-    )
+    assert lines[4] == ("    Workspace tiny-0  waiting: KAITO has not reported on it yet  pods 0/0 ready")
     assert TOKEN not in out + err
     assert set(_Api.tokens) == {f"Bearer {TOKEN}"}  # the stack's kubeconfig, no other
 
@@ -361,7 +361,7 @@ def test_watch_follows_until_every_model_serves(project, capsys):
 
     def tiny() -> dict[str, Any]:
         calls["n"] += 1
-        return workspace("tiny-0", *SERVING) if calls["n"] >= 3 else workspace("tiny-0")
+        return workspace("tiny-0", *serving()) if calls["n"] >= 3 else workspace("tiny-0")
 
     _Api.answers[ws_path("tiny-0")] = tiny
     from stacks import status

@@ -148,7 +148,10 @@ def test_a_child_workspace_whose_node_fails_fails_up_with_the_nodeclaims_reason(
     out = status.stdout
     assert f"  {NS}/{MODEL}  serving 1/1  model id {MODEL}  http://{MODEL}.{NS}.svc" in out, out  # the set's name
     assert f"  {NS}/{BROKEN}  failed 0/1  model id {BROKEN}" in out, out
-    assert f"    InferenceSet {BROKEN}  waiting: InferenceSet {NS}/{BROKEN} is not ready" in out, out
+    assert (
+        f"    InferenceSet {BROKEN}  waiting: InferenceSetReady=False  InferenceSetReady=False (inferencesetNotReady, "
+        in out
+    ), out
     assert f"    Workspace {child_name}  failed: NodeClaimReady=False ({reason}: {message})" in out, out
     assert f"  {NS}/{RAG}  serving 1/1  RAG engine over {MODEL}" in out, out
 

@@ -41,17 +41,16 @@ def test_status_while_the_models_wait_and_once_they_serve(
     try:
         project.pulumi("up", "--yes", "--skip-preview", quiet=True)
         waiting = project.status()
+        print(waiting.stdout)
         assert waiting.returncode == 1, waiting.stderr
         lines = waiting.stdout.splitlines()
         assert lines[0].startswith(f"{STACK}: KAITO 0.8.1, cluster e2e (kubeconfig context e2e); 0 of 2 serving")
         assert lines[1:] == [
             f"  {NS}/phi  waiting 0/1  model id phi-4-mini-instruct  http://phi.{NS}.svc.cluster.local/v1/chat/completions",
-            f"    Workspace phi-0  waiting: Workspace {NS}/phi-0 reports no InferenceReady condition  no conditions yet  "
-            "pods 0/0 ready",
+            "    Workspace phi-0  waiting: KAITO has not reported on it yet  pods 0/0 ready",
             f"  {NS}/tiny  waiting 0/1  model id: ask GET /v1/models (a custom image)  "
             f"http://tiny.{NS}.svc.cluster.local/v1/chat/completions",
-            f"    Workspace tiny-0  waiting: Workspace {NS}/tiny-0 reports no InferenceReady condition  no conditions yet  "
-            "pods 0/0 ready",
+            "    Workspace tiny-0  waiting: KAITO has not reported on it yet  pods 0/0 ready",
         ]
 
         # The nodes KAITO made (labelled with each Workspace's selector) and the pods on them,
@@ -62,6 +61,7 @@ def test_status_while_the_models_wait_and_once_they_serve(
         cluster.run_pod(NS, "tiny-0-0", "aks-tiny-node", {"kaito.sh/workspace": "tiny-0"})
         kaito.held -= {"phi-0", "tiny-0"}
         watched = project.status("--watch", "--interval", "1", "--timeout", "3")
+        print(watched.stdout)
         assert watched.returncode == 0, watched.stdout + watched.stderr
         blocks = watched.stdout.split(f"{STACK}: KAITO 0.8.1")
         assert len(blocks) >= 3, watched.stdout  # printed as it changed: at least once waiting, then serving

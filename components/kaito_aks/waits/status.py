@@ -270,8 +270,32 @@ def _object_status(p: _Pass, obj: dict[str, Any] | None, w: Watched) -> ObjectSt
         why = f"{failing.type}=False ({failing.reason}: {failing.message})" if failing is not None else stuck
         return ObjectStatus(w.kind, w.name, "failed", why, conditions, pods_ready, pods, nodes, claims, **counts)
     return ObjectStatus(
-        w.kind, w.name, "waiting", check.waiting_for, conditions, pods_ready, pods, nodes, claims, **counts
+        w.kind,
+        w.name,
+        "waiting",
+        _waiting_for(obj, w, conditions),
+        conditions,
+        pods_ready,
+        pods,
+        nodes,
+        claims,
+        **counts,
     )
+
+
+def _waiting_for(obj: dict[str, Any] | None, w: Watched, conditions: tuple[Condition, ...]) -> str:
+    """What a replica waits for, in a few words (its conditions say the rest)."""
+    if obj is None:
+        return "not found (not created yet, or deleted)"
+    if not conditions:
+        return "KAITO has not reported on it yet"
+    said = next((c for c in conditions if c.type == w.condition), None)
+    if said is None:
+        return f"no {w.condition} yet"
+    generation, observed = field_at(obj, "metadata", "generation"), field_at(obj, "status", "observedGeneration")
+    if isinstance(generation, int) and isinstance(observed, int) and observed < generation:
+        return f"KAITO has not reconciled generation {generation} yet (at {observed})"
+    return f"{said.type}={said.status}"
 
 
 def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str]:
