@@ -61,6 +61,7 @@ _EXPORTS = {
     "VectorDbArgs": "kaito_aks.rag.spec",
     "GuardrailsArgs": "kaito_aks.rag.spec",
     "NodeGroup": "kaito_aks.nodes",
+    "AKS_SYSTEM_POOL_LABELS": "kaito_aks.nodes",
     "KaitoReady": "kaito_aks.waits.kaito_ready",
     "KaitoKind": "kaito_aks.waits.kaito_ready",
     "InvalidArgsError": "kaito_aks.problems",
@@ -124,7 +125,7 @@ if TYPE_CHECKING:
         TuningInputArgs,
         TuningOutputArgs,
     )
-    from kaito_aks.nodes import NodeGroup
+    from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
@@ -145,6 +146,7 @@ if TYPE_CHECKING:
     from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 
 __all__ = [
+    "AKS_SYSTEM_POOL_LABELS",
     "AdapterArgs",
     "AksCluster",
     "AksClusterArgs",

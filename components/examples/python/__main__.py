@@ -1,8 +1,10 @@
-"""Phi-4-mini on a new AKS cluster, two replicas behind one endpoint, from the kaito-aks components."""
+"""Phi-4-mini on a new AKS cluster, two replicas behind one endpoint, and a llama.cpp model on its
+CPU nodes, from the kaito-aks components."""
 
 import pulumi
 
 from kaito_aks import (
+    AKS_SYSTEM_POOL_LABELS,
     AksCluster,
     AksClusterArgs,
     GpuNodePool,
@@ -46,4 +48,18 @@ phi = KaitoModel(
     ),
     opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, gpu_operator, a100]),
 )
+# KAITO lets a custom image's pods onto GPU nodes; the system pool's label keeps this one off
+# them (given the GPU pools, the model is refused at preview if it could still land there).
+tiny = KaitoModel(
+    "tiny",
+    KaitoModelArgs(
+        kaito_version="0.8.1",
+        compute="cpu",
+        image="ghcr.io/kaito-project/aikit/llama3.2:1b",
+        node_selector=AKS_SYSTEM_POOL_LABELS,
+        node_groups=[a100.node_group],
+    ),
+    opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito]),
+)
 pulumi.export("endpoint", phi.endpoint)
+pulumi.export("cpuEndpoint", tiny.endpoint)

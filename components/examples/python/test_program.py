@@ -8,10 +8,18 @@ from kaito_aks.testing import run
 
 def test_phi_serves_two_replicas_on_the_a100_pool() -> None:
     result = run(lambda: runpy.run_path(str(Path(__file__).with_name("__main__.py"))))
-    workspaces = result.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
-    assert sorted(w.inputs["metadata"]["name"] for w in workspaces) == ["phi-0", "phi-1"]
-    assert all(w.inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}} for w in workspaces)
+    workspaces = {
+        w.inputs["metadata"]["name"]: w.inputs for w in result.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
+    }
+    assert sorted(workspaces) == ["phi-0", "phi-1", "tiny-0"]
+    assert all(
+        workspaces[n]["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}} for n in ("phi-0", "phi-1")
+    )
     assert result.outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
+    # the CPU model's pod keeps to the system pool, whatever tolerations KAITO adds
+    assert workspaces["tiny-0"]["inference"]["template"]["spec"]["nodeSelector"] == {
+        "kubernetes.azure.com/mode": "system"
+    }
 
 
 def test_kaito_creates_phis_node_through_gpu_provisioner() -> None:
