@@ -47,11 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         "Reads the stack's outputs with the Pulumi CLI (run it where `pulumi up` runs). Exit code: 0 every model "
         "serves, 1 one does not, 2 the status cannot be read.",
     )
-    status.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
+    status.add_argument("stacks", nargs="*", help="stack names (default: the selected stack, `pulumi stack select`)")
     status.add_argument("--watch", action="store_true", help="follow until every model serves or one fails")
     status.add_argument("--json", action="store_true", help="JSON for scripts (with --watch: a line per change)")
-    status.add_argument("--interval", type=float, default=5.0, help="seconds between reads with --watch (default: 5)")
-    status.add_argument("--timeout", type=float, default=30.0, help="minutes --watch follows at most (default: 30)")
+    status.add_argument(
+        "--interval", type=_positive, default=5.0, help="seconds between reads with --watch (default: 5)"
+    )
+    status.add_argument("--timeout", type=_positive, default=30.0, help="minutes --watch follows at most (default: 30)")
     status.add_argument("--dir", type=Path, default=ROOT, help="the Pulumi project (where its stack files are)")
 
     docs = sub.add_parser("docs", help="print the config reference (the README's, generated from the schema)")
@@ -77,17 +79,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         return _validate(args.stacks or stack_names(args.dir), args.dir)
     if args.command == "status":
-        from stacks.status import run
+        from stacks.status import UNREADABLE, StatusError, run, selected_stack
 
-        return run(
-            args.stacks or stack_names(args.dir),
-            args.dir,
-            watch=args.watch,
-            json_out=args.json,
-            interval=args.interval,
-            timeout_minutes=args.timeout,
-            err=lambda line: print(line, file=sys.stderr),
-        )
+        try:
+            stacks = args.stacks or [selected_stack(args.dir)]
+            return run(
+                stacks,
+                args.dir,
+                watch=args.watch,
+                json_out=args.json,
+                interval=args.interval,
+                timeout_minutes=args.timeout,
+                err=lambda line: print(line, file=sys.stderr),
+            )
+        except StatusError as err:
+            print(err, file=sys.stderr)
+            return UNREADABLE
+        except KeyboardInterrupt:  # --watch stopped by hand
+            return 130
     if args.command == "docs":
         from stacks.docs import EXAMPLE_BLOCKS, config_reference, example_block, readme_block
 
@@ -101,6 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.models_command == "list":
         return _models_list(args.version, args.json)
     return _models_estimate(args.preset, args.version, args.json, args.pool, args.region)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+    return value
 
 
 def _render(stacks: list[str], out: Path, root: Path) -> int:

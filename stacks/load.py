@@ -19,7 +19,7 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconf
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import max_model_len, model_warnings, off_gpu_by_default
+from kaito_aks.model.rules import cpu_on_gpu_pools, max_model_len, model_warnings, off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
@@ -392,6 +392,8 @@ def parse_stack_config(
     for n, (i, args) in enumerate(zip(model_index, models, strict=True)):
         given = ws_values[i]
         model_found = check_model(args)[1]
+        if cluster_kind == "existing" and args.node_groups is None:  # the pools it adds: no CPU model on them
+            model_found += list(cpu_on_gpu_pools(args, groups))
         if not model_found:
             sound_models.append(n)
         for p in model_found:

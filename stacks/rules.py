@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from kaito_aks import catalog
 from kaito_aks.model.names import claimed_names, name_collisions
-from kaito_aks.model.rules import match_labels
+from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import dropped_by, selects, vm_size_problem
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
@@ -321,10 +321,11 @@ def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
 
 
 def _names(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
-    """Two entries must not create objects of the same name in a namespace (the library's rule,
-    which `deploy_models` applies too)."""
+    """Two entries must not create objects of the same name in a namespace, nor (auto before
+    KAITO 0.12) a CPU model select another's GPU nodes (the library's rules, which
+    `deploy_models` applies too)."""
     labelled = [(f"workspaces[{i}]", args) for i, args in zip(model_index, cfg.models, strict=True)]
-    for j, problem in name_collisions(labelled):
+    for j, problem in [*name_collisions(labelled), *cpu_on_provisioned_gpu_nodes(labelled)]:
         yield problem.under("workspaces", model_index[j])
 
 

@@ -23,7 +23,7 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded
 from kaito_aks.waits.kube_client import KubeClient, KubeconfigError
 from kaito_aks.waits.model_ready import Watched
-from kaito_aks.waits.status import ModelStatus, ObjectStatus, StatusReadError, read_model
+from kaito_aks.waits.status import ModelStatus, Node, ObjectStatus, StatusReadError, read_model
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
 SERVING, NOT_SERVING, UNREADABLE = 0, 1, 2
@@ -81,9 +81,22 @@ def pulumi(root: Path, *args: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as err:
         raise StatusError(f"`pulumi {' '.join(args[:2])}` did not finish: {err}") from None
     if done.returncode != 0:
-        said = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise StatusError(f"`pulumi {' '.join(args[:2])}` failed: {bounded(said[-1] if said else 'no message')}")
+        said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        errors = [line for line in said if line.startswith("error:")]  # the CLI's own, not a warning
+        line = (errors or said or ["no message"])[-1]
+        raise StatusError(f"`pulumi {' '.join(args[:2])}` failed: {bounded(line)}")
     return done.stdout
+
+
+def selected_stack(root: Path) -> str:
+    """The stack `pulumi stack select` chose, for `status` without a stack name."""
+    try:
+        name = pulumi(root, "stack", "--show-name").strip()
+    except StatusError as err:
+        raise StatusError(f"name a stack (no stack is selected: {err})") from None
+    if not name:
+        raise StatusError("name a stack: none is selected (`pulumi stack select <stack>`)")
+    return name
 
 
 def stack_outputs(stack: str, root: Path) -> dict[str, Any]:
@@ -115,20 +128,31 @@ def cluster_client(stack: str, f: StackFile, outputs: Mapping[str, Any], root: P
         if "kaito-aks:kubeconfig" in f.secrets:
             secret = pulumi(root, "config", "get", "kaito-aks:kubeconfig", "--stack", stack)
         where = f"kubeconfig context {context}" if context else "the kubeconfig's current context"
-        client = KubeClient.from_kubeconfig(secret, str(root / path) if path else None, context)
+        file = str(root / Path(path).expanduser()) if path else None  # relative to where `pulumi up` runs
+        client = KubeClient.from_kubeconfig(secret, file, context)
         return client, f"cluster {name} ({where})"
     except KubeconfigError as err:
         raise StatusError(f"the stack's kubeconfig cannot be used: {err}") from None
+    except ValueError:  # not the error's text: it may quote the kubeconfig
+        raise StatusError("the stack's kubeconfig cannot be used: a certificate or key in it is not valid") from None
     except OSError as err:  # a certificate or CA file named in the kubeconfig
         raise StatusError(f"the stack's kubeconfig names a file that cannot be read: {err.strerror}") from None
 
 
-def watched_of(entry: object) -> list[Watched] | None:
+def watched_of(key: str, entry: object) -> list[Watched] | None:
     """The KAITO objects an output entry names (None for outputs of an earlier kaito-aks)."""
     found = entry.get("kaito") if is_dict(entry) else None
-    if not is_list(found):
+    if found is None:
         return None
-    return [Watched.from_props(p) for p in found if is_dict(p)]
+    try:
+        watched = [Watched.from_props(p) for p in found] if is_list(found) else None
+        if watched is None or any("/" not in w.api_version for w in watched):
+            raise ValueError
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise StatusError(
+            f"the stack output for {key} does not name its KAITO objects as kaito-aks writes them"
+        ) from None
+    return watched
 
 
 @dataclass(frozen=True)
@@ -204,7 +228,7 @@ def deployed(stack: str, root: Path) -> Deployed:
         found = outputs.get(section)
         for key, value in found.items() if is_dict(found) else ():
             entry = dict(value) if is_dict(value) else {}
-            watched = watched_of(entry)
+            watched = watched_of(str(key), entry)
             if watched is None:
                 if planned is None:
                     raise StatusError(
@@ -229,6 +253,10 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
         )
     except StatusReadError as err:
         raise StatusError(f"{d.cluster}: {err}") from None
+    except KubeconfigError as err:  # fetching a fresh token (an exec plugin) failed
+        raise StatusError(f"{d.cluster}: the credentials could not be renewed: {err}") from None
+    except ValueError:
+        raise StatusError(f"{d.cluster}: the API server answered with something that is not JSON") from None
     return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock())
 
 
@@ -265,16 +293,20 @@ def _replica_line(o: ObjectStatus) -> str:
     parts = [f"{o.kind} {o.name}", state, *([_conditions(o)] if o.conditions else [])]
     if o.kind == "Workspace":
         parts.append(f"pods {o.pods_ready}/{o.pods} ready")
+        if o.pods_said and o.state != "failed":
+            parts.append(o.pods_said)
         if o.nodes:
-            parts.append("on " + ", ".join(_node(n.name, n.gpu_product, n.gpus) for n in o.nodes))
+            parts.append("on " + ", ".join(_node(n) for n in o.nodes))
         parts += [f"NodeClaim {c.name} {c.stage}" + (f" ({c.said})" if c.said else "") for c in o.node_claims]
     return "  ".join(parts)
 
 
-def _node(name: str, product: str | None, gpus: int | None) -> str:
-    if product is None:
-        return f"{name} (no GPU labels)"
-    return f"{name} ({gpus if gpus is not None else '?'}x {product})"
+def _node(n: Node) -> str:
+    if not n.read:
+        return n.name
+    if n.gpu_product is None:
+        return f"{n.name} (no GPU labels)"
+    return f"{n.name} ({n.gpus if n.gpus is not None else '?'}x {n.gpu_product})"
 
 
 def text(status: StackStatus) -> list[str]:
@@ -285,6 +317,8 @@ def text(status: StackStatus) -> list[str]:
     for s in status.served:
         served, of = s.status.ready
         o = s.outputs
+        wanted = o.get("replicas")
+        of = of or (wanted if isinstance(wanted, int) and s.kind == "model" else 1)  # not created yet
         if s.kind == "ragEngine":
             ask = f"RAG engine over {o.get('workspace') or 'no workspace'}"
             endpoint = o.get("endpoint")
@@ -303,6 +337,8 @@ def text(status: StackStatus) -> list[str]:
             if obj.kind != "Workspace" or s.kind == "ragEngine":
                 lines.append("    " + _replica_line(obj))
         lines += ["    " + _replica_line(r) for r in s.status.replicas]
+        if not s.status.objects:
+            lines.append("    no KAITO objects known for it (its outputs name none, nor does the stack file)")
         if s.status.unreadable:
             lines.append(f"    (the credentials may not read {', '.join(s.status.unreadable)})")
     return lines

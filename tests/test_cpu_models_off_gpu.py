@@ -293,3 +293,54 @@ def test_may_select_reads_what_a_pools_nodes_carry():
     assert not may_select({"workload": "cpu"}, pool)  # a label of the user's own, not on this pool
     assert not may_select({"example.com/tier": "cpu"}, pool)
     assert not may_select({"agentpool": "cpu"}, pool)
+
+
+def test_on_an_adopted_cluster_a_cpu_model_may_not_select_the_pools_the_stack_adds():
+    existing = {"existing": {"resourceGroup": "rg", "name": "theirs"}}
+    mine = {**CPU, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
+    errors = errors_of(aks(cluster=existing, workspaces=[PHI, mine]))
+    assert any(
+        e.startswith("workspaces[1].labelSelector: a CPU model, and its pods may land on GPU pool gpu") for e in errors
+    )
+    only_mode = {**CPU, "nodeSelector": {"kubernetes.azure.com/mode": "user"}}
+    errors = errors_of(aks(cluster=existing, workspaces=[PHI, only_mode]))
+    assert any(
+        e.startswith("workspaces[1].nodeSelector: a CPU model, and its pods may land on GPU pool gpu") for e in errors
+    )
+    theirs = {**CPU, "labelSelector": {"matchLabels": {"agentpool": "cpu"}}}  # a pool of their own
+    run(aks(cluster=existing, workspaces=[PHI, theirs]))
+
+
+@pytest.mark.parametrize("version", ["0.8.1", "0.11.0"])
+def test_before_0_12_an_auto_cpu_model_may_not_share_a_gpu_models_node_labels(version):
+    """Two models named alike in two namespaces both select apps=chat; KAITO before 0.12 would let
+    the CPU model's pod onto the GPU model's node (it labels the node so, and tolerates GPU taints)."""
+    auto = {"version": version, "nodeProvisioning": "auto"}
+    gpu = {"name": "chat", "namespace": "a", "model": "phi-4-mini-instruct", "instanceType": "Standard_NV36ads_A10_v5"}
+    cpu = {**CPU, "name": "chat", "namespace": "b", "instanceType": "Standard_D8s_v5"}
+    errors = errors_of(aks(pools=[], workspaces=[gpu, cpu], kaito=auto))
+    assert any(
+        e.startswith(
+            f"workspaces[1].name: KAITO {version} labels the GPU nodes it makes for workspaces[0] with {{apps=chat}}"
+        )
+        for e in errors
+    ), errors
+    mine = {**cpu, "labelSelector": {"matchLabels": {"apps": "b-chat"}}}
+    run(aks(pools=[], workspaces=[gpu, mine], kaito=auto))
+    run(aks(pools=[], workspaces=[gpu, cpu], kaito={**auto, "version": "0.12.0"}))  # 0.12 keeps it on its own node
+
+
+def test_deploy_models_refuses_the_shared_auto_labels_too():
+    from kaito_aks.model.many import deploy_models
+    from kaito_aks.problems import InvalidArgsError
+
+    gpu = KaitoModelArgs(
+        kaito_version="0.8.1", name="chat", namespace="a", model="phi-4-mini-instruct",
+        node_provisioning="auto", instance_type="Standard_NV36ads_A10_v5",
+    )  # fmt: skip
+    cpu = KaitoModelArgs(
+        kaito_version="0.8.1", name="chat", namespace="b", compute="cpu", image=CPU["image"],
+        node_provisioning="auto", instance_type="Standard_D8s_v5",
+    )  # fmt: skip
+    with pytest.raises(InvalidArgsError, match=r"b/chat\.name: KAITO 0\.8\.1 labels the GPU nodes it makes for a/chat"):
+        deploy_models("models", [("a/chat", gpu), ("b/chat", cpu)])

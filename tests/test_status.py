@@ -305,6 +305,11 @@ def project(tmp_path: Path, api: str, monkeypatch: pytest.MonkeyPatch) -> Path:
         "args = sys.argv[1:]\n"
         "if args[:2] == ['stack', 'output'] and '--show-secrets' in args:\n"
         "    print(os.environ['FAKE_OUTPUTS'])\n"
+        "elif args[:2] == ['stack', '--show-name'] and os.environ.get('FAKE_SELECTED'):\n"
+        "    print(os.environ['FAKE_SELECTED'])\n"
+        "elif args[:2] == ['stack', '--show-name']:\n"
+        "    print('warning: a newer version of Pulumi is available', file=sys.stderr)\n"
+        "    print('error: no stack selected; please use `pulumi stack select`', file=sys.stderr); sys.exit(255)\n"
         "else:\n"
         "    print('error: unexpected ' + ' '.join(args), file=sys.stderr); sys.exit(1)\n"
     )
@@ -351,7 +356,9 @@ def test_status_json_for_scripts(project, capsys):
         "1/1",
         "phi-4-mini-instruct",
     )
-    assert phi["replicas"][0]["nodes"] == [{"name": "aks-a100-0", "gpuProduct": "NVIDIA-A100-PCIE-80GB", "gpus": 1}]
+    assert phi["replicas"][0]["nodes"] == [
+        {"name": "aks-a100-0", "gpuProduct": "NVIDIA-A100-PCIE-80GB", "gpus": 1, "read": True}
+    ]
     assert phi["replicas"][0]["conditions"][1]["reason"] == "WorkspaceInferenceStatusSuccess"
     assert tiny["state"] == "waiting"
 
@@ -379,7 +386,7 @@ def test_watch_follows_until_every_model_serves(project, capsys):
 def test_watch_stops_at_a_failure_with_exit_1(project, capsys):
     failed = condition("InferenceReady", "False", "WorkspaceInferenceStatusFailed", "image not found")
     _Api.answers[ws_path("tiny-0")] = workspace("tiny-0", failed)
-    code = main(["status", "lab", "--watch", "--interval", "0", "--dir", str(project)])
+    code = main(["status", "lab", "--watch", "--interval", "0.01", "--dir", str(project)])
     out = capsys.readouterr().out
     assert code == 1
     assert "default/tiny  failed 0/1" in out
@@ -444,3 +451,75 @@ def test_a_model_added_since_the_last_successful_up_is_read_from_the_stack_file(
         "  default/phi  serving 1/1  model id phi-4-mini-instruct  http://phi.default.svc.cluster.local/v1/chat/completions"
         "  (in the stack file, not in the stack's outputs: the last `pulumi up` failed or has not run)"
     ) in out
+
+
+def test_without_a_stack_name_status_reads_the_selected_stack(project, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_SELECTED", "lab")
+    assert main(["status", "--dir", str(project)]) == 1
+    assert capsys.readouterr().out.startswith("lab: KAITO 0.8.1")
+    monkeypatch.delenv("FAKE_SELECTED")
+    assert main(["status", "--dir", str(project)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "name a stack (no stack is selected: `pulumi stack --show-name` failed: "
+        "error: no stack selected; please use `pulumi stack select`)"
+    )
+
+
+def test_a_model_whose_objects_are_not_known_is_not_serving(project, capsys, monkeypatch):
+    odd = outputs()
+    odd["workspaces"]["default/phi"]["kaito"] = []
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(odd))
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert "  default/phi  waiting 0/1" in out
+    assert "no KAITO objects known for it" in out
+
+
+def test_malformed_outputs_are_an_error_naming_the_model_not_a_traceback(project, capsys, monkeypatch):
+    odd = outputs()
+    odd["workspaces"]["default/phi"]["kaito"] = [{"kind": "Workspace", "name": "phi-0"}]
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(odd))
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "lab: the stack output for default/phi does not name its KAITO objects as kaito-aks writes them"
+    )
+
+
+def test_a_pod_the_scheduler_cannot_place_says_why(project, capsys):
+    unscheduled = {
+        "metadata": {"name": "tiny-0-0"},
+        "spec": {},
+        "status": {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector.",
+                }
+            ]
+        },
+    }
+    _Api.answers[pods_path("tiny-0")] = {"items": [unscheduled]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    line = next(line for line in capsys.readouterr().out.splitlines() if "Workspace tiny-0" in line)
+    assert line.endswith(
+        "pods 0/1 ready  pod tiny-0-0 not scheduled (Unschedulable: 0/3 nodes are available: 3 node(s) didn't match "
+        "Pod's node affinity/selector.)"
+    )
+
+
+def test_expired_credentials_are_said_as_such(project, capsys):
+    _Api.answers[ws_path("phi-0")] = 401
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "the cluster refused the credentials (HTTP 401" in err
+    assert "log in again" in err
+
+
+def test_the_watch_interval_must_be_positive(project, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["status", "lab", "--watch", "--interval", "-1", "--dir", str(project)])
+    assert exit_.value.code == 2
+    assert "-1 must be more than 0" in capsys.readouterr().err

@@ -206,8 +206,10 @@ def node_labels(group: NodeGroup) -> dict[str, str]:
     pool of its size (reserved labels, use-labels.md)."""
     return {
         **LINUX_LABEL,
+        "beta.kubernetes.io/os": "linux",
         "kubernetes.azure.com/mode": "user",
         "node.kubernetes.io/instance-type": group.vm_size,
+        "beta.kubernetes.io/instance-type": group.vm_size,
         **group.labels,
     }
 

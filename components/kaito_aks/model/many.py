@@ -22,6 +22,7 @@ from kaito_aks.cluster.access import ClusterAccess, access_for
 from kaito_aks.model.component import KaitoModel, check_model, remember_checked, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.plan import ModelPlan, plan_model
+from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.waits.gpu_nodes import GpuNodesReady, selector_text
@@ -85,6 +86,7 @@ def deploy_models(
         if model is not None:
             checked.append((resource_name, model))
     problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
+    problems += [p.under(checked[i][0]) for i, p in cpu_on_provisioned_gpu_nodes(checked)]
     versions = sorted({a.kaito_version for _, a in checked})
     if len(versions) > 1:  # `opts` give them one cluster, which runs one KAITO
         problems.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kaito_aks import catalog, kube_json
@@ -65,7 +65,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
     if chart is not None and args.node_groups is not None and sizable:
         problems += list(_on_node_groups(args, chart, args.node_groups))
     if args.node_groups is not None:
-        problems += list(_off_gpu_nodes(args, args.node_groups))
+        problems += list(cpu_on_gpu_pools(args, args.node_groups))
     return problems
 
 
@@ -663,20 +663,58 @@ def off_gpu_by_default(args: KaitoModelArgs) -> bool:
     )
 
 
-def _off_gpu_nodes(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[Problem]:
+def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[Problem]:
     """A CPU model must not be able to land on the GPU pools: it would take a node a GPU model
-    needs (its pod does not request GPUs, so a GPU preset's pod then stays Pending)."""
+    needs (its pod does not request GPUs, so a GPU preset's pod then stays Pending). `groups`:
+    the cluster's GPU pools (`node_groups`), or those a program knows of (the ones it adds to a
+    cluster it adopts)."""
     if is_gpu(args) or not args.image or args.node_provisioning != "byo":
         return
     wanted = cpu_node_labels(args)
     onto = [g.name for g in groups if may_select(wanted, g)]
     if onto:
+        at = "label_selector" if args.label_selector is not None else "node_selector" if args.node_selector else ()
         yield Problem.at(
-            "label_selector" if args.label_selector is not None else (),
+            at,
             f"a CPU model, and its pods may land on GPU pool {', '.join(onto)} ({selector_text(wanted)} does not exclude "
             f"their nodes): {KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
             "cpu-on-gpu",
         )
+
+
+def cpu_on_provisioned_gpu_nodes(models: Sequence[tuple[str, KaitoModelArgs]]) -> list[tuple[int, Problem]]:
+    """Across models, with auto-provisioning before KAITO 0.12: KAITO labels the nodes it makes
+    with the Workspace's matchLabels (gpu-provisioner's NodeClaim labels) and places a custom
+    image's pod by its own matchLabels alone, tolerating GPU taints; only 0.12 pins the pod to
+    its Workspace's nodes (ApplyProvisionerNodeSelector). So a CPU model whose labels another
+    model's nodes carry (two models of one name in two namespaces: apps=<name>) may land on that
+    model's GPU node. `models`: (what a problem calls the model, its args); out: (index, problem)."""
+    found: list[tuple[int, Problem]] = []
+    for i, (_, cpu) in enumerate(models):
+        chart = chart_of(cpu)
+        if chart is None or chart.minor >= (0, 12) or cpu.node_provisioning != "auto" or is_gpu(cpu) or not cpu.image:
+            continue
+        mine = match_labels(cpu)
+        for j, (who, other) in enumerate(models):
+            theirs = match_labels(other)
+            if j == i or other.node_provisioning != "auto" or not is_gpu(other) or not mine:
+                continue
+            if all(theirs.get(k) == v for k, v in mine.items()):
+                found.append(
+                    (
+                        i,
+                        Problem.at(
+                            "label_selector" if cpu.label_selector is not None else "name",
+                            f"KAITO {chart.version} labels the GPU nodes it makes for {who} with {selector_text(theirs)} "
+                            f"and places this CPU model's pods by {selector_text(mine)} alone, tolerating GPU taints: "
+                            "they may land on that GPU node; give it a `label_selector` of its own (e.g. "
+                            f'{{"apps": "{cpu.namespace}-{cpu.name}"}}), or use KAITO 0.12, which keeps a pod on its own nodes',
+                            "cpu-on-gpu",
+                        ),
+                    )
+                )
+                break
+    return found
 
 
 def _may_use_gpu_nodes(args: KaitoModelArgs) -> Iterator[Problem]:

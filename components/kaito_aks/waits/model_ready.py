@@ -203,10 +203,9 @@ def provisioning_detail(client: KubeClient, obj: dict[str, Any] | None, w: Watch
 
 
 def _children_detail(client: KubeClient, w: Watched) -> str:
-    version = w.api_version.split("/", 1)[1]
-    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
+    path, query = children_query(w)
     said: list[str] = []
-    for child in list_items(client.get(path, labelSelector=f"{CREATED_BY_LABEL}={w.name}")):
+    for child in list_items(client.get(path, **query)):
         conditions = conditions_of(child)
         serving = any(c.get("type") == "InferenceReady" and c.get("status") == "True" for c in conditions)
         progress = _node_progress(conditions)
@@ -216,16 +215,35 @@ def _children_detail(client: KubeClient, w: Watched) -> str:
 
 
 def _nodeclaims_detail(client: KubeClient, namespace: str, name: str) -> str:
-    selector = f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"
     said: list[str] = []
-    for claim in list_items(client.get(NODECLAIMS, labelSelector=selector)):
-        by_type = {c.get("type"): c for c in conditions_of(claim)}
-        stuck = next(
-            (by_type[t] for t in NODECLAIM_STAGES if t in by_type and by_type[t].get("status") != "True"), None
-        )
-        if stuck is not None and (stuck.get("reason") or stuck.get("message")):
-            said.append(f"NodeClaim {claim['metadata']['name']}: {_said(stuck)}")
+    for claim in list_items(client.get(NODECLAIMS, **nodeclaims_query(namespace, name))):
+        stage, condition = nodeclaim_stage(claim)
+        if stage != "Ready" and (condition.get("reason") or condition.get("message")):
+            said.append(f"NodeClaim {claim['metadata']['name']}: {_said(condition)}")
     return f"; {'; '.join(said)}" if said else ""
+
+
+def children_query(w: Watched) -> tuple[str, dict[str, str]]:
+    """Where an InferenceSet's Workspaces are listed: its namespace's, labelled with its name."""
+    version = w.api_version.split("/", 1)[1]
+    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
+    return path, {"labelSelector": f"{CREATED_BY_LABEL}={w.name}"}
+
+
+def nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
+    """The NodeClaims KAITO made for a Workspace (labelled with it)."""
+    return {"labelSelector": f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"}
+
+
+def nodeclaim_stage(claim: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The first of Launched, Registered, Initialized a NodeClaim has not reached, with its
+    condition as reported ({} before it reports one); ("Ready", {}) when it has reached them all."""
+    by_type = {c.get("type"): c for c in conditions_of(claim)}
+    for stage in NODECLAIM_STAGES:
+        condition = by_type.get(stage, {})
+        if condition.get("status") != "True":
+            return stage, condition
+    return "Ready", {}
 
 
 def list_items(answer: dict[str, Any]) -> list[dict[str, Any]]:

@@ -12,18 +12,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.parsed import is_list
 from kaito_aks.waits.kube_client import KubeApiError
 from kaito_aks.waits.model_ready import (
-    CREATED_BY_LABEL,
-    KAITO_API,
-    NODECLAIM_STAGES,
     NODECLAIMS,
     Watched,
+    children_query,
     conditions_of,
     field_at,
     judge,
     list_items,
+    nodeclaim_stage,
+    nodeclaims_query,
 )
 
 WORKSPACE_LABEL = "kaito.sh/workspace"  # on the pods KAITO runs for a Workspace (api/v1beta1/labels.go)
@@ -48,6 +48,12 @@ class Reader(Protocol):
     """What reads the cluster (a KubeClient)."""
 
     def get(self, path: str, **query: str) -> dict[str, Any]: ...
+
+
+REFUSED = (
+    "the cluster refused the credentials ({err}): they have expired or are not the cluster's; log in again "
+    "(e.g. az aks get-credentials, kubelogin) or refresh the kubeconfig"
+)
 
 
 class StatusReadError(RuntimeError):
@@ -83,9 +89,10 @@ class Node:
     name: str
     gpu_product: str | None  # GPU Feature Discovery's labels; None on CPU nodes (or not labelled yet)
     gpus: int | None
+    read: bool = True  # False: the credentials may not read nodes
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "gpuProduct": self.gpu_product, "gpus": self.gpus}
+        return {"name": self.name, "gpuProduct": self.gpu_product, "gpus": self.gpus, "read": self.read}
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class ObjectStatus:
     conditions: tuple[Condition, ...] = ()
     pods_ready: int = 0
     pods: int = 0
+    pods_said: str = ""  # why a pod is not running (the scheduler's word, a container's)
     nodes: tuple[Node, ...] = ()
     node_claims: tuple[NodeClaim, ...] = ()
     ready_replicas: int | None = None  # an InferenceSet's count
@@ -126,7 +134,7 @@ class ObjectStatus:
             out |= {"readyReplicas": self.ready_replicas, "replicas": self.replicas}
         else:
             out |= {
-                "pods": {"ready": self.pods_ready, "total": self.pods},
+                "pods": {"ready": self.pods_ready, "total": self.pods, "said": self.pods_said},
                 "nodes": [n.to_json() for n in self.nodes],
                 "nodeClaims": [c.to_json() for c in self.node_claims],
             }
@@ -147,7 +155,8 @@ class ModelStatus:
         every = (*self.objects, *self.replicas)
         if any(o.state == "failed" for o in every):
             return "failed"
-        return "serving" if all(o.state == "serving" for o in self.objects) else "waiting"
+        serving = bool(self.objects) and all(o.state == "serving" for o in self.objects)
+        return "serving" if serving else "waiting"  # no object known: nothing says it serves
 
     @property
     def ready(self) -> tuple[int, int]:
@@ -186,7 +195,9 @@ class _Pass:
         except KubeApiError as err:
             if err.status == 0:
                 raise StatusReadError(str(err)) from None
-            if err.status in (401, 403):
+            if err.status == 401:
+                raise StatusReadError(REFUSED.format(err=err)) from None
+            if err.status == 403:
                 if what not in self.unreadable:
                     self.unreadable.append(what)
                 return None
@@ -206,7 +217,9 @@ def read_model(reader: Reader, watched: Iterable[Watched], *, clock: Callable[[]
         try:
             obj = _kaito_object(reader, w)
         except KubeApiError as err:
-            if err.status in (401, 403):
+            if err.status == 401:
+                raise StatusReadError(REFUSED.format(err=err)) from None
+            if err.status == 403:
                 plural = f"{w.kind.lower()}s.{w.api_version.split('/')[0]}"
                 raise StatusReadError(
                     f"the credentials may not read {plural} in namespace {w.namespace} ({err}): grant get and list "
@@ -233,53 +246,58 @@ def _kaito_object(reader: Reader, w: Watched) -> dict[str, Any] | None:
 
 def _children(p: _Pass, w: Watched) -> list[ObjectStatus]:
     """An InferenceSet's Workspaces (labelled with its name, made from its template)."""
-    version = w.api_version.split("/", 1)[1]
-    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
-    answer = p.get(path, f"workspaces.kaito.sh in {w.namespace}", labelSelector=f"{CREATED_BY_LABEL}={w.name}")
-    children = sorted(list_items(answer or {}), key=lambda o: str(o.get("metadata", {}).get("name")))
+    path, query = children_query(w)
+    answer = p.get(path, f"workspaces.kaito.sh in {w.namespace}", **query)
+    children = sorted(list_items(answer or {}), key=lambda o: str(field_at(o, "metadata", "name")))
     return [
         _object_status(
             p, child, Watched("Workspace", w.api_version, w.namespace, child["metadata"]["name"], "InferenceReady")
         )
         for child in children
+        if isinstance(field_at(child, "metadata", "name"), str)
     ]
 
 
 def _object_status(p: _Pass, obj: dict[str, Any] | None, w: Watched) -> ObjectStatus:
     check = judge(obj, w)
     conditions = tuple(_condition(c, p.now) for c in conditions_of(obj or {}))
-    status = obj.get("status") if obj is not None else None
-    counts: dict[str, Any] = {}
-    if w.kind == "InferenceSet" and is_dict(status):
-        counts = {"ready_replicas": _int(status.get("readyReplicas")), "replicas": _int(status.get("replicas"))}
+    ready_replicas = replicas = None
+    if w.kind == "InferenceSet" and obj is not None:
+        ready_replicas = _int(field_at(obj, "status", "readyReplicas")) or 0
+        replicas = _int(field_at(obj, "status", "replicas"))
+        replicas = replicas if replicas is not None else _int(field_at(obj, "spec", "replicas"))
     pods_ready = pods = 0
     nodes: tuple[Node, ...] = ()
     claims: tuple[NodeClaim, ...] = ()
-    stuck = ""
+    stuck = pending = ""
     if w.kind == "Workspace" and obj is not None:
-        pods_ready, pods, on, stuck = _pods(p, w)
+        pods_ready, pods, on, stuck, pending = _pods(p, w)
         workers = field_at(obj, "status", "workerNodes")
         names = on or [n for n in (workers if is_list(workers) else []) if isinstance(n, str)]
         nodes = tuple(n for n in (_node(p, name) for name in dict.fromkeys(names)) if n is not None)
         if field_at(obj, "resource", "instanceType"):
             claims = _node_claims(p, w)
     failing = next((c for c in conditions if c.failing()), None)
+    state: State = "waiting"
+    why = _waiting_for(obj, w, conditions)
     if check.done:
-        return ObjectStatus(w.kind, w.name, "serving", "", conditions, pods_ready, pods, nodes, claims, **counts)
-    if failing is not None or stuck:
+        state, why = "serving", ""
+    elif failing is not None or stuck:
+        state = "failed"
         why = f"{failing.type}=False ({failing.reason}: {failing.message})" if failing is not None else stuck
-        return ObjectStatus(w.kind, w.name, "failed", why, conditions, pods_ready, pods, nodes, claims, **counts)
     return ObjectStatus(
         w.kind,
         w.name,
-        "waiting",
-        _waiting_for(obj, w, conditions),
-        conditions,
-        pods_ready,
-        pods,
-        nodes,
-        claims,
-        **counts,
+        state,
+        why,
+        conditions=conditions,
+        pods_ready=pods_ready,
+        pods=pods,
+        pods_said=stuck or pending,
+        nodes=nodes,
+        node_claims=claims,
+        ready_replicas=ready_replicas,
+        replicas=replicas,
     )
 
 
@@ -298,35 +316,42 @@ def _waiting_for(obj: dict[str, Any] | None, w: Watched, conditions: tuple[Condi
     return f"{said.type}={said.status}"
 
 
-def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str]:
-    """Ready pods, pods, the nodes they run on, and why a container will not start ('' when none)."""
+def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str, str]:
+    """Ready pods, pods, the nodes they run on, why a container will not start, and why a pod
+    is not scheduled (the scheduler's message, e.g. no node matches or fits) ('' when none)."""
     path = f"/api/v1/namespaces/{w.namespace}/pods"
     answer = p.get(path, f"pods in {w.namespace}", labelSelector=f"{WORKSPACE_LABEL}={w.name}")
     ready = total = 0
     on: list[str] = []
-    stuck = ""
+    stuck = pending = ""
     for pod in list_items(answer or {}):
         total += 1
-        ready += any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions_of(pod))
+        name = field_at(pod, "metadata", "name")
+        conditions = conditions_of(pod)
+        ready += any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        unscheduled = next(
+            (c for c in conditions if c.get("type") == "PodScheduled" and c.get("status") == "False"), None
+        )
+        if unscheduled is not None and not pending:
+            said = ": ".join(str(x) for x in (unscheduled.get("reason"), unscheduled.get("message")) if x)
+            pending = f"pod {name} not scheduled" + (f" ({said})" if said else "")
         node = field_at(pod, "spec", "nodeName")
         if isinstance(node, str) and node:
             on.append(node)
         containers = field_at(pod, "status", "containerStatuses")
         for container in containers if is_list(containers) else []:
-            reason, message = (
-                field_at(container, "state", "waiting", "reason"),
-                field_at(container, "state", "waiting", "message"),
-            )
+            reason = field_at(container, "state", "waiting", "reason")
+            message = field_at(container, "state", "waiting", "message")
             if reason in STUCK_CONTAINER_REASONS and not stuck:
-                stuck = f"pod {field_at(pod, 'metadata', 'name')}: {reason}" + (f" ({message})" if message else "")
-    return ready, total, on, stuck
+                stuck = f"pod {name}: {reason}" + (f" ({message})" if message else "")
+    return ready, total, on, stuck, pending
 
 
 def _node(p: _Pass, name: str) -> Node | None:
     if name not in p.nodes:
         obj = p.get(f"/api/v1/nodes/{name}", "nodes")
         if obj is None:
-            p.nodes[name] = Node(name, None, None) if "nodes" in p.unreadable else None
+            p.nodes[name] = Node(name, None, None, read=False) if "nodes" in p.unreadable else None
         else:
             product = field_at(obj, "metadata", "labels", GPU_PRODUCT)
             count = field_at(obj, "metadata", "labels", GPU_COUNT)
@@ -335,15 +360,12 @@ def _node(p: _Pass, name: str) -> Node | None:
 
 
 def _node_claims(p: _Pass, w: Watched) -> tuple[NodeClaim, ...]:
-    selector = f"{WORKSPACE_LABEL}={w.name},kaito.sh/workspacenamespace={w.namespace}"
-    answer = p.get(NODECLAIMS, "nodeclaims.karpenter.sh", labelSelector=selector)
+    answer = p.get(NODECLAIMS, "nodeclaims.karpenter.sh", **nodeclaims_query(w.namespace, w.name))
     out: list[NodeClaim] = []
     for claim in list_items(answer or {}):
-        by_type = {c.get("type"): c for c in conditions_of(claim)}
-        stuck = next((t for t in NODECLAIM_STAGES if by_type.get(t, {}).get("status") != "True"), None)
-        c = by_type.get(stuck, {}) if stuck else {}
+        stage, c = nodeclaim_stage(claim)
         said = ": ".join(str(x) for x in (c.get("reason"), c.get("message")) if x)
-        out.append(NodeClaim(claim["metadata"]["name"], stuck or "Ready", said))
+        out.append(NodeClaim(str(field_at(claim, "metadata", "name")), stage, said))
     return tuple(out)
 
 
