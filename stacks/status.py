@@ -44,6 +44,15 @@ class Served:
     outputs: dict[str, Any]
     status: ModelStatus
 
+    @property
+    def ready(self) -> tuple[int, int]:
+        """Replicas serving, of how many: KAITO's count, else (objects not made yet) the stack's."""
+        served, of = self.status.ready
+        wanted = self.outputs.get("replicas")
+        if of == 0:
+            of = wanted if isinstance(wanted, int) and self.kind == "model" else 1
+        return served, of
+
 
 @dataclass(frozen=True)
 class StackStatus:
@@ -144,9 +153,15 @@ def watched_of(key: str, entry: object) -> list[Watched] | None:
     found = entry.get("kaito") if is_dict(entry) else None
     if found is None:
         return None
+    fields = ("kind", "apiVersion", "namespace", "name", "condition")
     try:
-        watched = [Watched.from_props(p) for p in found] if is_list(found) else None
-        if watched is None or any("/" not in w.api_version for w in watched):
+        props = (
+            [p for p in found if is_dict(p) and all(isinstance(p.get(f), str) for f in fields)]
+            if is_list(found)
+            else []
+        )
+        watched = [Watched.from_props(p) for p in props]
+        if not is_list(found) or len(watched) != len(found) or any("/" not in w.api_version for w in watched):
             raise ValueError
     except (KeyError, TypeError, ValueError, AttributeError):
         raise StatusError(
@@ -187,6 +202,7 @@ def planned_objects(f: StackFile) -> dict[str, Planned] | None:
             "model": plan.served_model,
             "source": plan.model,
             "endpoint": endpoint_of(m) if plan.service else None,
+            "replicas": plan.replicas,
         }
         out[plan.key] = Planned("model", served, tuple(watched_objects(plan)))
     for e in cfg.rag_engines:
@@ -257,6 +273,8 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
         raise StatusError(f"{d.cluster}: the credentials could not be renewed: {err}") from None
     except ValueError:
         raise StatusError(f"{d.cluster}: the API server answered with something that is not JSON") from None
+    except OSError as err:  # a token file named in the kubeconfig, read again on a 401
+        raise StatusError(f"{d.cluster}: the credentials could not be renewed: {err.strerror}") from None
     return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock())
 
 
@@ -293,8 +311,8 @@ def _replica_line(o: ObjectStatus) -> str:
     parts = [f"{o.kind} {o.name}", state, *([_conditions(o)] if o.conditions else [])]
     if o.kind == "Workspace":
         parts.append(f"pods {o.pods_ready}/{o.pods} ready")
-        if o.pods_said and o.state != "failed":
-            parts.append(o.pods_said)
+        if o.pods_said and o.pods_said != o.why:
+            parts.append(_short(o.pods_said))
         if o.nodes:
             parts.append("on " + ", ".join(_node(n) for n in o.nodes))
         parts += [f"NodeClaim {c.name} {c.stage}" + (f" ({c.said})" if c.said else "") for c in o.node_claims]
@@ -315,10 +333,8 @@ def text(status: StackStatus) -> list[str]:
     stamp = time.strftime("%H:%M:%S UTC", time.gmtime(status.read_at))
     lines = [f"{status.stack}: {version}{status.cluster}; {serving} of {len(status.served)} serving (read {stamp})"]
     for s in status.served:
-        served, of = s.status.ready
+        served, of = s.ready
         o = s.outputs
-        wanted = o.get("replicas")
-        of = of or (wanted if isinstance(wanted, int) and s.kind == "model" else 1)  # not created yet
         if s.kind == "ragEngine":
             ask = f"RAG engine over {o.get('workspace') or 'no workspace'}"
             endpoint = o.get("endpoint")
@@ -360,6 +376,7 @@ def as_json(status: StackStatus) -> dict[str, Any]:
                 "endpoint": s.outputs.get("endpoint"),
                 "inOutputs": s.outputs.get("inOutputs", True),
                 **s.status.to_json(),
+                "ready": "{}/{}".format(*s.ready),
             }
             for s in status.served
         ],

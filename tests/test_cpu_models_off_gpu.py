@@ -319,12 +319,16 @@ def test_before_0_12_an_auto_cpu_model_may_not_share_a_gpu_models_node_labels(ve
     gpu = {"name": "chat", "namespace": "a", "model": "phi-4-mini-instruct", "instanceType": "Standard_NV36ads_A10_v5"}
     cpu = {**CPU, "name": "chat", "namespace": "b", "instanceType": "Standard_D8s_v5"}
     errors = errors_of(aks(pools=[], workspaces=[gpu, cpu], kaito=auto))
-    assert any(
-        e.startswith(
-            f"workspaces[1].name: KAITO {version} labels the GPU nodes it makes for workspaces[0] with {{apps=chat}}"
-        )
-        for e in errors
-    ), errors
+    said = f"workspaces[1].name: KAITO {version} places this CPU model's pods by {{apps=chat}} alone, tolerating GPU "
+    assert any(e.startswith(said) and "the GPU nodes it makes for workspaces[0] may carry" in e for e in errors), errors
+    for labels in (
+        {"kubernetes.io/os": "linux"},
+        {"karpenter.sh/nodepool": "kaito"},
+        {"node.kubernetes.io/instance-type": "Standard_NV36ads_A10_v5"},
+    ):  # labels every node KAITO makes carries, or the GPU model's node does
+        generic = {**cpu, "name": "tiny", "labelSelector": {"matchLabels": labels}}
+        errors = errors_of(aks(pools=[], workspaces=[gpu, generic], kaito=auto))
+        assert any(e.startswith("workspaces[1].labelSelector: KAITO") for e in errors), (labels, errors)
     mine = {**cpu, "labelSelector": {"matchLabels": {"apps": "b-chat"}}}
     run(aks(pools=[], workspaces=[gpu, mine], kaito=auto))
     run(aks(pools=[], workspaces=[gpu, cpu], kaito={**auto, "version": "0.12.0"}))  # 0.12 keeps it on its own node
@@ -342,5 +346,7 @@ def test_deploy_models_refuses_the_shared_auto_labels_too():
         kaito_version="0.8.1", name="chat", namespace="b", compute="cpu", image=CPU["image"],
         node_provisioning="auto", instance_type="Standard_D8s_v5",
     )  # fmt: skip
-    with pytest.raises(InvalidArgsError, match=r"b/chat\.name: KAITO 0\.8\.1 labels the GPU nodes it makes for a/chat"):
+    with pytest.raises(
+        InvalidArgsError, match=r"b/chat\.name: KAITO 0\.8\.1 places this CPU model's pods by \{apps=chat\}"
+    ):
         deploy_models("models", [("a/chat", gpu), ("b/chat", cpu)])

@@ -523,3 +523,42 @@ def test_the_watch_interval_must_be_positive(project, capsys):
         main(["status", "lab", "--watch", "--interval", "-1", "--dir", str(project)])
     assert exit_.value.code == 2
     assert "-1 must be more than 0" in capsys.readouterr().err
+
+
+def test_a_nodeclaims_stage_is_kaitos_first_provisioning_state():
+    """KAITO 0.12's FirstNodeClaimProvisioningState: an error wins over a stage that only awaits
+    reconciliation; conditions not reported yet are skipped."""
+    from kaito_aks.waits.model_ready import nodeclaim_stage
+
+    def claim(*conditions: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": {"name": "nc"}, "status": {"conditions": list(conditions)}}
+
+    awaiting = condition("Launched", "False", "AwaitingReconciliation", "object is awaiting reconciliation")
+    failed = condition("Registered", "False", "RegistrationFailed", "node never joined")
+    assert nodeclaim_stage(claim(awaiting, failed)) == ("Registered", failed)
+    assert nodeclaim_stage(claim(awaiting)) == ("Launched", awaiting)
+    late = condition("Initialized", "False", "NotInitialized", "device plugin not ready")
+    assert nodeclaim_stage(claim(condition("Launched", "True", "Launched"), late)) == ("Initialized", late)
+    assert nodeclaim_stage(claim()) == ("Launched", {})  # nothing reported yet
+    done = [condition(t, "True", t) for t in ("Launched", "Registered", "Initialized")]
+    assert nodeclaim_stage(claim(*done)) == ("Ready", {})
+
+
+def test_odd_object_fields_in_the_outputs_are_refused_by_name(project, capsys, monkeypatch):
+    odd = outputs()
+    odd["workspaces"]["default/phi"]["kaito"] = [{**watched("phi-0").props(), "kind": 5}]
+    monkeypatch.setenv("FAKE_OUTPUTS", json.dumps(odd))
+    assert main(["status", "lab", "--dir", str(project)]) == 2
+    assert "the stack output for default/phi does not name its KAITO objects" in capsys.readouterr().err
+
+
+def test_a_credential_plugin_that_gives_a_certificate_without_its_key_is_said(tmp_path: Path):
+    from kaito_aks.waits.kube_client import KubeClient, KubeconfigError
+
+    plugin = tmp_path / "plugin"
+    plugin.write_text(f'#!{sys.executable}\nprint(\'{{"status": {{"clientCertificateData": "x"}}}}\')\n')
+    plugin.chmod(plugin.stat().st_mode | stat.S_IXUSR)
+    config = json.loads(kubeconfig("http://127.0.0.1:9"))
+    config["users"][0]["user"] = {"exec": {"command": str(plugin), "apiVersion": "client.authentication.k8s.io/v1"}}
+    with pytest.raises(KubeconfigError, match="a client certificate without its key"):
+        KubeClient.from_kubeconfig(config)

@@ -28,7 +28,7 @@ LINUX_LABEL = {"kubernetes.io/os": "linux"}
 AKS_SYSTEM_POOL_LABELS = {"kubernetes.azure.com/mode": "system"}
 # Label domains whose labels a node may carry without any pool description listing them
 # (Kubernetes, AKS, NFD and GPU Feature Discovery, the GPU Operator, KAITO).
-SYSTEM_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "azure.com", "nvidia.com", "kaito.sh")
+SYSTEM_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "azure.com", "nvidia.com", "kaito.sh", "karpenter.sh")
 # The taint AKS GPU pools conventionally carry (and KAITO's presets and device plugin tolerate);
 # assumed for GPU nodes of clusters the program does not create.
 DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
@@ -220,12 +220,17 @@ def may_select(match_labels: dict[str, str], group: NodeGroup) -> bool:
     outside the system domains that its description does not list). Where `selects` asks
     "surely one of them" (KAITO's webhook lists nodes), this asks "maybe one of them" (the
     scheduler places pods on any node that matches)."""
-    known = node_labels(group)
+    return may_carry(match_labels, node_labels(group))
+
+
+def may_carry(match_labels: dict[str, str], known: dict[str, str]) -> bool:
+    """Whether a node whose labels include `known` may carry every label in `match_labels`: none
+    contradicts a known one, and each other is of a system domain (one a node may carry unlisted)."""
     for key, value in match_labels.items():
         if key in known:
             if known[key] != value:
                 return False
-        elif not key.partition("/")[0].endswith(SYSTEM_LABEL_DOMAINS) or "/" not in key:
+        elif "/" not in key or not key.partition("/")[0].endswith(SYSTEM_LABEL_DOMAINS):
             return False
     return True
 

@@ -24,6 +24,7 @@ from kaito_aks.nodes import (
     SPOT_TAINT,
     TAINT,
     NodeGroup,
+    may_carry,
     may_select,
     node_groups_problems,
     selects,
@@ -682,38 +683,60 @@ def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[
         )
 
 
+# What KAITO (before 0.12, gpu-provisioner) puts on a NodeClaim besides the Workspace's matchLabels
+# (pkg/utils/nodeclaim/nodeclaim.go: consts.LabelNodePool = consts.KaitoNodePoolName).
+NODECLAIM_LABELS = {"karpenter.sh/nodepool": "kaito"}
+
+
+def provisioned_node_labels(args: KaitoModelArgs) -> dict[str, str]:
+    """Labels a node KAITO makes for the model carries: the Workspace's matchLabels, KAITO's own
+    NodeClaim labels, and those AKS gives a node of a user pool of its instance type."""
+    size = args.instance_type or ""
+    return {
+        **LINUX_LABEL,
+        "kubernetes.azure.com/mode": "user",
+        "node.kubernetes.io/instance-type": size,
+        "beta.kubernetes.io/instance-type": size,
+        **NODECLAIM_LABELS,
+        **match_labels(args),
+    }
+
+
 def cpu_on_provisioned_gpu_nodes(models: Sequence[tuple[str, KaitoModelArgs]]) -> list[tuple[int, Problem]]:
-    """Across models, with auto-provisioning before KAITO 0.12: KAITO labels the nodes it makes
-    with the Workspace's matchLabels (gpu-provisioner's NodeClaim labels) and places a custom
-    image's pod by its own matchLabels alone, tolerating GPU taints; only 0.12 pins the pod to
-    its Workspace's nodes (ApplyProvisionerNodeSelector). So a CPU model whose labels another
-    model's nodes carry (two models of one name in two namespaces: apps=<name>) may land on that
-    model's GPU node. `models`: (what a problem calls the model, its args); out: (index, problem)."""
+    """Across models, with auto-provisioning before KAITO 0.12: KAITO places a custom image's pod
+    by its own matchLabels alone, tolerating GPU taints, and only 0.12 pins the pod to its
+    Workspace's nodes (ApplyProvisionerNodeSelector). So a CPU model whose labels a GPU node KAITO
+    makes for another model may carry (two models of one name in two namespaces: apps=<name>; a
+    label every node has) may land on that node. `models`: (what a problem calls the model, its
+    args); out: (index, problem)."""
     found: list[tuple[int, Problem]] = []
     for i, (_, cpu) in enumerate(models):
         chart = chart_of(cpu)
         if chart is None or chart.minor >= (0, 12) or cpu.node_provisioning != "auto" or is_gpu(cpu) or not cpu.image:
             continue
-        mine = match_labels(cpu)
-        for j, (who, other) in enumerate(models):
-            theirs = match_labels(other)
-            if j == i or other.node_provisioning != "auto" or not is_gpu(other) or not mine:
-                continue
-            if all(theirs.get(k) == v for k, v in mine.items()):
-                found.append(
-                    (
-                        i,
-                        Problem.at(
-                            "label_selector" if cpu.label_selector is not None else "name",
-                            f"KAITO {chart.version} labels the GPU nodes it makes for {who} with {selector_text(theirs)} "
-                            f"and places this CPU model's pods by {selector_text(mine)} alone, tolerating GPU taints: "
-                            "they may land on that GPU node; give it a `label_selector` of its own (e.g. "
-                            f'{{"apps": "{cpu.namespace}-{cpu.name}"}}), or use KAITO 0.12, which keeps a pod on its own nodes',
-                            "cpu-on-gpu",
-                        ),
-                    )
+        mine = cpu_node_labels(cpu)
+        onto = [
+            who
+            for j, (who, other) in enumerate(models)
+            if j != i
+            and other.node_provisioning == "auto"
+            and is_gpu(other)
+            and may_carry(mine, provisioned_node_labels(other))
+        ]
+        if onto:
+            found.append(
+                (
+                    i,
+                    Problem.at(
+                        "label_selector" if cpu.label_selector is not None else "name",
+                        f"KAITO {chart.version} places this CPU model's pods by {selector_text(mine)} alone, tolerating "
+                        f"GPU taints, and the GPU nodes it makes for {', '.join(onto)} may carry those labels: give it a "
+                        f'`label_selector` of its own (e.g. {{"apps": "{cpu.namespace}-{cpu.name}"}}), or use KAITO '
+                        "0.12, which keeps a pod on its own Workspace's nodes",
+                        "cpu-on-gpu",
+                    ),
                 )
-                break
+            )
     return found
 
 

@@ -135,7 +135,11 @@ class KubeClient:
                 status = _exec_credential(user["exec"], cluster)
                 token = status.get("token") or token
                 if status.get("clientCertificateData"):
-                    cert, key = status["clientCertificateData"].encode(), status["clientKeyData"].encode()
+                    if not isinstance(status.get("clientKeyData"), str):
+                        raise KubeconfigError(
+                            f"credential plugin {user['exec'].get('command')!r} gave a client certificate without its key"
+                        )
+                    cert, key = str(status["clientCertificateData"]).encode(), status["clientKeyData"].encode()
             return token
 
         token = fresh_token()

@@ -235,14 +235,29 @@ def nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
     return {"labelSelector": f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"}
 
 
+AWAITING_RECONCILIATION = "AwaitingReconciliation"  # a stage in progress, not an error (nodeclaim.go:412)
+
+
 def nodeclaim_stage(claim: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The first of Launched, Registered, Initialized a NodeClaim has not reached, with its
-    condition as reported ({} before it reports one); ("Ready", {}) when it has reached them all."""
+    """Where a NodeClaim is stuck, by KAITO 0.12's FirstNodeClaimProvisioningState
+    (pkg/utils/nodeclaim/nodeclaim.go:418) for one claim: the first of Launched, Registered,
+    Initialized whose condition is not True and says something, an error before one that only
+    awaits reconciliation; else the first stage not reached (its condition, or {} before it
+    reports one); ("Ready", {}) when it has reached them all."""
     by_type = {c.get("type"): c for c in conditions_of(claim)}
+    pending: tuple[str, dict[str, Any]] | None = None
     for stage in NODECLAIM_STAGES:
-        condition = by_type.get(stage, {})
-        if condition.get("status") != "True":
+        condition = by_type.get(stage)
+        if condition is None or condition.get("status") == "True" or not condition.get("message"):
+            continue
+        if condition.get("reason") != AWAITING_RECONCILIATION:
             return stage, condition
+        pending = pending or (stage, condition)
+    if pending is not None:
+        return pending
+    for stage in NODECLAIM_STAGES:
+        if by_type.get(stage, {}).get("status") != "True":
+            return stage, by_type.get(stage, {})
     return "Ready", {}
 
 
