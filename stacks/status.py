@@ -154,20 +154,15 @@ def watched_of(key: str, entry: object) -> list[Watched] | None:
     if found is None:
         return None
     fields = ("kind", "apiVersion", "namespace", "name", "condition")
+    sound = is_list(found) and all(
+        is_dict(p) and all(isinstance(p.get(f), str) for f in fields) and "/" in p["apiVersion"] for p in found
+    )
     try:
-        props = (
-            [p for p in found if is_dict(p) and all(isinstance(p.get(f), str) for f in fields)]
-            if is_list(found)
-            else []
-        )
-        watched = [Watched.from_props(p) for p in props]
-        if not is_list(found) or len(watched) != len(found) or any("/" not in w.api_version for w in watched):
-            raise ValueError
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise StatusError(
-            f"the stack output for {key} does not name its KAITO objects as kaito-aks writes them"
-        ) from None
-    return watched
+        if sound:
+            return [Watched.from_props(p) for p in found]
+    except (TypeError, ValueError):  # a timeoutSeconds that is not a number
+        pass
+    raise StatusError(f"the stack output for {key} does not name its KAITO objects as kaito-aks writes them")
 
 
 @dataclass(frozen=True)

@@ -201,17 +201,20 @@ def selects(match_labels: dict[str, str], group: NodeGroup) -> bool:
     return all(group.labels.get(k) == v for k, v in match_labels.items())
 
 
-def node_labels(group: NodeGroup) -> dict[str, str]:
-    """Labels every node of the group carries: its own, and those AKS gives every node of a user
-    pool of its size (reserved labels, use-labels.md)."""
+def aks_user_node_labels(vm_size: str) -> dict[str, str]:
+    """Labels AKS gives every node of a user pool of `vm_size` (reserved labels, use-labels.md)."""
     return {
         **LINUX_LABEL,
         "beta.kubernetes.io/os": "linux",
         "kubernetes.azure.com/mode": "user",
-        "node.kubernetes.io/instance-type": group.vm_size,
-        "beta.kubernetes.io/instance-type": group.vm_size,
-        **group.labels,
+        "node.kubernetes.io/instance-type": vm_size,
+        "beta.kubernetes.io/instance-type": vm_size,
     }
+
+
+def node_labels(group: NodeGroup) -> dict[str, str]:
+    """Labels every node of the group carries: AKS's for a user pool of its size, and its own."""
+    return {**aks_user_node_labels(group.vm_size), **group.labels}
 
 
 def may_select(match_labels: dict[str, str], group: NodeGroup) -> bool:

@@ -24,6 +24,7 @@ from kaito_aks.nodes import (
     SPOT_TAINT,
     TAINT,
     NodeGroup,
+    aks_user_node_labels,
     may_carry,
     may_select,
     node_groups_problems,
@@ -691,15 +692,7 @@ NODECLAIM_LABELS = {"karpenter.sh/nodepool": "kaito"}
 def provisioned_node_labels(args: KaitoModelArgs) -> dict[str, str]:
     """Labels a node KAITO makes for the model carries: the Workspace's matchLabels, KAITO's own
     NodeClaim labels, and those AKS gives a node of a user pool of its instance type."""
-    size = args.instance_type or ""
-    return {
-        **LINUX_LABEL,
-        "kubernetes.azure.com/mode": "user",
-        "node.kubernetes.io/instance-type": size,
-        "beta.kubernetes.io/instance-type": size,
-        **NODECLAIM_LABELS,
-        **match_labels(args),
-    }
+    return {**aks_user_node_labels(args.instance_type or ""), **NODECLAIM_LABELS, **match_labels(args)}
 
 
 def cpu_on_provisioned_gpu_nodes(models: Sequence[tuple[str, KaitoModelArgs]]) -> list[tuple[int, Problem]]:

@@ -21,13 +21,19 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from kaito_aks.parsed import is_dict
 
 REQUEST_TIMEOUT_SECONDS = 30
+
+
+class Reader(Protocol):
+    """What reads the cluster: a KubeClient, or a stand-in for it in tests."""
+
+    def get(self, path: str, **query: str) -> dict[str, Any]: ...
 
 
 class KubeconfigError(ValueError):

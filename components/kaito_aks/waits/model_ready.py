@@ -23,7 +23,7 @@ from pulumi import dynamic
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, duration
-from kaito_aks.waits.kube_client import KubeApiError, KubeClient
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
 
 KAITO_API = "/apis/kaito.sh"
 FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or turn the wait off (wait_for_ready / waitForReady)"
@@ -126,8 +126,13 @@ def _node_progress(conditions: list[dict[str, Any]]) -> str:
     return f"; {'; '.join(said)}" if said else ""
 
 
+def reason_and_message(condition: dict[str, Any]) -> str:
+    """A condition's reason and message, as far as it gives them ('' when neither)."""
+    return ": ".join(str(x) for x in (condition.get("reason"), condition.get("message")) if x)
+
+
 def _said(condition: dict[str, Any]) -> str:
-    why = ": ".join(x for x in (condition.get("reason"), condition.get("message")) if x)
+    why = reason_and_message(condition)
     return f"{condition.get('type')}={condition.get('status')}" + (f" ({why})" if why else "")
 
 
@@ -183,6 +188,7 @@ def wait_for_models(
 # labelled with the Workspace), in its first condition of Launched, Registered, Initialized
 # that is not True (what 0.12's FirstNodeClaimProvisioningState reports).
 CREATED_BY_LABEL = "inferenceset.kaito.sh/created-by"
+WORKSPACE_LABEL = "kaito.sh/workspace"  # on a Workspace's pods and NodeClaims (api/v1beta1/labels.go)
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 NODECLAIM_STAGES = ("Launched", "Registered", "Initialized")
 
@@ -232,7 +238,7 @@ def children_query(w: Watched) -> tuple[str, dict[str, str]]:
 
 def nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
     """The NodeClaims KAITO made for a Workspace (labelled with it)."""
-    return {"labelSelector": f"kaito.sh/workspace={name},kaito.sh/workspacenamespace={namespace}"}
+    return {"labelSelector": f"{WORKSPACE_LABEL}={name},kaito.sh/workspacenamespace={namespace}"}
 
 
 AWAITING_RECONCILIATION = "AwaitingReconciliation"  # a stage in progress, not an error (nodeclaim.go:412)
@@ -279,7 +285,7 @@ def field_at(obj: dict[str, Any], *path: str) -> object:
     return node
 
 
-def read_watched(client: KubeClient, w: Watched) -> dict[str, Any] | None:
+def read_watched(client: Reader, w: Watched) -> dict[str, Any] | None:
     try:
         return client.get(w.path)
     except KubeApiError as err:

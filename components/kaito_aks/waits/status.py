@@ -10,12 +10,14 @@ import calendar
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from kaito_aks.parsed import is_list
-from kaito_aks.waits.kube_client import KubeApiError
+from kaito_aks.waits.gpu_nodes import GPU_COUNT, GPU_PRODUCT
+from kaito_aks.waits.kube_client import KubeApiError, Reader
 from kaito_aks.waits.model_ready import (
     NODECLAIMS,
+    WORKSPACE_LABEL,
     Watched,
     children_query,
     conditions_of,
@@ -24,10 +26,10 @@ from kaito_aks.waits.model_ready import (
     list_items,
     nodeclaim_stage,
     nodeclaims_query,
+    read_watched,
+    reason_and_message,
 )
 
-WORKSPACE_LABEL = "kaito.sh/workspace"  # on the pods KAITO runs for a Workspace (api/v1beta1/labels.go)
-GPU_PRODUCT, GPU_COUNT = "nvidia.com/gpu.product", "nvidia.com/gpu.count"  # GPU Feature Discovery's
 # A container that waits for one of these will not start without a change: the model failed.
 STUCK_CONTAINER_REASONS = frozenset(
     {
@@ -42,12 +44,6 @@ STUCK_CONTAINER_REASONS = frozenset(
 )
 
 State = Literal["serving", "waiting", "failed"]
-
-
-class Reader(Protocol):
-    """What reads the cluster (a KubeClient)."""
-
-    def get(self, path: str, **query: str) -> dict[str, Any]: ...
 
 
 REFUSED = (
@@ -215,7 +211,7 @@ def read_model(reader: Reader, watched: Iterable[Watched], *, clock: Callable[[]
     replicas: list[ObjectStatus] = []
     for w in watched:
         try:
-            obj = _kaito_object(reader, w)
+            obj = read_watched(reader, w)
         except KubeApiError as err:
             if err.status == 401:
                 raise StatusReadError(REFUSED.format(err=err)) from None
@@ -233,15 +229,6 @@ def read_model(reader: Reader, watched: Iterable[Watched], *, clock: Callable[[]
         elif w.kind == "Workspace":
             replicas.append(status)
     return ModelStatus(tuple(objects), tuple(replicas), tuple(p.unreadable))
-
-
-def _kaito_object(reader: Reader, w: Watched) -> dict[str, Any] | None:
-    try:
-        return reader.get(w.path)
-    except KubeApiError as err:
-        if err.status == 404:
-            return None
-        raise
 
 
 def _children(p: _Pass, w: Watched) -> list[ObjectStatus]:
@@ -333,7 +320,7 @@ def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str, str]:
             (c for c in conditions if c.get("type") == "PodScheduled" and c.get("status") == "False"), None
         )
         if unscheduled is not None and not pending:
-            said = ": ".join(str(x) for x in (unscheduled.get("reason"), unscheduled.get("message")) if x)
+            said = reason_and_message(unscheduled)
             pending = f"pod {name} not scheduled" + (f" ({said})" if said else "")
         node = field_at(pod, "spec", "nodeName")
         if isinstance(node, str) and node:
@@ -364,8 +351,7 @@ def _node_claims(p: _Pass, w: Watched) -> tuple[NodeClaim, ...]:
     out: list[NodeClaim] = []
     for claim in list_items(answer or {}):
         stage, c = nodeclaim_stage(claim)
-        said = ": ".join(str(x) for x in (c.get("reason"), c.get("message")) if x)
-        out.append(NodeClaim(str(field_at(claim, "metadata", "name")), stage, said))
+        out.append(NodeClaim(str(field_at(claim, "metadata", "name")), stage, reason_and_message(c)))
     return tuple(out)
 
 
