@@ -22,7 +22,7 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
-from kaito_aks.model.many import ModelGroup, deploy_models
+from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator

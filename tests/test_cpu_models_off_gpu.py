@@ -335,7 +335,7 @@ def test_before_0_12_an_auto_cpu_model_may_not_share_a_gpu_models_node_labels(ve
 
 
 def test_deploy_models_refuses_the_shared_auto_labels_too():
-    from kaito_aks.model.many import deploy_models
+    from kaito_aks.model_group import deploy_models
     from kaito_aks.problems import InvalidArgsError
 
     gpu = KaitoModelArgs(

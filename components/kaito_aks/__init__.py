@@ -39,9 +39,9 @@ _EXPORTS = {
     "KaitoOperatorArgs": "kaito_aks.operators.kaito_operator",
     "KaitoModel": "kaito_aks.model.component",
     "KaitoModelArgs": "kaito_aks.model.spec",
-    "deploy_models": "kaito_aks.model.many",
+    "deploy_models": "kaito_aks.model_group",
     "pool_budget": "kaito_aks.budget",
-    "ModelGroup": "kaito_aks.model.many",
+    "ModelGroup": "kaito_aks.model_group",
     "AdapterArgs": "kaito_aks.model.spec",
     "LabelSelectorArgs": "kaito_aks.model.spec",
     "LabelSelectorRequirementArgs": "kaito_aks.model.spec",
@@ -115,7 +115,6 @@ if TYPE_CHECKING:
     from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import KaitoModel
-    from kaito_aks.model.many import ModelGroup, deploy_models
     from kaito_aks.model.spec import (
         AdapterArgs,
         KaitoModelArgs,
@@ -125,6 +124,7 @@ if TYPE_CHECKING:
         TuningInputArgs,
         TuningOutputArgs,
     )
+    from kaito_aks.model_group import ModelGroup, deploy_models
     from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs

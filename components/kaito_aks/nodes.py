@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from kaito_aks import catalog
 from kaito_aks.catalog import KaitoChart, Toleration
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Check, MaxItems, Range, documented
+from kaito_aks.vocabulary import GpuDriver
 
 # The label NVIDIA's GPU Operator puts on GPU nodes; GpuNodePool also sets it on the AKS GPU pools
 # it creates, so it is there from a node's first minute. (Standalone GPU Feature Discovery
@@ -37,9 +38,6 @@ DEFAULT_GPU_TAINTS = ("sku=gpu:NoSchedule",)
 SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
 MAX_POOL_NODES = 1000  # AKS: nodes per node pool
 
-GpuDriver = Literal["operator", "aks"]
-"""operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
-it; aks: AKS installs the driver and container toolkit."""
 
 # ---------------------------------------------------------------- Kubernetes' rules for labels and taints
 

@@ -7,7 +7,7 @@ import pytest
 
 import upstream_facts
 from kaito_aks import catalog
-from kaito_aks.kaito import generator
+from kaito_aks.catalog import generator
 from upstream_facts import kaito
 
 KAITO_VERSIONS = list(catalog.kaito_charts())

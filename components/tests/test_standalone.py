@@ -36,7 +36,7 @@ from kaito_aks import (
     pool_budget,
 )
 from kaito_aks.model import component
-from kaito_aks.model.many import deploy_models
+from kaito_aks.model_group import deploy_models
 from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
 
 A100 = "Standard_NC24ads_A100_v4"

@@ -16,7 +16,6 @@ from kaito_aks.nodes import (
     MAX_POOL_NODES,
     SPOT_TAINT,
     SPOT_TAINT_WRITTEN,
-    GpuDriver,
     Labels,
     NodeGroup,
     Taint,
@@ -25,6 +24,7 @@ from kaito_aks.nodes import (
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem, did_you_mean
 from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented, resource_name_problems
+from kaito_aks.vocabulary import GpuDriver
 
 TYPE = "kaito-aks:index:GpuNodePool"
 FORMER_TYPES = ("kaito-aks:azure:GpuNodePool",)

@@ -16,7 +16,7 @@ import yaml
 from pydantic import Field
 
 from kaito_aks.camel import CamelModel
-from kaito_aks.kaito import generator
+from kaito_aks.catalog import generator
 
 CATALOG_DIR = Path(__file__).parent
 

@@ -6,12 +6,13 @@ fails here as there, so a URL is refused before anything is registered, not at a
 It accepts an absolute URI (scheme:..., e.g. http://host:port/path, and even an opaque
 mailto:x) or an absolute path (/v1/...), and refuses relative references, control
 characters, a bad port, a bad host character and a bad %-escape. It does not ask for http(s)
-nor for a host: the rules that need them say so themselves.
+nor for a host: the rules that need them say so themselves (`request_uri_host` gives it).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import string
 
 _ALPHA = frozenset((string.ascii_letters).encode())
@@ -27,28 +28,41 @@ _USERINFO_OK = frozenset((string.ascii_letters + string.digits + "-._:~!$&'()*+,
 def parse_request_uri(raw: str) -> str | None:
     """What Go's url.ParseRequestURI(raw) fails with (its error, without the `parse "..."`
     prefix), or None when it parses."""
+    return _parse(raw)[0]
+
+
+def request_uri_host(raw: str) -> str | None:
+    """The host Go's url.ParseRequestURI(raw) finds (URL.Hostname(): no port nor brackets,
+    %-escapes decoded), "" for a URL without one, None when it refuses the URL."""
+    error, host = _parse(raw)
+    return None if error else host
+
+
+def _parse(raw: str) -> tuple[str | None, str]:
+    """(ParseRequestURI's error or None, the hostname)."""
     data = raw.encode()
     if any(b < 0x20 or b == 0x7F for b in data):
-        return "net/url: invalid control character in URL"
+        return "net/url: invalid control character in URL", ""
     if data == b"":
-        return "empty url"
+        return "empty url", ""
     if data == b"*":
-        return None
+        return None, ""
     scheme, rest, error = _scheme(data)
     if error:
-        return error
+        return error, ""
     # the query goes (a lone trailing "?" too)
     rest = rest[:-1] if rest.endswith(b"?") and rest.count(b"?") == 1 else rest.split(b"?", 1)[0]
     if not rest.startswith(b"/"):
-        return None if scheme else "invalid URI for request"
+        return (None if scheme else "invalid URI for request"), ""
+    host = b""
     if scheme and rest.startswith(b"//"):
         authority = rest[2:]
         slash = authority.find(b"/")
         authority, rest = (authority[:slash], authority[slash:]) if slash >= 0 else (authority, b"")
-        error = _authority(scheme.lower(), authority)
+        error, host = _authority(scheme.lower(), authority)
         if error:
-            return error
-    return _unescape(rest, "path")
+            return error, ""
+    return _unescape(rest, "path"), _decoded(host)
 
 
 def _scheme(raw: bytes) -> tuple[bytes, bytes, str | None]:
@@ -67,53 +81,56 @@ def _scheme(raw: bytes) -> tuple[bytes, bytes, str | None]:
     return b"", raw, None
 
 
-def _authority(scheme: bytes, authority: bytes) -> str | None:
+def _authority(scheme: bytes, authority: bytes) -> tuple[str | None, bytes]:
+    """(the error, the hostname as written)."""
     at = authority.rfind(b"@")
-    error = _host(scheme, authority[at + 1 :] if at >= 0 else authority)
+    error, host = _host(scheme, authority[at + 1 :] if at >= 0 else authority)
     if error or at < 0:
-        return error
+        return error, host
     userinfo = authority[:at]
     if any(c not in _USERINFO_OK for c in userinfo):
-        return "net/url: invalid userinfo"
+        return "net/url: invalid userinfo", host
     for part in userinfo.split(b":", 1):
         error = _unescape(part, "userinfo")
         if error:
-            return error
-    return None
+            return error, host
+    return None, host
 
 
-def _host(scheme: bytes, host: bytes) -> str | None:
+def _host(scheme: bytes, host: bytes) -> tuple[str | None, bytes]:
+    """(the error, the hostname without brackets and port, a zone's %25 as %25)."""
     bracket = host.rfind(b"[")
     if bracket > 0:
-        return "invalid IP-literal"
+        return "invalid IP-literal", b""
     if bracket == 0:
         close = host.rfind(b"]")
         if close < 0:
-            return "missing ']' in host"
+            return "missing ']' in host", b""
         port = host[close + 1 :]
         if not _valid_port(port):
-            return f'invalid port "{_text(port)}" after host'
+            return f'invalid port "{_text(port)}" after host', b""
         name = host[1:close]
         zone = name.find(b"%25")
         error = (
             _unescape(name[:zone], "host") or _unescape(name[zone:], "zone") if zone >= 0 else _unescape(name, "host")
         )
         if error:
-            return error
+            return error, b""
         literal = name[:zone] + b"%" + name[zone + 3 :] if zone >= 0 else name
         try:
             address = ipaddress.ip_address(literal.decode())
         except (ValueError, UnicodeDecodeError) as err:
-            return f"invalid host: {err}"
-        return "invalid IP-literal" if address.version == 4 else None
+            return f"invalid host: {err}", b""
+        return ("invalid IP-literal" if address.version == 4 else None), name
     colon = host.find(b":")
     if colon >= 0:
         last = host.rfind(b":")
         if last != colon and scheme not in (b"http", b"https"):
             colon = last  # only http(s) URLs refuse a second colon in the host
         if not _valid_port(host[colon:]):
-            return f'invalid port "{_text(host[colon:])}" after host'
-    return _unescape(host, "host")
+            return f'invalid port "{_text(host[colon:])}" after host', b""
+        host = host[:colon]
+    return _unescape(host, "host"), host
 
 
 def _valid_port(port: bytes) -> bool:
@@ -142,6 +159,11 @@ def _unescape(text: bytes, mode: str) -> str | None:
             return f'invalid character "{_text(bytes([c]))}" in host name'
         i += 1
     return None
+
+
+def _decoded(text: bytes) -> str:
+    """%-escapes decoded (they were checked), as URL.Hostname() gives them."""
+    return re.sub(rb"%([0-9A-Fa-f]{2})", lambda m: bytes([int(m[1], 16)]), text).decode(errors="backslashreplace")
 
 
 def _text(data: bytes) -> str:

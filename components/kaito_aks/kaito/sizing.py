@@ -21,8 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from kaito_aks.catalog import GpuSku, Preset, gpu_skus
-from kaito_aks.kaito import generator
+from kaito_aks.catalog import GpuSku, Preset, generator, gpu_skus
 
 GIB = 1 << 30
 WEIGHT_EXPANSION = 1.02  # vLLM's loaded model vs its safetensors files

@@ -7,48 +7,16 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kaito_aks.kaito.go_url import request_uri_host
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, Problem, did_you_mean
 
 # ---------------------------------------------------------------- tuning input URLs (0.12+)
 
 _METADATA_HOSTS = ("metadata.google.internal", "metadata.google", "instance-data.ec2.internal")
-# ASCII characters Go's net/url accepts in a host (shouldEscape with encodeHost).
-_HOST_CHARS = re.compile(r"[A-Za-z0-9\-_.~!$&'()*+,;=:\[\]<>\"%]*")
-_USERINFO_CHARS = re.compile(r"[A-Za-z0-9\-._:~!$&'()*+,;=%@]*")
-
-
-def _url_host(url: str) -> str | None:
-    """The host net/url.ParseRequestURI finds in `url` (port and brackets removed, escapes
-    decoded), "" for none, None when it refuses the URL."""
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
-        return None
-    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", url)
-    if scheme is None:
-        return ""  # an absolute path at best: no host
-    rest = url[scheme.end() :].split("?", 1)[0]
-    if not rest.startswith("//"):
-        return ""
-    authority = rest[2:].split("/", 1)[0]
-    userinfo, _, host = authority.rpartition("@")
-    if not _USERINFO_CHARS.fullmatch(userinfo):
-        return None
-    if host.startswith("["):
-        end = host.find("]")
-        if end < 0 or not re.fullmatch(r"(:[0-9]*)?", host[end + 1 :]):
-            return None
-        name = host[1:end]
-    else:
-        name, colon, port = host.rpartition(":") if ":" in host else (host, "", "")
-        if colon and not port.isdigit() and port != "":
-            return None
-        if not _HOST_CHARS.fullmatch("".join(c for c in name if ord(c) < 0x80)):
-            return None
-    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m[1], 16)), name)
 
 
 def _reserved_ip(hostname: str) -> bool:
@@ -69,7 +37,7 @@ def _reserved_ip(hostname: str) -> bool:
 
 def data_url_error(url: str) -> str | None:
     """KAITO 0.12's error for a tuning data URL (validateDataSourceURL), or None."""
-    host = _url_host(url)
+    host = request_uri_host(url)
     if not host:
         return "invalid data source URL"
     if not url.lower().startswith(("http:", "https:")):

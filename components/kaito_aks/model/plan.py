@@ -28,7 +28,7 @@ from kaito_aks.kaito.workspace import (
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.rules import match_labels
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, ready_timeout
-from kaito_aks.waits.gpu_nodes import GpuDemand
+from kaito_aks.vocabulary import GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}

@@ -33,7 +33,7 @@ from kaito_aks.nodes import (
 )
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
-from kaito_aks.waits.gpu_nodes import selector_text
+from kaito_aks.vocabulary import selector_text
 
 AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")

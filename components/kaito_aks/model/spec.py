@@ -12,8 +12,8 @@ import pulumi
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
-from kaito_aks.operators.kaito_operator import NodeProvisioning
 from kaito_aks.schema import Check, Matches, MaxItems, Range, Secret, documented
+from kaito_aks.vocabulary import NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(

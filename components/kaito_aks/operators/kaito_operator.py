@@ -24,6 +24,7 @@ from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
 from kaito_aks.schema import checked_args, documented
+from kaito_aks.vocabulary import GpuDiscovery, NodeProvisioner, NodeProvisioning
 
 TYPE = "kaito-aks:index:KaitoOperator"
 FORMER_TYPES = ("kaito-aks:kubernetes:KaitoOperator",)
@@ -31,11 +32,6 @@ FORMER_TYPES = ("kaito-aks:kubernetes:KaitoOperator",)
 # fresh node takes a while.
 INSTALL_TIMEOUT_SECONDS = 900
 
-NodeProvisioning = Literal["byo", "auto"]
-"""byo: your GPU nodes, found by label selector (auto-provisioning off); auto: KAITO creates a
-node of each Workspace's instance type."""
-NodeProvisioner = Literal["gpu-provisioner", "karpenter"]
-"""What turns the NodeClaims KAITO creates in auto mode into nodes."""
 # Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
 KARPENTER_REFUSED = (
     "Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet bootstrap token (a kube-system "
@@ -44,9 +40,6 @@ KARPENTER_REFUSED = (
     "program (KAITO's and Karpenter's scripts read them with kubectl and az); use gpu-provisioner (the chart's default "
     "provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
 )
-GpuDiscovery = Literal["kaito", "external"]
-"""kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another
-install (the NVIDIA GPU Operator) runs them and KAITO's copies are switched off."""
 
 
 @documented

@@ -17,13 +17,13 @@ Custom-image Workspaces and tuning are not checked by the webhook, so nothing wa
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.vocabulary import GpuDemand, selector_text
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
 from kaito_aks.waits.kube_client import KubeClient
 
@@ -41,31 +41,6 @@ GFD_HINT = (
     "installed (kubectl -n gpu-operator get pods); with KAITO's bundled discovery (gpu_discovery kaito), its GFD labels "
     "the nodes (kubectl -n kaito-workspace get pods)"
 )
-
-
-@dataclass(frozen=True)
-class GpuDemand:
-    """What KAITO's webhook asks of the nodes for one preset (the fields it reads)."""
-
-    name: str  # the preset
-    gpu_count: int  # GPUs it needs (KAITO 0.8 checks nodes x GPUs against this)
-    model_gib: float  # the size of its weights (0: not known offline, a Hugging Face id KAITO sizes)
-    release: str  # "0.8", "0.11" or "0.12": KAITO's arithmetic differs
-
-    @property
-    def per_gpu_gib(self) -> float:
-        return 0.0  # a requirement of 0.6 only, which provisions its own nodes (no wait)
-
-    def as_props(self) -> dict[str, Any]:
-        return {"preset": self.name, "gpuCount": self.gpu_count, "modelGiB": self.model_gib, "release": self.release}
-
-    @classmethod
-    def from_props(cls, props: dict[str, Any]) -> GpuDemand:
-        return cls(props["preset"], int(props["gpuCount"]), float(props["modelGiB"]), props["release"])
-
-
-def selector_text(selector: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(selector.items())) + "}"
 
 
 def _names(nodes: list[dict[str, Any]]) -> str:

@@ -25,7 +25,8 @@ from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
-from kaito_aks.waits.gpu_nodes import GpuNodesReady, selector_text
+from kaito_aks.vocabulary import selector_text
+from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, revision_of
 
 
