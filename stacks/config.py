@@ -32,7 +32,8 @@ from kaito_aks.rag.spec import (
     RagEngineArgs,
     StorageArgs,
 )
-from kaito_aks.schema import Field, Range, check_value, documented, fields, unusable
+from kaito_aks.schema import Field, Range, args_class, fields
+from kaito_aks.validation import check_value, unusable
 
 PROJECT = "kaito-aks"
 DEFAULT_KAITO_VERSION = "0.8.1"
@@ -48,8 +49,7 @@ FROM_CLUSTER_ID = (
 # ---------------------------------------------------------------- what only a stack has
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackKaito:
     """Stack-wide KAITO settings."""
 
@@ -57,8 +57,7 @@ class StackKaito:
     """false: KAITO is already installed (a platform team's release); only Workspaces are created."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackProtect:
     """Protection of what the stack creates."""
 
@@ -66,8 +65,7 @@ class StackProtect:
     """Refuse to delete or replace it (production)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackGpuOperator:
     """Whether the stack installs the NVIDIA GPU Operator."""
 
@@ -75,8 +73,7 @@ class StackGpuOperator:
     """Default: on for AKS stacks with GPU pools, off for kubeconfig stacks."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackGpuProvisioner:
     """Whether the stack installs gpu-provisioner."""
 
@@ -85,8 +82,7 @@ class StackGpuProvisioner:
     cluster (cluster.aks or cluster.existing)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackRagEngineOperator:
     """Whether the stack installs KAITO's RAGEngine operator."""
 
@@ -94,8 +90,7 @@ class StackRagEngineOperator:
     """Default: on when the stack has ragEngines and installs KAITO (kaito.install)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackRagEngine:
     """What ties a RAG engine to a model of this stack."""
 
@@ -107,8 +102,7 @@ class StackRagEngine:
     (without one, KAITO sizes it from the GPU at start-up, so say it here)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackDiscovery:
     """Who labels the GPU nodes."""
 
@@ -117,8 +111,7 @@ class StackDiscovery:
     external when this stack installs the GPU Operator."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StackNamespaces:
     """Namespaces."""
 

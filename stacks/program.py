@@ -28,6 +28,7 @@ from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
 from kaito_aks.rag.component import RagEngine, watched_object
+from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
@@ -106,7 +107,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
-        [(f"{args.namespace}/{args.name}", args) for args in cfg.models],
+        [(f"{args.namespace}/{args.name}", Judged(args)) for args in cfg.models],  # judged by load_stack
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
     rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)

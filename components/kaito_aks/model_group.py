@@ -19,15 +19,18 @@ import pulumi
 
 from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
-from kaito_aks.model.component import KaitoModel, check_model, remember_checked, watched_objects
+from kaito_aks.model.component import KaitoModel, check_model, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
+from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, revision_of
+
+Named = tuple[str, KaitoModelArgs]  # (resource name, args)
 
 
 @dataclass
@@ -59,7 +62,7 @@ class ModelGroup:
 
 def deploy_models(
     name: str,
-    models: Sequence[tuple[str, KaitoModelArgs]],
+    models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     opts: pulumi.ResourceOptions | None = None,
     access: ClusterAccess | None = None,
 ) -> ModelGroup:
@@ -68,21 +71,45 @@ def deploy_models(
     timeouts stay its own). `opts` apply to every model (the cluster's provider, what
     they depend on); the waits use `access`, else the ClusterProvider's credentials in `opts`.
     Models whose objects would share a name in a namespace are refused with the rest, and so are
-    models given `node_groups` that do not fit their pools together (`pool_budget`).
+    models given `node_groups` that do not fit their pools together (`pool_budget`). Args in
+    `Judged` (a program that checked them already, e.g. with `check_model`) are not judged again.
 
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
     deployed so far (they would be replaced)."""
+    checked = _checked(name, models)
+    needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
+    reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
+    if needs_access and reach is None:
+        why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
+        raise_if("deploy_models", name, [Problem.at("access", why, "no-credentials")])
+    plans = {n: plan_model(a) for n, a in checked}
+    gpu_waits = _gpu_node_waits(name, checked, plans, reach, opts)
+    created: dict[str, KaitoModel] = {}
+    for n, a in checked:
+        plan = plans[n]
+        wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
+        own = Judged(dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False))  # judged just now
+        model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
+        created[n] = KaitoModel(n, own, opts=model_opts)
+    ready = _ready_waits(name, checked, plans, created, reach, opts)
+    return ModelGroup(created, gpu_waits, ready, plans)
+
+
+def _checked(name: str, models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]]) -> list[Named]:
+    """Each model's args, judged (unless they were), and then the rules of the models together:
+    names they would share, CPU models on another's GPU nodes, one KAITO release, the pools'
+    budget. Raises InvalidArgsError with every problem."""
     shapeless = [
         Problem.at(("models", i), f"must be (resource name, KaitoModelArgs), not {type(m).__name__}", "type")
         for i, m in enumerate(models)
         if not _named(m)
     ]
     raise_if("deploy_models", name, shapeless)  # a program's mistake, said by name, not a TypeError
-    checked: list[tuple[str, KaitoModelArgs]] = []
+    checked: list[Named] = []
     problems: list[Problem] = []
     for resource_name, args in models:
-        model, found = check_model(args, resource_name)
+        model, found = (args.args, []) if isinstance(args, Judged) else check_model(args, resource_name)
         problems += [p.under(resource_name) for p in found]
         if model is not None:
             checked.append((resource_name, model))
@@ -103,33 +130,28 @@ def deploy_models(
     known = [(n, a) for n, a in checked if a.node_groups]
     pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
     raise_if("deploy_models", name, pool_budget(known, pools))
-    needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
-    reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
-    if needs_access and reach is None:
-        raise_if(
-            "deploy_models",
-            name,
-            [
-                Problem.at(
-                    "access",
-                    "the waits read the cluster: give `access`, or a ClusterProvider in opts",
-                    "no-credentials",
-                )
-            ],
-        )
-    plans = {n: plan_model(a) for n, a in checked}
+    return checked
 
-    gpu_waits: dict[str, GpuNodesReady] = {}
+
+def _gpu_node_waits(
+    name: str,
+    checked: list[Named],
+    plans: dict[str, ModelPlan],
+    reach: ClusterAccess | None,
+    opts: pulumi.ResourceOptions | None,
+) -> dict[str, GpuNodesReady]:
+    """One GPU-node wait per node selector, for every model waited for on those nodes."""
     groups: dict[str, list[tuple[str, KaitoModelArgs, ModelPlan]]] = {}
     for n, a in checked:
         plan = plans[n]
         if plan.gpu_nodes is not None and a.wait_for_gpu_nodes:
             groups.setdefault(selector_text(plan.gpu_nodes.selector), []).append((n, a, plan))
+    waits: dict[str, GpuNodesReady] = {}
     for text, members in sorted(groups.items()):
         assert reach is not None
         first = members[0][2].gpu_nodes
         assert first is not None
-        gpu_waits[text] = GpuNodesReady(
+        waits[text] = GpuNodesReady(
             f"{name}/gpu-nodes/{text}",
             reach,
             selector=first.selector,
@@ -138,19 +160,19 @@ def deploy_models(
             timeout_minutes=max(a.gpu_nodes_timeout_minutes for _, a, _ in members),
             opts=opts_without_provider(opts),
         )
+    return waits
 
-    created: dict[str, KaitoModel] = {}
-    for n, a in checked:
-        plan = plans[n]
-        wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
-        own = dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False)
-        remember_checked(own, [])  # checked above: the waits' switches play no part in the rules
-        model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
-        created[n] = KaitoModel(n, own, opts=model_opts)
 
-    # Readiness is waited for per node group as well: a pool whose nodes never come blocks only
-    # its own models, and the others are still reported serving (or failing, with KAITO's reason).
-    ready: dict[str, ModelReady] = {}
+def _ready_waits(
+    name: str,
+    checked: list[Named],
+    plans: dict[str, ModelPlan],
+    created: dict[str, KaitoModel],
+    reach: ClusterAccess | None,
+    opts: pulumi.ResourceOptions | None,
+) -> dict[str, ModelReady]:
+    """Readiness is waited for per node group as well: a pool whose nodes never come blocks only
+    its own models, and the others are still reported serving (or failing, with KAITO's reason)."""
     by_group: dict[str, list[str]] = {}
     for n, a in checked:
         if a.wait_for_ready:
@@ -158,6 +180,7 @@ def deploy_models(
             key = selector_text(plan.gpu_nodes.selector) if plan.gpu_nodes and a.wait_for_gpu_nodes else ""
             by_group.setdefault(key, []).append(n)
     args_of = dict(checked)
+    ready: dict[str, ModelReady] = {}
     for key, members in sorted(by_group.items()):
         assert reach is not None
         watched = [
@@ -177,7 +200,7 @@ def deploy_models(
                 opts_without_provider(opts), pulumi.ResourceOptions(depends_on=[created[n] for n in members])
             ),
         )
-    return ModelGroup(created, gpu_waits, ready, plans)
+    return ready
 
 
 def _named(item: object) -> bool:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, Any
 
 from kaito_aks import catalog
 from kaito_aks.catalog import KaitoChart, Toleration
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Check, MaxItems, Range, documented
+from kaito_aks.schema import Check, MaxItems, Range, args_class
 from kaito_aks.vocabulary import GpuDriver
 
 # The label NVIDIA's GPU Operator puts on GPU nodes; GpuNodePool also sets it on the AKS GPU pools
@@ -99,8 +99,7 @@ Taint = Annotated[str, Check(taint_problem)]
 # ---------------------------------------------------------------- a group of GPU nodes
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class NodeGroup:
     """A pool of alike GPU nodes, as KAITO's webhook and estimator see it and as the operators
     must tolerate it. `GpuNodePool.node_group` describes a pool it creates; describe a pool made

@@ -20,6 +20,8 @@ from typing import Literal, cast
 
 import pulumi
 
+from kaito_aks.vocabulary import camel
+
 Naming = Literal["python", "schema"]
 """How arg names are written: Python's snake_case, or the camelCase of the provider schema and
 of stack config files."""
@@ -33,22 +35,9 @@ class Key(str):
 
 PathPart = str | Key | int
 
-_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _QUOTED = re.compile(r"`([^`\s]+)`")
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_:-]*")
-
-
-# Words written in capitals in camelCase names, as Azure and the config files have them.
-_UPPER_WORDS = {"gb": "GB"}
-
-
-def camel(name: str) -> str:
-    """snake_case -> camelCase (os_disk_size_gb -> osDiskSizeGB); other text is unchanged."""
-    if not _SNAKE.fullmatch(name):
-        return name
-    first, *rest = name.split("_")
-    return first + "".join(_UPPER_WORDS.get(p, p[:1].upper() + p[1:]) for p in rest)
 
 
 def rename(text: str, naming: Naming) -> str:

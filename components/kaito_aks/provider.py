@@ -11,10 +11,12 @@ that may come from another resource accept outputs, everything else must be know
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
 import json
 import sys
+import textwrap
 import typing
 from collections.abc import Mapping
 from functools import cache
@@ -29,24 +31,27 @@ from kaito_aks import __version__
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import InvalidArgsError, Problem, bounded, camel, format_path, rename
 from kaito_aks.schema import (
+    LATER,
     Field,
-    Schema,
-    build,
     constraint_text,
     default_text,
     fields,
-    input_of,
     is_args_class,
+    metadata,
     optional_of,
+    plain,
+    plain_of,
+    summary,
     unannotated,
     walk_types,
 )
+from kaito_aks.validation import validate
 
 PACKAGE = "kaito-aks"
 
 
-def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[str, str]]]:
-    """Type token -> (component class, args class, retired keys with their fix)."""
+def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
+    """Type token -> (component class, args class)."""
     from kaito_aks.azure.aks_cluster import TYPE as AKS
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
     from kaito_aks.azure.gpu_node_pool import TYPE as POOL
@@ -57,7 +62,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.model.component import TYPE as MODEL
     from kaito_aks.model.component import KaitoModel
-    from kaito_aks.model.spec import RETIRED, KaitoModelArgs
+    from kaito_aks.model.spec import KaitoModelArgs
     from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import TYPE as GPU_PROVISIONER
@@ -71,16 +76,16 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type, dict[s
     from kaito_aks.rag.spec import RagEngineArgs
 
     return {
-        AKS: (AksCluster, AksClusterArgs, {}),
-        POOL: (GpuNodePool, GpuNodePoolArgs, {}),
-        IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs, {}),
-        GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs, {}),
-        KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs, {}),
-        GPU_OPERATOR: (GpuOperator, GpuOperatorArgs, {}),
-        KAITO: (KaitoOperator, KaitoOperatorArgs, {}),
-        MODEL: (KaitoModel, KaitoModelArgs, RETIRED),
-        RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs, {}),
-        RAG: (RagEngine, RagEngineArgs, {}),
+        AKS: (AksCluster, AksClusterArgs),
+        POOL: (GpuNodePool, GpuNodePoolArgs),
+        IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs),
+        GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs),
+        KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs),
+        GPU_OPERATOR: (GpuOperator, GpuOperatorArgs),
+        KAITO: (KaitoOperator, KaitoOperatorArgs),
+        MODEL: (KaitoModel, KaitoModelArgs),
+        RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs),
+        RAG: (RagEngine, RagEngineArgs),
     }
 
 
@@ -131,7 +136,7 @@ class _Types:
             props, required = properties(cls, self)
             self.types[token] = {
                 "type": "object",
-                "description": rename(_summary(cls), "schema"),
+                "description": rename(summary(cls), "schema"),
                 "properties": props,
                 **({"required": required} if required else {}),
             }
@@ -144,17 +149,12 @@ def enum_name(value: object) -> str:
     return "".join(w[:1].upper() + w[1:] for w in str(value).replace("-", "_").split("_"))
 
 
-def _summary(cls: type) -> str:
-    doc = inspect.getdoc(cls) or ""
-    return doc.split("\n\nArgs:")[0].strip()
-
-
 def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, Any]:
-    """The schema of one property of type `tp`."""
+    """The schema of one property of type `tp`: `plain` (must be known at preview) unless an
+    Input."""
+    if LATER in metadata(tp):
+        return property_spec(plain_of(unannotated(tp)), f, types, plain=False)
     tp = unannotated(tp)
-    inner = input_of(tp)
-    if inner is not None:
-        return property_spec(inner, f, types, plain=False)
     inner = optional_of(tp)
     if inner is not None:
         return property_spec(inner, f, types, plain)
@@ -231,7 +231,7 @@ def outputs(component: type) -> dict[str, Field]:
 @cache
 def input_types() -> frozenset[type]:
     """Every args class some component takes (nested ones included)."""
-    return frozenset(t for _, (_, args, _) in components().items() for t in walk_types(args))
+    return frozenset(t for _, args in components().values() for t in walk_types(args))
 
 
 def to_wire(value: Any) -> Any:
@@ -269,16 +269,27 @@ def known_now(value: Any, found: list[pulumi.Resource]) -> Any:
 
 
 def _output_docs(component: type) -> dict[str, str]:
-    from kaito_aks.schema import attribute_docs
-
-    return attribute_docs(component)
+    """The docstring under each output annotation of a component class."""
+    source = textwrap.dedent(inspect.getsource(component))
+    body = cast(ast.ClassDef, ast.parse(source).body[0]).body
+    docs: dict[str, str] = {}
+    for node, after in zip(body, [*body[1:], None], strict=True):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
 
 
 def schema() -> dict[str, Any]:
     """The package schema (what `pulumi package get-schema` shows)."""
     types = _Types()
     resources: dict[str, Any] = {}
-    for token, (component, args_cls, _) in components().items():
+    for token, (component, args_cls) in components().items():
         inputs, required_inputs = properties(args_cls, types)
         outs: dict[str, Any] = {}
         required_outputs: list[str] = []
@@ -299,8 +310,8 @@ def schema() -> dict[str, Any]:
             "properties": outs,
             "required": required_outputs,
         }
-    for cls in {t for _, (_, a, _) in components().items() for t in walk_types(a)}:
-        if cls not in {a for _, (_, a, _) in components().items()}:
+    for cls in {t for _, a in components().values() for t in walk_types(a)}:
+        if cls not in {a for _, a in components().values()}:
             types.object(cls)
     return {
         "name": PACKAGE,
@@ -322,10 +333,7 @@ def schema() -> dict[str, Any]:
 def from_wire(tp: Any, value: Any) -> Any:
     """Numbers cross the wire as floats: whole ones become ints where the schema says integer,
     and in free-form data (`_whole`)."""
-    tp = unannotated(tp)
-    inner = input_of(tp) or optional_of(tp)
-    if inner is not None:
-        return from_wire(inner, value)
+    tp = plain(tp)
     origin = get_origin(tp)
     if tp is Any:
         return _whole(value)
@@ -374,7 +382,7 @@ class KaitoAksProvider(Provider):
     ) -> ConstructResult:
         if resource_type not in self._components:
             raise ValueError(f"{PACKAGE} has no component {resource_type}; it has: {', '.join(self._components)}")
-        component, args_cls, retired = self._components[resource_type]
+        component, args_cls = self._components[resource_type]
         given = dict(inputs)
         sources: list[pulumi.Resource] = []
         for f in fields(args_cls).values():
@@ -382,7 +390,7 @@ class KaitoAksProvider(Provider):
                 given[f.schema_name] = known_now(given[f.schema_name], sources)
         if sources:  # e.g. nodeGroups from GpuNodePool.nodeGroup: created after those
             options = pulumi.ResourceOptions.merge(options, pulumi.ResourceOptions(depends_on=sources))
-        args, problems = build(Schema(args_cls, retired=retired), from_wire(args_cls, given), naming="schema")
+        args, problems = validate(cast(type[Any], args_cls), from_wire(args_cls, given), naming="schema")
         if problems:
             raise _input_errors(component.__name__, name, problems)
         try:

@@ -1,11 +1,26 @@
-"""The words every layer of kaito-aks shares: the modes the args choose between, and what a
-model asks of its GPU nodes. Any module may import this one; it imports only the standard
+"""The words every layer of kaito-aks shares: how an arg's name is written in camelCase, the modes
+the args choose between, and what a model asks of its GPU nodes. Any module may import this one; it imports only the standard
 library, so a spec, a rule, a plan and a wait speak the same terms without importing each other."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# Words written in capitals in camelCase names, as Azure and the config files have them.
+_UPPER_WORDS = {"gb": "GB"}
+
+
+def camel(name: str) -> str:
+    """snake_case -> camelCase (os_disk_size_gb -> osDiskSizeGB); other text is unchanged. The one
+    rule for the provider schema, stack files, KAITO's and the catalogs' YAML alike."""
+    if not _SNAKE.fullmatch(name):
+        return name
+    first, *rest = name.split("_")
+    return first + "".join(_UPPER_WORDS.get(p, p[:1].upper() + p[1:]) for p in rest)
+
 
 NodeProvisioning = Literal["byo", "auto"]
 """byo: your GPU nodes, found by label selector (auto-provisioning off); auto: KAITO creates a

@@ -177,7 +177,7 @@ def test_a_wrong_shape_is_named_not_an_attribute_error_deep_inside():
     assert "must be a GpuOperatorArgs, not 'v25.3.4'" in message
     # a mapping of the args (as other languages send them) is checked the same way
     message = refused(lambda: GpuOperator("g", {"version": "v25.3.4", "nodeGroups": []}))  # type: ignore[arg-type]
-    assert "args.nodeGroups: unknown; did you mean node_groups?" in message
+    assert "args.nodeGroups: unknown key; did you mean node_groups?" in message
 
 
 # ---------------------------------------------------------------- operators

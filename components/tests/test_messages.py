@@ -23,8 +23,8 @@ from kaito_aks import (
 from kaito_aks.problems import Key, Problem, format_path
 from kaito_aks.provider import KaitoAksProvider
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
-from kaito_aks.schema import check_instance
 from kaito_aks.testing import ProgramMocks, RecordingMonitor, run
+from kaito_aks.validation import check_instance
 from test_components import kubeconfig_cluster
 
 SECRET = "TOPSECRET_hf_abc"

@@ -111,7 +111,7 @@ def test_the_changelog_lists_this_version_and_every_alias_the_components_keep():
         for old in re.findall(r"`([^`]+)`", olds)
     }
     kept = set()
-    for token, (component, _, _) in components().items():
+    for token, (component, _) in components().items():
         module = __import__(component.__module__, fromlist=["FORMER_TYPES"])
         kept |= {(token, old) for old in module.FORMER_TYPES}
     assert listed == kept

@@ -178,7 +178,7 @@ def test_construct_refuses_unknown_keys_instead_of_dropping_them():
         construct(
             "kaito-aks:index:KaitoModel", {"kaitoVersion": "0.8.1", "model": "phi-4-mini-instruct", "replica": 2.0}
         )
-    assert {"property_path": "replica", "reason": "unknown; did you mean replicas?"} in (err.value.errors or [])
+    assert {"property_path": "replica", "reason": "unknown key; did you mean replicas?"} in (err.value.errors or [])
 
 
 def test_construct_reports_the_components_rules_in_the_schemas_names():

@@ -739,7 +739,7 @@ def test_every_problem_is_named_at_once_and_a_mapping_of_args_is_checked_the_sam
             },
         )
     )
-    assert "args.inferenceService: unknown; did you mean inference_service?" in message
+    assert "args.inferenceService: unknown key; did you mean inference_service?" in message
     assert "args.load_balancer: must be true or false, not 'yes'" in message
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 import pulumi
@@ -14,7 +14,8 @@ from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented
+from kaito_aks.schema import Input, Matches, MaxItems, Range, args_class
+from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:AksCluster"
 FORMER_TYPES = ("kaito-aks:azure:AksCluster",)
@@ -38,8 +39,7 @@ KUBERNETES_VERSION = Matches(
 )
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class SystemPoolArgs:
     """The AKS system node pool: the operators, and CPU models (kaito_aks.nodes.AKS_SYSTEM_POOL_LABELS)."""
 
@@ -49,8 +49,7 @@ class SystemPoolArgs:
     """Number of system nodes."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class AksClusterArgs:
     """An AKS cluster: created with its resource group (OIDC issuer and workload identity on),
     or, with `existing`, an AKS cluster that already exists, adopted read-only."""
@@ -61,7 +60,7 @@ class AksClusterArgs:
     """The cluster's name (a created cluster's DNS prefix too)."""
     existing: bool = False
     """Adopt an AKS cluster that already exists instead of creating one."""
-    location: pulumi.Input[str] | None = None
+    location: Input[str] | None = None
     """Azure region of a created cluster; default: the azure-native provider's location."""
     kubernetes_version: Annotated[str, KUBERNETES_VERSION] | None = None
     """Kubernetes version of a created cluster, e.g. "1.33"; default: AKS's default."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 import pulumi
@@ -23,7 +23,8 @@ from kaito_aks.nodes import (
 )
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem, did_you_mean
-from kaito_aks.schema import Matches, MaxItems, Range, checked_args, documented, resource_name_problems
+from kaito_aks.schema import Input, Matches, MaxItems, Range, args_class
+from kaito_aks.validation import checked_args, resource_name_problems
 from kaito_aks.vocabulary import GpuDriver
 
 TYPE = "kaito-aks:index:GpuNodePool"
@@ -37,8 +38,7 @@ POOL_NAME = Matches(
 NODES = Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class AutoscaleArgs:
     """Cluster-autoscaler bounds of a node pool."""
 
@@ -48,14 +48,13 @@ class AutoscaleArgs:
     """Most nodes."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class GpuNodePoolArgs:
     """A User-mode AKS node pool of one GPU VM size."""
 
-    cluster_name: pulumi.Input[str]
+    cluster_name: Input[str]
     """The AKS cluster the pool joins (e.g. `AksCluster.cluster_name`)."""
-    resource_group_name: pulumi.Input[str]
+    resource_group_name: Input[str]
     """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
     vm_size: str
     """A GPU VM size KAITO knows, e.g. Standard_NC24ads_A100_v4 (kaito_aks.catalog lists them)."""

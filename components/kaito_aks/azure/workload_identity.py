@@ -5,7 +5,7 @@ the Azure roles it needs."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated
 
 import pulumi
@@ -14,7 +14,8 @@ from pulumi_azure_native import authorization, managedidentity
 from kaito_aks import catalog
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, MaxItems, checked_args, documented
+from kaito_aks.schema import Input, Matches, MaxItems, args_class
+from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:WorkloadIdentity"
 FORMER_TYPES: tuple[str, ...] = ()  # new in 0.3.0
@@ -32,36 +33,34 @@ GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 SUBSCRIPTION_SCOPE = re.compile(r"/subscriptions/(?P<subscription>[^/]+)(/.*)?", re.IGNORECASE)
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class RoleGrantArgs:
     """An Azure role the identity holds, at one scope."""
 
     role: str
     """A built-in role by name (Contributor, Virtual Machine Contributor, Network Contributor,
     Managed Identity Operator) or any role definition's GUID."""
-    scope: pulumi.Input[str]
+    scope: Input[str]
     """The Azure resource id it applies to (a resource, resource group or subscription), e.g.
     `AksCluster.cluster_id`."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class WorkloadIdentityArgs:
     """A user-assigned managed identity that a Kubernetes service account signs in as."""
 
-    resource_group_name: pulumi.Input[str]
+    resource_group_name: Input[str]
     """The resource group the identity is created in (e.g. `AksCluster.resource_group_name`)."""
-    issuer_url: pulumi.Input[str]
+    issuer_url: Input[str]
     """The cluster's OIDC issuer (e.g. `AksCluster.oidc_issuer_url`): the federated credential
     trusts the service account tokens it signs."""
     namespace: Annotated[str, K8S_NAME]
     """Namespace of the service account."""
     service_account: Annotated[str, K8S_NAME]
     """The service account that signs in as the identity."""
-    identity_name: Annotated[pulumi.Input[str], IDENTITY_NAME] | None = None
+    identity_name: Annotated[Input[str], IDENTITY_NAME] | None = None
     """The identity's Azure name; default: the resource name."""
-    location: pulumi.Input[str] | None = None
+    location: Input[str] | None = None
     """Azure region of the identity; default: the resource group's."""
     roles: Annotated[list[RoleGrantArgs], MaxItems(20)] = field(default_factory=list[RoleGrantArgs])
     """Azure roles the identity holds."""

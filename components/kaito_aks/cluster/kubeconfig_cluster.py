@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,15 +13,15 @@ from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, checked_args, documented
+from kaito_aks.schema import Matches, args_class
+from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:KubeconfigCluster"
 FORMER_TYPES = ("kaito-aks:kubernetes:KubeconfigCluster",)
 NOT_EMPTY = Matches(r".*\S.*", "a path (it is empty)")
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class KubeconfigClusterArgs:
     """Any existing cluster, reached through a kubeconfig: its contents, a file, or (neither
     given) $KUBECONFIG, then ~/.kube/config, as kubectl reads them."""

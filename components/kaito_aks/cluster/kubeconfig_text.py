@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
-import pulumi
 import yaml
 
 from kaito_aks.parsed import is_dict
-from kaito_aks.schema import Check, Secret
+from kaito_aks.schema import Check, Input, Secret
 
 T = TypeVar("T")
 EMPTY = (
@@ -38,7 +37,7 @@ def _contents_problem(value: object) -> str | None:
     return kubeconfig_text_problem(value) if isinstance(value, str) else None
 
 
-KubeconfigContents = Annotated[Secret[pulumi.Input[str]], Check(_contents_problem, shows_value=False)]
+KubeconfigContents = Annotated[Secret[Input[str]], Check(_contents_problem, shows_value=False)]
 """Kubeconfig contents, kept secret: when known at preview, checked (never empty, a cluster listed)."""
 
 

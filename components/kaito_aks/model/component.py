@@ -5,7 +5,6 @@ Service that is its endpoint, and the waits that make `pulumi up` end with it se
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any
 
 import pulumi
@@ -18,11 +17,10 @@ from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_problems, model_warnings
-from kaito_aks.model.spec import RETIRED, KaitoModelArgs
+from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import Problem, raise_if
-from kaito_aks.schema import Schema, as_args, build, judged, resource_name_problems
+from kaito_aks.validation import Judged, judged, resource_name_problems, validate
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
@@ -34,38 +32,17 @@ SERVICE_PORT = 80
 # as it exists, and model downloads can outlast Pulumi's await timeout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 
-# Args already checked (by a program that checks its whole config first): the component does
-# not check them a second time. Keyed by identity; an entry goes with its args.
-_checked: dict[int, tuple[weakref.ref[KaitoModelArgs], list[Problem]]] = {}
-
 
 def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem]]:
     """A model's args (a KaitoModelArgs, or a mapping of its args) checked: the args with their
     name resolved (default `name`, held to the same rules), and every problem, each with the
-    arg's path. Args returned once are not checked again (see `remember_checked`)."""
-    if isinstance(args, KaitoModelArgs) and args.name is not None:
-        seen = _checked.get(id(args))
-        if seen is not None and seen[0]() is args:
-            return args, list(seen[1])
-    checked, problems = (
-        as_args(KaitoModelArgs, args) if not is_mapping(args) else build(Schema(KaitoModelArgs, retired=RETIRED), args)
-    )
+    arg's path. Wrap args with no problem in `Judged` to hand them on: KaitoModel and
+    deploy_models take those as they are."""
+    checked, problems = validate(KaitoModelArgs, args)
     if checked is not None and checked.name is None and name is not None:
         problems += resource_name_problems(KaitoModelArgs, "name", name)
-        checked = dataclasses.replace(checked, name=name)
-    problems = problems + judged(checked, problems, [model_problems])
-    if checked is not None:
-        remember_checked(checked, problems)
-    return checked, problems
-
-
-def remember_checked(args: KaitoModelArgs, problems: list[Problem]) -> None:
-    """Record that `args` (named) have these problems, so the component does not check them a
-    second time (a program that checks its whole config first, `deploy_models`)."""
-    if args.name is None:
-        return
-    key = id(args)
-    _checked[key] = (weakref.ref(args, lambda _: _checked.pop(key, None)), list(problems))
+        checked = dataclasses.replace(checked, name=name)  # (a name that breaks a rule is said just above)
+    return checked, problems + judged(checked, problems, [model_problems])
 
 
 class KaitoModel(pulumi.ComponentResource):
@@ -92,8 +69,10 @@ class KaitoModel(pulumi.ComponentResource):
     plan: ModelPlan
     """The objects it creates, as data."""
 
-    def __init__(self, name: str, args: KaitoModelArgs, opts: pulumi.ResourceOptions | None = None):
-        checked, problems = check_model(args, name)
+    def __init__(
+        self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
+    ):
+        checked, problems = (args.args, []) if isinstance(args, Judged) else check_model(args, name)
         problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
         access = None
         if checked is not None and not problems:

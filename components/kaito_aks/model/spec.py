@@ -4,15 +4,13 @@ component, the provider schema for other languages and the stack config all read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
-
-import pulumi
+from dataclasses import field
+from typing import Annotated, Any, ClassVar, Literal
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
-from kaito_aks.schema import Check, Matches, MaxItems, Range, Secret, documented
+from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, Secret, args_class
 from kaito_aks.vocabulary import NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
@@ -45,8 +43,16 @@ TuningMethod = Literal["lora", "qlora"]
 SelectorOperator = Literal["In", "NotIn", "Exists", "DoesNotExist"]
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+# Keys earlier KAITO (or kaito-aks) shapes had, with the fix to give.
+RETIRED = {
+    "preferred_nodes": "removed in KAITO 0.8; use `label_selector`",
+    "count": "use `replicas` (resource.count is deprecated in KAITO and does not scale vLLM serving)",
+    "preset": "use `model`",
+    "instance": "use `instance_type`",
+}
+
+
+@args_class
 class LabelSelectorRequirementArgs:
     """One matchExpressions entry of a Kubernetes label selector."""
 
@@ -58,8 +64,7 @@ class LabelSelectorRequirementArgs:
     """The values (In, NotIn)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class LabelSelectorArgs:
     """Kubernetes' LabelSelector; KAITO finds bring-your-own GPU nodes by `match_labels`."""
 
@@ -70,8 +75,7 @@ class LabelSelectorArgs:
     node lookup ignores them)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class AdapterArgs:
     """A LoRA adapter served on top of a preset, from a container image."""
 
@@ -85,8 +89,7 @@ class AdapterArgs:
     """Secrets to pull the image with."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class TuningInputArgs:
     """Tuning data: exactly one of `urls`, `image` or `volume_source` (KAITO's DataSource)."""
 
@@ -100,8 +103,7 @@ class TuningInputArgs:
     """Secrets to pull the image with."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class TuningOutputArgs:
     """Where the tuned adapter goes: an `image` (with `image_push_secret`) or a `volume_source`."""
 
@@ -113,8 +115,7 @@ class TuningOutputArgs:
     """A Kubernetes volume source to write the adapter to."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class TuningArgs:
     """A fine-tuning job instead of serving (presets that support tuning only)."""
 
@@ -128,11 +129,12 @@ class TuningArgs:
     """Tuning parameters, as a ConfigMap's training_config.yaml; default: KAITO's template."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class KaitoModelArgs:
     """One model KAITO serves or fine-tunes: a preset (GPU) or a custom serving image (e.g.
     llama.cpp on CPU). Only `kaito_version` and one of `model` / `image` are required."""
+
+    RETIRED_KEYS: ClassVar[dict[str, str]] = RETIRED
 
     kaito_version: str
     """The KAITO release the cluster runs (0.6.0 the AKS add-on's, 0.8.0, 0.8.1, 0.11.0, 0.12.0):
@@ -175,7 +177,7 @@ class KaitoModelArgs:
     """Runtime parameters, as a ConfigMap's inference_config.yaml (e.g. {"vllm": {"max-model-len": 8192}})."""
     tuning: TuningArgs | None = None
     """Fine-tune the preset instead of serving it."""
-    hf_token: Secret[pulumi.Input[str]] | None = None
+    hf_token: Secret[Input[str]] | None = None
     """Hugging Face token (kept secret), put in a Secret for presets that download their weights."""
     model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
     """An existing Secret with key HF_TOKEN, instead of `hf_token`."""
@@ -207,15 +209,6 @@ class KaitoModelArgs:
     ready_timeout_minutes: Annotated[int, MINUTES] | None = None
     """How long to wait for that (large downloads take 20+ minutes); default: 30 minutes, 45 with
     `node_provisioning` auto (KAITO's new node takes about 7 minutes to be ready)."""
-
-
-# Keys earlier KAITO (or kaito-aks) shapes had, with the fix to give.
-RETIRED = {
-    "preferred_nodes": "removed in KAITO 0.8; use `label_selector`",
-    "count": "use `replicas` (resource.count is deprecated in KAITO and does not scale vLLM serving)",
-    "preset": "use `model`",
-    "instance": "use `instance_type`",
-}
 
 
 READY_TIMEOUT_MINUTES = {"byo": 30, "auto": 45}

@@ -3,7 +3,7 @@ it serves."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pulumi
@@ -15,7 +15,8 @@ from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, 
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
-from kaito_aks.schema import checked_args, documented
+from kaito_aks.schema import args_class
+from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:GpuOperator"
 FORMER_TYPES = ("kaito-aks:kubernetes:GpuOperator",)
@@ -23,8 +24,7 @@ INSTALL_TIMEOUT_SECONDS = 1200  # the driver container compiles and loads on fir
 DEFAULT_VERSION = "v25.3.4"
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class GpuOperatorArgs:
     """The pinned NVIDIA GPU Operator chart, set up for the GPU pools it serves."""
 

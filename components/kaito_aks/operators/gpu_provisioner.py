@@ -6,7 +6,7 @@ cluster, as KAITO's own Terraform and docs install it."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, NamedTuple
 
 import pulumi
@@ -20,7 +20,8 @@ from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, Problem, raise_if
-from kaito_aks.schema import Secret, checked_args, documented
+from kaito_aks.schema import Input, Secret, args_class
+from kaito_aks.validation import checked_args
 from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
 
 TYPE = "kaito-aks:index:GpuProvisioner"
@@ -58,20 +59,19 @@ def cluster_ref(cluster_id: str) -> ClusterRef:
     return ClusterRef(match["subscription"], match["resource_group"], match["name"])
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class GpuProvisionerArgs:
     """The pinned gpu-provisioner chart and the Azure identity it runs as, for one AKS cluster
     (e.g. from an `AksCluster`: cluster_id, location, node_resource_group, oidc_issuer_url)."""
 
-    cluster_id: pulumi.Input[str]
+    cluster_id: Input[str]
     """The AKS cluster's resource id: its subscription, resource group and name, and the scope
     of the identity's Contributor role."""
-    location: pulumi.Input[str]
+    location: Input[str]
     """The cluster's Azure region (the node pools it creates go there)."""
-    node_resource_group: pulumi.Input[str]
+    node_resource_group: Input[str]
     """The cluster's node resource group (MC_...)."""
-    oidc_issuer_url: pulumi.Input[str]
+    oidc_issuer_url: Input[str]
     """The cluster's OIDC issuer; the cluster needs workload identity on."""
     version: str = DEFAULT_VERSION
     """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
@@ -83,7 +83,7 @@ class GpuProvisionerArgs:
     wait_for_nodeclaims_on_delete: bool = True
     """On `pulumi destroy`, keep gpu-provisioner until KAITO's NodeClaims are gone, so their AKS
     agent pools (GPU nodes) are deleted rather than left running."""
-    kubeconfig: Secret[pulumi.Input[str]] | None = None
+    kubeconfig: Secret[Input[str]] | None = None
     """Credentials that wait reads NodeClaims with (kept secret); default: those of the
     ClusterProvider in `opts` (the cluster component's provider)."""
 

@@ -3,7 +3,7 @@ KAITO release needs for the chosen node provisioning and GPU discovery."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 import pulumi
@@ -23,7 +23,8 @@ from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, s
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
-from kaito_aks.schema import checked_args, documented
+from kaito_aks.schema import Input, args_class
+from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import GpuDiscovery, NodeProvisioner, NodeProvisioning
 
 TYPE = "kaito-aks:index:KaitoOperator"
@@ -42,8 +43,7 @@ KARPENTER_REFUSED = (
 )
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class KaitoOperatorArgs:
     """The pinned KAITO workspace chart (`kaito/workspace`)."""
 
@@ -64,7 +64,7 @@ class KaitoOperatorArgs:
     """The GPU pools (e.g. `GpuNodePool.node_group`): KAITO's bundled GFD and NFD worker tolerate
     their taints, and on spot pools its pods tolerate AKS's spot taint (0.11+). Default: GPU nodes
     tainted sku=gpu:NoSchedule."""
-    cluster_name: pulumi.Input[str] | None = None
+    cluster_name: Input[str] | None = None
     """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last."""

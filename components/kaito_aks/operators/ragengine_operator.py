@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import pulumi
@@ -14,7 +14,8 @@ from kaito_aks.cluster.access import provider_problems
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
-from kaito_aks.schema import checked_args, documented
+from kaito_aks.schema import args_class
+from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:RagEngineOperator"
 FORMER_TYPES: tuple[str, ...] = ()
@@ -22,8 +23,7 @@ FORMER_TYPES: tuple[str, ...] = ()
 INSTALL_TIMEOUT_SECONDS = 900
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class RagEngineOperatorArgs:
     """The pinned KAITO ragengine chart (`kaito/ragengine`), release and namespace
     kaito-ragengine (never the workspace chart's namespace: both charts create a ConfigMap

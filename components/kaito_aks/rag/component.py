@@ -14,12 +14,11 @@ from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import InvalidArgsError, Problem, raise_if
 from kaito_aks.rag.plan import RagEnginePlan, plan_rag_engine
 from kaito_aks.rag.rules import effective_embedding, inference_url_problem, rag_engine_problems
 from kaito_aks.rag.spec import EFFECTIVE_EMBEDDING_MODEL, RagEngineArgs
-from kaito_aks.schema import Schema, as_args, build, judged
+from kaito_aks.validation import Judged, judged, validate
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
 TYPE = "kaito-aks:index:RagEngine"
@@ -31,7 +30,7 @@ RETRIEVE_PATH = "/retrieve"
 def check_rag_engine(args: Any, name: str | None = None) -> tuple[RagEngineArgs | None, list[Problem]]:
     """A RAG engine's args (a RagEngineArgs, or a mapping of its args) checked: the args with
     their name resolved (default `name`), and every problem, each with the arg's path."""
-    checked, problems = as_args(RagEngineArgs, args) if not is_mapping(args) else build(Schema(RagEngineArgs), args)
+    checked, problems = validate(RagEngineArgs, args)
     if checked is not None and checked.name is None and name is not None:
         checked = dataclasses.replace(checked, name=name)
     return checked, problems + judged(checked, problems, [rag_engine_problems])
@@ -83,8 +82,10 @@ class RagEngine(pulumi.ComponentResource):
     plan: RagEnginePlan
     """The objects it creates, as data."""
 
-    def __init__(self, name: str, args: RagEngineArgs, opts: pulumi.ResourceOptions | None = None):
-        checked, problems = check_rag_engine(args, name)
+    def __init__(
+        self, name: str, args: RagEngineArgs | Judged[RagEngineArgs], opts: pulumi.ResourceOptions | None = None
+    ):
+        checked, problems = (args.args, []) if isinstance(args, Judged) else check_rag_engine(args, name)
         problems += provider_problems(opts)
         access = None
         if checked is not None and not problems:

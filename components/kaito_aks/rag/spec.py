@@ -4,14 +4,14 @@ their docs, defaults and bounds, from here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable
 from typing import Annotated, Any, Literal
 
 import pulumi
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.model.spec import DNS_LABEL, DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
-from kaito_aks.schema import Matches, Range, Secret, documented
+from kaito_aks.schema import LATER, Input, Matches, Range, Secret, args_class
 
 # KAITO names the Deployment and the Service after the RAGEngine: a Service name is a DNS-1035
 # label (it starts with a letter).
@@ -27,8 +27,7 @@ VectorDbEngine = Literal["qdrant"]
 """An external vector database KAITO's engine can use (in-process FAISS is its default)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class LocalEmbeddingArgs:
     """An embedding model the engine runs itself: `model_id` or `image`. KAITO 0.8.1 to 0.12.0
     do not pass either to the engine (kaito-project/kaito#2365): it embeds with
@@ -44,8 +43,7 @@ class LocalEmbeddingArgs:
     """A Secret holding the Hugging Face token for `model_id`."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class RemoteEmbeddingArgs:
     """An embedding service the engine calls (e.g. OpenAI's). KAITO 0.8.1 to 0.12.0 do not pass
     it to the engine (kaito-project/kaito#2365): it embeds locally with BAAI/bge-small-en-v1.5."""
@@ -56,8 +54,7 @@ class RemoteEmbeddingArgs:
     """A Secret holding the service's access token."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class EmbeddingArgs:
     """How the engine embeds documents and queries: `local` or `remote`, one of them."""
 
@@ -67,13 +64,12 @@ class EmbeddingArgs:
     """A service the engine calls."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class InferenceServiceArgs:
     """The LLM the engine answers chat completions with: a model in the same program (its
     `endpoint`) or any OpenAI-compatible chat completions URL."""
 
-    url: pulumi.Input[str] | pulumi.Output[str | None]
+    url: Annotated[str | Awaitable[str] | pulumi.Output[str | None], LATER]  # an Input[str], or a model's endpoint
     """The LLM's chat completions URL (http(s)://host/.../chat/completions), e.g. a KaitoModel's
     `endpoint` output, so the RAG engine is created after the model's Service (a tuning job's
     endpoint, None, is refused at deploy time)."""
@@ -82,13 +78,12 @@ class InferenceServiceArgs:
     the retrieved documents into it."""
     access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
     """An existing Secret with key LLM_ACCESS_SECRET: the bearer token the engine sends the LLM."""
-    access_token: Secret[pulumi.Input[str]] | None = None
+    access_token: Secret[Input[str]] | None = None
     """The LLM's bearer token (kept secret), put in a Secret the component creates, instead of
     `access_secret`. A KAITO model needs none."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class RagComputeArgs:
     """The node the engine runs on, found among the nodes with `label_selector.match_labels` and
     the instance type (or provisioned by KAITO through the gpu-provisioner when none is Ready).
@@ -101,8 +96,7 @@ class RagComputeArgs:
     """The labels the node carries (`match_labels`); the engine's pod is placed by them."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class VectorDbArgs:
     """An external vector database instead of the engine's in-process FAISS (KAITO 0.10+)."""
 
@@ -112,13 +106,12 @@ class VectorDbArgs:
     """The database: qdrant."""
     access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
     """An existing Secret with key VECTOR_DB_ACCESS_SECRET."""
-    access_token: Secret[pulumi.Input[str]] | None = None
+    access_token: Secret[Input[str]] | None = None
     """Its access key (kept secret), put in a Secret the component creates, instead of
     `access_secret`."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class StorageArgs:
     """Where the engine keeps its vectors; default (no `storage`): in memory, lost with the pod."""
 
@@ -130,8 +123,7 @@ class StorageArgs:
     """An external vector database (KAITO 0.10+)."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class GuardrailsArgs:
     """Output guardrails on the engine's non-streaming chat completions (KAITO 0.11+): the policy
     from `config_map`, from `policy`, or else the ragengine chart's default policy (redacts keys,
@@ -144,8 +136,7 @@ class GuardrailsArgs:
     edits reach the engine in place."""
 
 
-@documented
-@dataclass(frozen=True, kw_only=True)
+@args_class
 class RagEngineArgs:
     """One KAITO RAGEngine: documents indexed with an embedding model, retrieved into the
     prompts of an LLM (`inference_service`). Only `kaito_version` is required, and on KAITO 0.8
