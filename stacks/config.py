@@ -1,245 +1,203 @@
-"""The stack config: what a person writes under `config:` in Pulumi.<stack>.yaml, mapped onto
-the components' own args.
+"""The stack file's schema: what a person writes under `config:` in Pulumi.<stack>.yaml (keys under
+`kaito-aks:`), as one nested schema of the file's own shape, and StackConfig, the checked result
+the program builds its components from.
 
-Nothing here declares a model, a pool or an operator setting again: each config section is a
-list of `Part`s, fields taken by name from a component's Args dataclass (with its type, bounds,
-docs and default), plus the few settings only a whole stack has (`StackKaito.install`, a pool's
-`protect`, ...), declared once below. The same sections drive the checks, the README's config
-reference and `StackConfig`, the typed result the program builds its components from.
+Nothing here declares a model, a pool or an operator setting again: each section of the file is
+the fields of a component's Args minus what the stack fills in itself (a model's KAITO release,
+its pools, its credentials), with their types, bounds, docs and defaults, plus the few settings
+only a whole stack has (`kaito.install`, a pool's `protect`, ...). pydantic reads the whole file
+in one call (stacks/load.py), so each problem is born at its config path; the same sections
+give the configuration reference (docs/configuration.md).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from functools import cached_property
+from typing import Annotated, Any, Optional, cast
 
-from kaito_aks.azure.aks_cluster import AksClusterArgs, SystemPoolArgs
-from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePoolArgs
+import typing_extensions
+from pydantic import BeforeValidator, ConfigDict, TypeAdapter
+
+from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
-from kaito_aks.model.spec import RETIRED, AdapterArgs, KaitoModelArgs, TuningArgs
+from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
-from kaito_aks.operators.kaito_operator import GpuDiscovery, KaitoOperatorArgs
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
-from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean, shown
-from kaito_aks.rag.spec import (
-    EmbeddingArgs,
-    GuardrailsArgs,
-    InferenceServiceArgs,
-    RagComputeArgs,
-    RagEngineArgs,
-    StorageArgs,
-)
-from kaito_aks.schema import Field, Range, args_class, fields
-from kaito_aks.validation import check_value, unusable
+from kaito_aks.problems import PathPart, Problem, camel
+from kaito_aks.rag.spec import RagEngineArgs
+from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields
+from kaito_aks.validation import RETIRED_KEYS, SECTION_FIELDS, SOFT
+from kaito_aks.vocabulary import GpuDiscovery
 
 PROJECT = "kaito-aks"
 DEFAULT_KAITO_VERSION = "0.8.1"
-# Stands in for outputs of resources the program creates later (the cluster's name and group),
+# Stand in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
 FROM_CLUSTER_ID = (
     "/subscriptions/(from-the-cluster)/resourceGroups/(from-the-cluster)/providers/"
     "Microsoft.ContainerService/managedClusters/(from-the-cluster)"
 )
+SECRET_KEYS = ("hfToken", "kubeconfig")
+SECRET_DOCS = {
+    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
+    "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
+    "`pulumi config set --secret kubeconfig < file`",
+}
 
-
-# ---------------------------------------------------------------- what only a stack has
-
-
-@args_class
-class StackKaito:
-    """Stack-wide KAITO settings."""
-
-    install: bool = True
-    """false: KAITO is already installed (a platform team's release); only Workspaces are created."""
-
-
-@args_class
-class StackProtect:
-    """Protection of what the stack creates."""
-
-    protect: bool = False
-    """Refuse to delete or replace it (production)."""
-
-
-@args_class
-class StackGpuOperator:
-    """Whether the stack installs the NVIDIA GPU Operator."""
-
-    enabled: bool | None = None
-    """Default: on for AKS stacks with GPU pools, off for kubeconfig stacks."""
-
-
-@args_class
-class StackGpuProvisioner:
-    """Whether the stack installs gpu-provisioner."""
-
-    install: bool | None = None
-    """Default: on with kaito.nodeProvisioning auto when this stack installs KAITO on an AKS
-    cluster (cluster.aks or cluster.existing)."""
-
-
-@args_class
-class StackRagEngineOperator:
-    """Whether the stack installs KAITO's RAGEngine operator."""
-
-    install: bool | None = None
-    """Default: on when the stack has ragEngines and installs KAITO (kaito.install)."""
-
-
-@args_class
-class StackRagEngine:
-    """What ties a RAG engine to a model of this stack."""
-
-    workspace: str | None = None
-    """A workspaces[] entry of the same namespace whose model answers the engine's chat
-    completions (instead of inferenceService): its endpoint, and the engine waits for it to serve."""
-    context_window_size: Annotated[int, Range(1, None, "a positive number of tokens")] | None = None
-    """With workspace: the model's context window; default: the workspace's config.vllm.max-model-len
-    (without one, KAITO sizes it from the GPU at start-up, so say it here)."""
-
-
-@args_class
-class StackDiscovery:
-    """Who labels the GPU nodes."""
-
-    gpu_discovery: GpuDiscovery | None = None
-    """kaito: KAITO's bundled device plugin, NFD and GFD; external (e.g. the GPU Operator); default:
-    external when this stack installs the GPU Operator."""
-
-
-@args_class
-class StackNamespaces:
-    """Namespaces."""
-
-    create_namespaces: bool = True
-    """Create the workspaces' namespaces (other than default)."""
-
-
-# ---------------------------------------------------------------- sections: config keys -> args fields
+# ---------------------------------------------------------------- a section: args fields, and the stack's own
 
 
 @dataclass(frozen=True)
-class Part:
-    """Fields of one args class that a config section offers, by name."""
+class Take:
+    """Fields of one args class a section offers: all but `without` (what the stack fills in),
+    or `only` those. `required`: required here whatever the class says; `decided`: fields whose
+    default the stack decides (stacks/defaults.py, said in their doc); `docs`: the stack's wording."""
 
     cls: type
-    names: tuple[str, ...]
-    required: tuple[str, ...] = ()  # required here, whatever the class says
-    defaults: Mapping[str, Any] = field(default_factory=dict)  # the stack's default, when it differs
-    docs: Mapping[str, str] = field(default_factory=dict)  # the stack's wording, when it differs
+    without: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    decided: tuple[str, ...] = ()
+    docs: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def fields(self) -> dict[str, Field]:
         every = fields(self.cls)
+        names = self.only or tuple(n for n in every if n not in self.without)
         out: dict[str, Field] = {}
-        for name in self.names:
+        for name in names:
             f = every[name]
-            if name in self.defaults:
-                f = dataclasses.replace(f, default=self.defaults[name], default_factory=None)
-            if name in self.docs:
-                f = dataclasses.replace(f, doc=self.docs[name])
-            out[name] = f
+            default = REQUIRED if name in self.required else (None if name in self.decided else f.default)
+            out[name] = Field(
+                name=name,
+                type=f.type,
+                doc=self.docs.get(name, f.doc),
+                owner=f.owner,
+                default=default,
+                default_factory=None if name in self.required or name in self.decided else f.default_factory,
+            )
         return out
 
 
 @dataclass(frozen=True)
+class Own:
+    """A setting only a whole stack has (no component takes it): its type and doc; its default is
+    None, decided by the stack (stacks/defaults.py) unless `default` says it."""
+
+    type: Any
+    doc: str
+    default: Any = None
+
+
+@dataclass(frozen=True)
 class Section:
-    """A config map: its keys are the fields of its parts (camelCase)."""
+    """A map of the stack file (a list's entry: `path` ends in []): its keys are the fields of its
+    takes and its own settings, in camelCase."""
 
     path: str
     doc: str
-    parts: tuple[Part, ...]
-    retired: Mapping[str, str] = field(default_factory=dict)
+    takes: tuple[Take, ...] = ()
+    own: Mapping[str, Own] = field(default_factory=dict[str, Own])
 
-    def keys(self) -> dict[str, tuple[Part, Field]]:
-        return {camel(n): (p, f) for p in self.parts for n, f in p.fields().items()}
+    def fields(self) -> dict[str, Field]:
+        """Its keys by arg name, the required ones first."""
+        out: dict[str, Field] = {}
+        for take in self.takes:
+            out |= take.fields()
+        for name, setting in self.own.items():
+            out[name] = Field(name=name, type=setting.type, doc=setting.doc, owner=Section, default=setting.default)
+        return dict(sorted(out.items(), key=lambda item: not item[1].required))
 
-    def required(self) -> list[tuple[Part, Field]]:
-        return [
-            (p, f)
-            for p in self.parts
-            for n, f in p.fields().items()
-            if n in p.required or (f.required and not _filled_by_stack(p.cls, n))
-        ]
+    @cached_property
+    def schema(self) -> Any:
+        """The section as pydantic reads it: a TypedDict of what the file writes (only the keys
+        it writes come out, by arg name), camelCase keys, unknown keys refused."""
+        every = self.fields()
+        typed = {n: Annotated[f.type, SHAPED] for n, f in every.items()}
+        keys = {n: (typing_extensions.Required[typed[n]] if f.required else typed[n]) for n, f in every.items()}
+        section = typed_dict(self.path.replace("[]", "") or "top", keys, {n: f.type for n, f in every.items()})
+        section.__docs__ = {n: f.doc for n, f in every.items()}
+        # a class's retired keys, where the section stands for that class (it takes more than a few fields)
+        retired = {k: v for t in self.takes if not t.only for k, v in getattr(t.cls, RETIRED_KEYS, {}).items()}
+        setattr(section, RETIRED_KEYS, retired)
+        return Annotated[section, SOFT]
 
 
-def _filled_by_stack(cls: type, name: str) -> bool:
-    """Required args the stack supplies itself (not config keys)."""
-    return (cls, name) in {(GpuNodePoolArgs, "cluster_name"), (GpuNodePoolArgs, "resource_group_name")}
+def typed_dict(name: str, keys: Mapping[str, Any], types: Mapping[str, Any], **config: Any) -> Any:
+    """A map of the file as pydantic reads it: a TypedDict of `keys` (only those written come out,
+    by arg name), with the section config; `types`: its keys' types, for the problems' words."""
+    made: Any = cast(Any, typing_extensions.TypedDict)(name, dict(keys), total=False)
+    made.__pydantic_config__ = {**SECTION_CONFIG, **config}
+    setattr(made, SECTION_FIELDS, dict(types))
+    return made
 
 
-WAITS = (
+SECTION_CONFIG = ConfigDict(
+    strict=True,
+    extra="forbid",
+    alias_generator=camel,
+    validate_by_alias=True,
+    validate_by_name=False,  # a stack file writes camelCase
+    loc_by_alias=False,
+    allow_inf_nan=False,
+)
+
+# ---------------------------------------------------------------- the sections
+
+WAITS = ("wait_for_ready", "ready_timeout_minutes", "wait_for_gpu_nodes", "gpu_nodes_timeout_minutes")
+# What the stack fills in for every model (kaito.*, its pools, the secret hfToken, the cluster's
+# credentials), and the stack-wide waits (kaito.*; readyTimeoutMinutes may be given per model too).
+MODEL_FILLED = (
+    "kaito_version",
+    "node_provisioning",
+    "hf_token",
+    "node_groups",
+    "kubeconfig",
+    "context",
     "wait_for_ready",
-    "ready_timeout_minutes",
     "wait_for_gpu_nodes",
     "gpu_nodes_timeout_minutes",
 )
-WORKSPACE_KEYS = (
-    "name",
-    "namespace",
-    "model",
-    "image",
-    "compute",
-    "replicas",
-    "label_selector",
-    "node_selector",
-    "runtime",
-    "instance_type",
-    "adapters",
-    "config",
-    "tuning",
-    "model_access_secret",
-    "ready_timeout_minutes",
-    "load_balancer",
-    "port",
-    "args",
-    "resources",
-)
+PROTECT = "Refuse to delete or replace it (production)."
 
 TOP = Section(
     "",
     "Top-level keys (namespace `kaito-aks:`)",
-    (Part(StackNamespaces, ("create_namespaces",)),),
+    own={"create_namespaces": Own(bool, "Create the workspaces' namespaces (other than default).", True)},
 )
 KUBECONFIG = Section(
     "cluster.kubeconfig",
     "An existing cluster reached through a kubeconfig. The file's contents may instead come from the "
     "secret config value `kaito-aks:kubeconfig`.",
-    (Part(KubeconfigClusterArgs, ("path", "context")),),
+    (Take(KubeconfigClusterArgs, without=("kubeconfig",)),),
 )
 AKS = Section(
     "cluster.aks",
     "An AKS cluster this stack creates (with its resource group).",
     (
-        Part(
+        Take(
             AksClusterArgs,
-            (
-                "resource_group",
-                "name",
-                "location",
-                "kubernetes_version",
-                "system_pool",
-                "tags",
-                "ai_toolchain_operator",
-            ),
+            without=("existing",),
             docs={
                 "location": "Azure region; default: `azure-native:location`",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
             },
         ),
-        Part(StackProtect, ("protect",), docs={"protect": "Refuse to delete or replace the cluster (production)."}),
     ),
+    own={"protect": Own(bool, "Refuse to delete or replace the cluster (production).", False)},
 )
 EXISTING = Section(
     "cluster.existing",
     "An AKS cluster that already exists; the stack adopts it read-only.",
     (
-        Part(
+        Take(
             AksClusterArgs,
-            ("resource_group", "name", "ai_toolchain_operator"),
+            only=("resource_group", "name", "ai_toolchain_operator"),
             docs={
                 "ai_toolchain_operator": "The cluster runs the AKS AI toolchain operator add-on (AKS's KAITO); "
                 "checked at deploy time."
@@ -251,10 +209,10 @@ KAITO = Section(
     "kaito",
     "The KAITO workspace operator, and how `pulumi up` waits for the models.",
     (
-        Part(
+        Take(
             KaitoOperatorArgs,
-            ("version", "node_provisioning", "node_provisioner", "feature_gates", "values"),
-            defaults={"version": None, "node_provisioning": None},
+            without=("node_groups", "cluster_name", "gpu_discovery"),
+            decided=("version", "node_provisioning"),
             docs={
                 "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
                 "the AKS add-on the release it runs on the cluster's Kubernetes minor (catalog/aks_add_on.yaml: "
@@ -263,35 +221,36 @@ KAITO = Section(
                 "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
             },
         ),
-        Part(StackDiscovery, ("gpu_discovery",)),
-        Part(
-            StackKaito,
-            ("install",),
-            defaults={"install": None},
-            docs={
-                "install": "false: KAITO is already installed (a platform team's release, the AKS add-on); only "
-                "Workspaces are created. Default: true, false with the AKS add-on."
-            },
-        ),
-        Part(
+        Take(
             KaitoModelArgs,
-            WAITS,
+            only=WAITS,
             docs={
                 "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
             },
         ),
     ),
+    own={
+        "gpu_discovery": Own(
+            GpuDiscovery | None,
+            "kaito: KAITO's bundled device plugin, NFD and GFD; external (e.g. the GPU Operator); default: external "
+            "when this stack installs the GPU Operator.",
+        ),
+        "install": Own(
+            bool,
+            "false: KAITO is already installed (a platform team's release, the AKS add-on); only Workspaces are "
+            "created. Default: true, false with the AKS add-on.",
+        ),
+    },
 )
 GPU_PROVISIONER = Section(
     "gpuProvisioner",
     "gpu-provisioner, which turns KAITO's NodeClaims into AKS node pools (kaito.nodeProvisioning auto), and "
     "its Azure workload identity (Contributor on the cluster).",
     (
-        Part(StackGpuProvisioner, ("install",)),
-        Part(
+        Take(
             GpuProvisionerArgs,
-            ("version", "identity_name", "values"),
-            defaults={"version": None},
+            only=("version", "identity_name", "values"),
+            decided=("version",),
             docs={
                 "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3; default: the one KAITO's own install pairs with "
                 "kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3).",
@@ -300,33 +259,48 @@ GPU_PROVISIONER = Section(
             },
         ),
     ),
+    own={
+        "install": Own(
+            bool | None,
+            "Whether the stack installs gpu-provisioner; default: on with kaito.nodeProvisioning auto when this "
+            "stack installs KAITO on an AKS cluster (cluster.aks or cluster.existing).",
+        )
+    },
 )
 GPU_OPERATOR = Section(
     "gpuOperator",
     "The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes).",
-    (Part(StackGpuOperator, ("enabled",)), Part(GpuOperatorArgs, ("version", "values"))),
+    (Take(GpuOperatorArgs, without=("node_groups",)),),
+    own={
+        "enabled": Own(
+            bool | None,
+            "Whether the stack installs the NVIDIA GPU Operator; default: on for AKS stacks with GPU pools, off "
+            "for kubeconfig stacks.",
+        )
+    },
 )
 POOL = Section(
     "gpuNodePools[]",
     "A User-mode AKS node pool of one GPU VM size.",
     (
-        Part(
+        Take(
             GpuNodePoolArgs,
-            ("name", "vm_size", "count", "autoscale", "gpu_driver", "spot", "labels", "taints", "os_disk_size_gb"),
+            without=("cluster_name", "resource_group_name"),
             required=("name",),
             docs={"name": "The pool name: 1-12 lowercase letters and digits."},
         ),
-        Part(StackProtect, ("protect",), docs={"protect": "Refuse to delete or replace the pool (production)."}),
     ),
+    own={"protect": Own(bool, "Refuse to delete or replace the pool (production).", False)},
 )
 WORKSPACE = Section(
     "workspaces[]",
     "One model deployment: a preset (GPU) or a custom image (e.g. llama.cpp on CPU).",
     (
-        Part(
+        Take(
             KaitoModelArgs,
-            WORKSPACE_KEYS,
+            without=MODEL_FILLED,
             required=("name",),
+            decided=("ready_timeout_minutes",),
             docs={
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
@@ -337,130 +311,118 @@ WORKSPACE = Section(
                 "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
                 "kaito.nodeProvisioning auto, refused with byo.",
             },
-            defaults={"ready_timeout_minutes": None},
         ),
     ),
-    retired=RETIRED,
 )
-
 RAG_ENGINE_OPERATOR = Section(
     "ragEngineOperator",
     "KAITO's RAGEngine operator (the `kaito/ragengine` chart, the version of kaito.version).",
-    (Part(StackRagEngineOperator, ("install",)), Part(RagEngineOperatorArgs, ("values",))),
+    (Take(RagEngineOperatorArgs, without=("version",)),),
+    own={
+        "install": Own(
+            bool | None,
+            "Whether the stack installs KAITO's RAGEngine operator; default: on when the stack has ragEngines and "
+            "installs KAITO (kaito.install).",
+        )
+    },
 )
 RAG_ENGINE = Section(
     "ragEngines[]",
     "A KAITO RAGEngine: documents indexed and retrieved into the prompts of a model of this stack (workspace) "
     "or any OpenAI-compatible LLM (inferenceService).",
     (
-        Part(
+        Take(
             RagEngineArgs,
-            (
-                "name",
-                "namespace",
-                "embedding",
-                "inference_service",
-                "compute",
-                "storage",
-                "guardrails",
-                "load_balancer",
-                "ready_timeout_minutes",
-            ),
+            without=("kaito_version", "kubeconfig", "context", "wait_for_ready"),
             required=("name",),
             docs={"namespace": "Created unless `default` (see createNamespaces)."},
         ),
-        Part(StackRagEngine, ("workspace", "context_window_size")),
     ),
-)
-
-# The nested arg classes the README documents under their section.
-NESTED: Sequence[tuple[str, type]] = (
-    ("cluster.aks.systemPool", SystemPoolArgs),
-    ("gpuNodePools[].autoscale", AutoscaleArgs),
-    ("workspaces[].adapters[]", AdapterArgs),
-    ("workspaces[].tuning", TuningArgs),
-    ("ragEngines[].inferenceService", InferenceServiceArgs),
-    ("ragEngines[].compute", RagComputeArgs),
-    ("ragEngines[].storage", StorageArgs),
-    ("ragEngines[].guardrails", GuardrailsArgs),
-    ("ragEngines[].embedding", EmbeddingArgs),
+    own={
+        "workspace": Own(
+            str | None,
+            "A workspaces[] entry of the same namespace whose model answers the engine's chat completions (instead "
+            "of inferenceService): its endpoint, and the engine waits for it to serve.",
+        ),
+        "context_window_size": Own(
+            Optional[Annotated[int, Range(1, None, "a positive number of tokens")]],  # noqa: UP045 (a value, not a hint)
+            "With workspace: the model's context window; default: the workspace's config.vllm.max-model-len "
+            "(without one, KAITO sizes it from the GPU at start-up, so say it here).",
+        ),
+    },
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-TOP_KEYS = {
+SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, WORKSPACE, RAG_ENGINE_OPERATOR)
+SECTIONS += (RAG_ENGINE,)
+
+
+def _empty_if_null(value: Any) -> Any:
+    return {} if value is None else value  # `kubeconfig:` with nothing under it: the defaults
+
+
+_CLUSTER = typed_dict(
     "cluster",
-    "kaito",
-    "workspaces",
-    "gpuNodePools",
-    "gpuOperator",
-    "gpuProvisioner",
-    "ragEngineOperator",
-    "ragEngines",
-    "createNamespaces",
+    {kind: Annotated[s.schema, BeforeValidator(_empty_if_null)] for kind, s in CLUSTER_CHOICES.items()},
+    {kind: s.schema for kind, s in CLUSTER_CHOICES.items()},
+)
+_CLUSTER.__docs__ = {kind: s.doc for kind, s in CLUSTER_CHOICES.items()}
+CLUSTER: Any = Annotated[_CLUSTER, SOFT]  # (exactly one of them: stacks/load.py)
+
+# The file: its top-level keys (each under `kaito-aks:`), each read on its own.
+FILE_KEYS: dict[str, Any] = {
+    "cluster": CLUSTER,
+    "kaito": KAITO.schema,
+    "workspaces": Annotated[list[WORKSPACE.schema], SOFT],
+    "gpu_node_pools": Annotated[list[POOL.schema], SOFT],
+    "gpu_operator": GPU_OPERATOR.schema,
+    "gpu_provisioner": GPU_PROVISIONER.schema,
+    "rag_engine_operator": RAG_ENGINE_OPERATOR.schema,
+    "rag_engines": Annotated[list[RAG_ENGINE.schema], SOFT],
+    "create_namespaces": Annotated[bool, SOFT],
 }
-SECRET_KEYS = ("hfToken", "kubeconfig")
-SECRET_DOCS = {
-    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
-    "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
-    "`pulumi config set --secret kubeconfig < file`",
-}
-
-
-def read_section(
-    section: Section, data: Any, path: tuple[PathPart, ...], out: list[Problem]
-) -> dict[type, dict[str, Any]] | None:
-    """A config map's values, by the args class each key belongs to; problems appended (every
-    key is checked; an unknown one is named with a suggestion from this section only). A key
-    with a problem is left out of the values. None when `data` is not a map or a required key
-    is missing."""
-    if not isinstance(data, Mapping):
-        out.append(Problem(path, f"must be a map of key: value, not {shown(data)}", "type"))
-        return None
-    keys = section.keys()
-    values: dict[type, dict[str, Any]] = {p.cls: {} for p in section.parts}
-    for key, value in data.items():
-        if not isinstance(key, str) or key not in keys:
-            out.append(_unknown(section, str(key), list(keys), path))
-            continue
-        part, f = keys[key]
-        before = len(out)
-        checked = check_value(f.type, value, (*path, f.name), "schema", out)
-        if not unusable(out[before:]):
-            values[part.cls][f.name] = checked  # well typed, perhaps out of bounds: the rules judge the rest
-    missing = False
-    for part, f in section.required():
-        if f.name not in values[part.cls]:
-            missing = True
-            if camel(f.name) not in data:
-                out.append(
-                    Problem(
-                        (*path, f.name), "required: " + (f.doc.split("\n")[0].rstrip(".") if f.doc else ""), "required"
-                    )
-                )
-    return None if missing else values
-
-
-def _unknown(section: Section, key: str, known: list[str], path: tuple[PathPart, ...]) -> Problem:
-    for old, fix in section.retired.items():
-        if key in (old, camel(old)):
-            return Problem((*path, Key(key)), fix, "retired")
-    close = did_you_mean(key, known)
-    hint = f"did you mean {close[0]}?" if close else f"known keys: {', '.join(known)}"
-    return Problem((*path, Key(key)), f"unknown key; {hint}", "unknown")
-
+TOP_KEYS = {camel(k) for k in FILE_KEYS}
+_FILE = typed_dict("file", FILE_KEYS, FILE_KEYS, extra="ignore")  # (the other keys: stacks/load.py says them)
+STACK_FILE: TypeAdapter[dict[str, Any]] = TypeAdapter(_FILE)
+"""The whole file (its kaito-aks keys, without the namespace), read in one call; a section or an
+entry with problems holds them (validation.Refused) and does not stop the rest."""
 
 # ---------------------------------------------------------------- the result
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where the args of one entry came from: the entry's config path, and the config path of
+    each arg the stack filled in (a model's KAITO release is kaito.version's), so a component's
+    problem about an arg is said where the arg was written."""
+
+    at: tuple[PathPart, ...]
+    filled: Mapping[str, tuple[PathPart, ...]] = field(default_factory=dict[str, tuple[PathPart, ...]])
+
+    def where(self, problem: Problem) -> Problem:
+        head = problem.path[0] if problem.path else None
+        if isinstance(head, str) and head in self.filled:
+            return Problem((*self.filled[head], *problem.path[1:]), problem.message, problem.code)
+        return problem.under(*self.at)
 
 
 @dataclass(frozen=True)
 class PoolConfig:
     args: GpuNodePoolArgs  # cluster_name and resource_group_name: filled in by the program
     protect: bool = False
+    placed: Placed = Placed(())
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    args: KaitoModelArgs
+    placed: Placed = Placed(())
 
 
 @dataclass(frozen=True)
 class RagEngineConfig:
     args: RagEngineArgs  # a workspace's endpoint: its in-cluster URL, the Output at `up`
     workspace: str | None = None  # the workspaces[] entry it answers with
+    placed: Placed = Placed(())
 
 
 @dataclass(frozen=True)
@@ -473,10 +435,9 @@ class StackConfig:
     kaito: KaitoOperatorArgs
     kaito_install: bool
     gpu_discovery_given: bool  # kaito.gpuDiscovery was written
-    models: tuple[KaitoModelArgs, ...]
+    workspaces: tuple[ModelConfig, ...]
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
-    gpu_operator_written: bool  # the gpuOperator key is there
     gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
     given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
     rag_engines: tuple[RagEngineConfig, ...]
@@ -491,6 +452,10 @@ class StackConfig:
     # What cannot be checked before KAITO sees it (e.g. a Hugging Face id outside KAITO's
     # catalog), at config paths: `validate` prints them; under `pulumi up` each model logs its own.
     warnings: tuple[Problem, ...] = ()
+
+    @property
+    def models(self) -> tuple[KaitoModelArgs, ...]:
+        return tuple(w.args for w in self.workspaces)
 
     @property
     def is_azure(self) -> bool:
@@ -508,17 +473,3 @@ class StackConfig:
             return ()
         used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
         return tuple(sorted(used - {"default"}))
-
-
-def defaults(cls: type) -> dict[str, Any]:
-    return {n: f.default_value() for n, f in fields(cls).items() if not f.required}
-
-
-def model_defaults(kaito: dict[type, dict[str, Any]], operator: KaitoOperatorArgs) -> dict[str, Any]:
-    """What every workspace gets from the `kaito` section (with its defaults resolved)."""
-    waits = kaito[KaitoModelArgs]
-    return {
-        "kaito_version": operator.version,
-        "node_provisioning": operator.node_provisioning,
-        **{k: waits[k] for k in WAITS if k in waits},
-    }

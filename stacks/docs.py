@@ -6,55 +6,46 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kaito_aks.azure.aks_cluster import SystemPoolArgs
+from kaito_aks.azure.gpu_node_pool import AutoscaleArgs
+from kaito_aks.model.spec import AdapterArgs, TuningArgs
 from kaito_aks.problems import camel, rename
-from kaito_aks.schema import Field, constraint_text, default_text, describe, fields
+from kaito_aks.rag.spec import EmbeddingArgs, GuardrailsArgs, InferenceServiceArgs, RagComputeArgs, StorageArgs
+from kaito_aks.schema import Field, constraint_text, default_text, describe, fields, summary
 from stacks import config
 
-SECTIONS: list[config.Section] = [
-    config.KUBECONFIG,
-    config.AKS,
-    config.EXISTING,
-    config.KAITO,
-    config.POOL,
-    config.GPU_OPERATOR,
-    config.GPU_PROVISIONER,
-    config.WORKSPACE,
-    config.RAG_ENGINE_OPERATOR,
-    config.RAG_ENGINE,
+# The nested arg classes the reference documents under their section.
+NESTED: list[tuple[str, type]] = [
+    ("cluster.aks.systemPool", SystemPoolArgs),
+    ("gpuNodePools[].autoscale", AutoscaleArgs),
+    ("workspaces[].adapters[]", AdapterArgs),
+    ("workspaces[].tuning", TuningArgs),
+    ("ragEngines[].inferenceService", InferenceServiceArgs),
+    ("ragEngines[].compute", RagComputeArgs),
+    ("ragEngines[].storage", StorageArgs),
+    ("ragEngines[].guardrails", GuardrailsArgs),
+    ("ragEngines[].embedding", EmbeddingArgs),
 ]
 
 
-def _row(key: str, f: Field, required: bool) -> str:
+def _row(key: str, f: Field) -> str:
     kind = describe(f.type).replace("|", "\\|")
     limits = constraint_text(f)
-    default = "**required**" if required else (f"`{default_text(f)}`" if default_text(f) else "")
+    default = "**required**" if f.required else (f"`{default_text(f)}`" if default_text(f) else "")
     text = " ".join(rename(f.doc, "schema").split())
     if limits:
         text += f" ({limits})"
     return f"| `{key}` | {kind} | {default} | {text} |"
 
 
-def _section_table(section: config.Section) -> list[str]:
+def _table(every: dict[str, Field]) -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    required = {(p.cls, f.name) for p, f in section.required()}
-    for key, (part, f) in section.keys().items():
-        rows.append(_row(key, f, (part.cls, f.name) in required))
-    return rows
-
-
-def _class_table(cls: type) -> list[str]:
-    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for f in fields(cls).values():
-        row = _row(camel(f.name), f, f.required)
+    for name, f in every.items():
+        row = _row(camel(name), f)
         if f.secret:  # the stack keeps secrets only in its secret keys (stacks/load.py)
             row = row.removesuffix(" |") + " Not in a stack file (plaintext or `--path --secret`): use accessSecret. |"
         rows.append(row)
     return rows
-
-
-def _summary(cls: type) -> str:
-    doc = (cls.__doc__ or "").split("\n\nArgs:")[0]
-    return " ".join(doc.split())
 
 
 def config_reference() -> str:
@@ -66,14 +57,14 @@ def config_reference() -> str:
         "| `gpuNodePools` | list of object |  | AKS GPU node pools (aks/existing clusters) |",
         "| `gpuOperator` | object |  | the NVIDIA GPU Operator |",
     ]
-    lines += _section_table(config.TOP)[2:]
+    lines += _table(config.TOP.fields())[2:]
     lines += ["", "Secrets (set with `--secret`; never stored in plaintext):", "", "| key | meaning |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in config.SECRET_DOCS.items()]
     lines += ["", "`cluster`: exactly one of kubeconfig (any cluster), aks (create one), existing (adopt one)."]
-    for section in SECTIONS:
-        lines += ["", f"`{section.path}`: {section.doc}", "", *_section_table(section)]
-    for path, cls in config.NESTED:
-        lines += ["", f"`{path}`: {_summary(cls)}", "", *_class_table(cls)]
+    for section in config.SECTIONS:
+        lines += ["", f"`{section.path}`: {section.doc}", "", *_table(section.fields())]
+    for path, cls in NESTED:
+        lines += ["", f"`{path}`: {' '.join(summary(cls).split())}", "", *_table(fields(cls))]
     return "\n".join(lines)
 
 

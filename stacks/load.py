@@ -1,14 +1,16 @@
 """Reading a stack's config: from the Pulumi engine (or a stack file) to a checked StackConfig, the
-components' args. Everything is checked here, with the components' own rules, before the
-program registers a single resource; `validate`, `render` and `pulumi up` read the same way."""
+components' args. The file is read against its schema in one call (stacks/config.py), the stack's
+defaults decided (stacks/defaults.py), the components' args made, each knowing where it was
+written, and every rule checked (the components' own, then the stack's) before the program
+registers a single resource; `validate`, `render` and `pulumi up` read the same way."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 
@@ -19,50 +21,31 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconf
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import cpu_on_gpu_pools, max_model_len, model_warnings, off_gpu_by_default
+from kaito_aks.model.rules import cpu_on_gpu_pools, max_model_len, model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
-from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
-from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime, kaito_operator_problems
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
-from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
+from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
-from stacks import budget, rules
+from kaito_aks.validation import collect, unusable
+from stacks import budget, defaults, rules
 from stacks.config import (
-    CLUSTER_CHOICES,
-    DEFAULT_KAITO_VERSION,
     FROM_CLUSTER,
     FROM_CLUSTER_ID,
-    GPU_OPERATOR,
-    GPU_PROVISIONER,
-    KAITO,
-    POOL,
     PROJECT,
-    RAG_ENGINE,
-    RAG_ENGINE_OPERATOR,
     SECRET_KEYS,
-    TOP,
+    STACK_FILE,
     TOP_KEYS,
-    WORKSPACE,
+    ModelConfig,
+    Placed,
     PoolConfig,
     RagEngineConfig,
-    Section,
     StackConfig,
-    StackDiscovery,
-    StackGpuOperator,
-    StackGpuProvisioner,
-    StackKaito,
-    StackNamespaces,
-    StackProtect,
-    StackRagEngine,
-    StackRagEngineOperator,
-    model_defaults,
-    read_section,
 )
+from stacks.defaults import Written
 from stacks.errors import StackConfigError, secret_key
 from stacks.pulumi_yaml import decode
 from stacks.stackfile import StackFile, StackFileError, read_stack_file, yaml_path
@@ -81,7 +64,89 @@ class StackSecrets:
     kubeconfig: pulumi.Output[str] | None = None
 
 
+@dataclasses.dataclass(frozen=True)
+class Secrets:
+    """The stack's secret keys: which are set, and their values where they are known."""
+
+    present: Collection[str] = ()
+    values: StackSecrets = StackSecrets()
+
+    def value(self, key: str) -> Any:
+        given = self.values.hf_token if key == "hfToken" else self.values.kubeconfig
+        return given if given is not None else (SECRET_PRESENT if key in self.present else None)
+
+
 ACCESS_SECRET_HINT = " (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+
+
+def stack_config(
+    raw: Mapping[str, Any],
+    *,
+    secrets: Collection[str] = (),
+    plaintext_secrets: Collection[str] = (),
+    encrypted: Collection[str] = (),
+    secret_values: StackSecrets = StackSecrets(),
+    azure_location: str | None = None,
+    base_dir: Path | None = None,
+) -> StackConfig:
+    """Check raw config values (keyed by their name in the kaito-aks namespace, already
+    decoded) and map them onto the components' args. `secrets` names the secret keys that are
+    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
+    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
+    read from (default: the working directory, where `pulumi up` runs the program). Raises
+    StackConfigError listing every problem, each at its config path."""
+    problems = key_problems(raw, encrypted, plaintext_secrets)
+    raw = _without_nested_secrets(raw, problems)
+    if "cluster" not in raw:
+        if "cluster" not in encrypted:  # (an encrypted one cannot be read here; what is wrong with it is said)
+            why = "required: set kubeconfig (an existing cluster), aks (create one) or existing (adopt one)"
+            problems.append(Problem((Key(f"{PROJECT}:cluster"),), why, "required"))
+        raise StackConfigError(problems)
+    written, shape = read_file(raw)
+    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location)
+    found = judge(cfg, written, base_dir, tied)
+    problems += shape + beside_shape(found, shape)
+    if problems:
+        raise StackConfigError(problems)
+    return cfg
+
+
+def key_problems(
+    raw: Mapping[str, Any], encrypted: Collection[str], plaintext_secrets: Collection[str]
+) -> list[Problem]:
+    """The config keys themselves: unknown ones (a misspelt secret like any other, never a hint
+    to store it in plain text), ones set with --secret that are no secrets, secrets in plaintext."""
+    problems: list[Problem] = []
+    for key in dict.fromkeys([*raw, *encrypted]):
+        if key in SECRET_KEYS:
+            continue
+        at = (Key(f"{PROJECT}:{key}"),)
+        if key not in TOP_KEYS:
+            close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
+            hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
+            problems.append(Problem(at, f"unknown config key; {hint}", "unknown"))
+        elif key in encrypted:
+            token = (
+                " (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes Secret named "
+                "in accessSecret)"
+            )
+            problems.append(
+                Problem(
+                    at,
+                    f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
+                    "without --secret" + (token if key == "ragEngines" else ""),
+                    "secure-value",
+                )
+            )
+    for key in plaintext_secrets:
+        problems.append(
+            Problem(
+                (secret_key(key),),
+                f"must be a secret: run `pulumi config set --secret {key} ...` (plaintext ends up in the stack file)",
+                "plaintext-secret",
+            )
+        )
+    return problems
 
 
 def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> Mapping[str, Any]:
@@ -112,308 +177,289 @@ def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> 
     return {k: strip(v, (Key(k),)) for k, v in raw.items()}
 
 
-def parse_stack_config(
-    raw: Mapping[str, Any],
-    *,
-    secrets: Collection[str] = (),
-    plaintext_secrets: Collection[str] = (),
-    encrypted: Collection[str] = (),
-    secret_values: StackSecrets = StackSecrets(),
-    azure_location: str | None = None,
-    base_dir: Path | None = None,
-) -> StackConfig:
-    """Check raw config values (keyed by their name in the kaito-aks namespace, already
-    decoded) and map them onto the components' args. `secrets` names the secret keys that are
-    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
-    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
-    read from (default: the working directory, where `pulumi up` runs the program). Raises
-    StackConfigError listing every problem, each at its config path."""
-    problems: list[Problem] = []
-    for key in dict.fromkeys([*raw, *encrypted]):
-        if key in SECRET_KEYS:
-            continue
-        if key in TOP_KEYS:
-            if key in encrypted:
-                problems.append(
-                    Problem(
-                        (Key(f"{PROJECT}:{key}"),),
-                        f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
-                        "without --secret"
-                        + (
-                            " (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes "
-                            "Secret named in accessSecret)"
-                            if key == "ragEngines"
-                            else ""
-                        ),
-                        "secure-value",
-                    )
-                )
-            continue
-        # A misspelt secret is a misspelt key like any other, never a hint to store it in plain text.
-        close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
-        hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
-        problems.append(Problem((Key(f"{PROJECT}:{key}"),), f"unknown config key; {hint}", "unknown"))
-    raw = _without_nested_secrets(raw, problems)
-    for key in plaintext_secrets:
+# ---------------------------------------------------------------- the file, read in one call
+
+
+def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
+    """The file's kaito-aks keys read against its schema: what each section writes (an unusable
+    key, or entry, left out) and every problem at its config path."""
+    values, found = collect(STACK_FILE.validate_python(dict(raw), by_alias=True, by_name=False, context={}))
+    problems = [Problem((camel(str(p.path[0])), *p.path[1:]), p.message, p.code) for p in found]  # (config keys)
+    cluster = values.get("cluster")
+    kinds = list(cluster) if isinstance(cluster, dict) else []
+    if isinstance(cluster, dict) and len(kinds) != 1:
         problems.append(
             Problem(
-                (secret_key(key),),
-                f"must be a secret: run `pulumi config set --secret {key} ...` (plaintext ends up in the stack file)",
-                "plaintext-secret",
+                ("cluster",),
+                "choose exactly one of kubeconfig (an existing cluster through a kubeconfig), aks (create an AKS "
+                f"cluster) or existing (adopt an AKS cluster); got {', '.join(kinds) or 'none'}",
+                "cluster",
             )
         )
-    if "cluster" not in raw:
-        if "cluster" in encrypted:  # its value cannot be read here; what is wrong with it is said
-            raise StackConfigError(problems)
-        problems.append(
-            Problem(
-                (Key(f"{PROJECT}:cluster"),),
-                "required: set kubeconfig (an existing cluster), aks (create one) or existing (adopt one)",
-                "required",
-            )
-        )
-        raise StackConfigError(problems)
-
-    # ---- sections, each key checked against the args it maps onto
-    top = read_section(TOP, {k: v for k, v in raw.items() if k == "createNamespaces"}, (), problems) or _empty(TOP)
-    cluster_kind, cluster = _cluster(raw["cluster"], problems)
-    kaito = read_section(KAITO, raw.get("kaito", {}), ("kaito",), problems) or _empty(KAITO)
-    gpu_operator = read_section(GPU_OPERATOR, raw.get("gpuOperator", {}), ("gpuOperator",), problems) or _empty(
-        GPU_OPERATOR
+    kind = kinds[0] if len(kinds) == 1 else None
+    return (
+        Written(
+            cluster_kind=kind,
+            cluster=cast(dict[str, Any], cluster)[kind] if kind is not None else None,
+            kaito=values.get("kaito") or {},
+            gpu_operator=values.get("gpu_operator") or {},
+            gpu_provisioner=values.get("gpu_provisioner") or {},
+            rag_engine_operator=values.get("rag_engine_operator") or {},
+            pools=tuple(values.get("gpu_node_pools") or ()),
+            workspaces=tuple(values.get("workspaces") or ()),
+            rag_engines=tuple(values.get("rag_engines") or ()),
+            create_namespaces=values.get("create_namespaces", True) is not False,
+        ),
+        problems,
     )
-    provisioner = read_section(GPU_PROVISIONER, raw.get("gpuProvisioner", {}), ("gpuProvisioner",), problems) or _empty(
-        GPU_PROVISIONER
-    )
-    pool_values = _entries(POOL, raw.get("gpuNodePools", []), "gpuNodePools", problems)
-    ws_values = _entries(WORKSPACE, raw.get("workspaces", []), "workspaces", problems)
-    rag_values = _entries(RAG_ENGINE, raw.get("ragEngines", []), "ragEngines", problems)
-    rag_operator = read_section(
-        RAG_ENGINE_OPERATOR, raw.get("ragEngineOperator", {}), ("ragEngineOperator",), problems
-    ) or _empty(RAG_ENGINE_OPERATOR)
-    # A key with a wrong shape is reported once, here; the rules do not speak about it (nor, when
-    # its value was unusable, about its entry as a whole, which they judged without it).
-    shaped = [p.path for p in problems]
-    blind = {p.path[:2] for p in problems if p.code != "constraint" and len(p.path) > 2 and isinstance(p.path[1], int)}
 
-    # ---- the components' args
-    kubeconfig_cluster = aks_cluster = None
-    cluster_protect = False
-    if cluster_kind == "kubeconfig" and cluster is not None:
-        contents: Any = (
-            secret_values.kubeconfig
-            if secret_values.kubeconfig is not None
-            else (SECRET_PRESENT if "kubeconfig" in secrets else None)
-        )
-        kubeconfig_cluster = KubeconfigClusterArgs(**cluster[KubeconfigClusterArgs], kubeconfig=contents)
-    elif cluster_kind in ("aks", "existing") and cluster is not None:
-        values = dict(cluster[AksClusterArgs])
-        if cluster_kind == "aks":
-            values["location"] = values.get("location") or azure_location
-            values["tags"] = {"managed-by": "pulumi", "app": "kaito-aks", **values.get("tags", {})}
-            cluster_protect = cluster[StackProtect].get("protect", False)
-        aks_cluster = AksClusterArgs(**values, existing=cluster_kind == "existing")
 
-    pools: list[PoolConfig] = []
-    pool_index: list[int] = []  # config index of each pool read
-    for i, entry in enumerate(pool_values):
-        if entry is not None:
-            args = GpuNodePoolArgs(
-                **entry[GpuNodePoolArgs], cluster_name=FROM_CLUSTER, resource_group_name=FROM_CLUSTER
-            )
-            pools.append(PoolConfig(args, entry[StackProtect].get("protect", False)))
-            pool_index.append(i)
+def beside_shape(found: list[Problem], shape: list[Problem]) -> list[Problem]:
+    """The rules' problems, less those at (or inside) a key whose shape is refused already, and
+    those about a whole entry the rules judged without one of its keys (its value was unusable)."""
+    spoken = [p.path for p in shape if p.path]
+    blind = {p.path[:2] for p in shape if unusable([p]) and len(p.path) > 2 and isinstance(p.path[1], int)}
+    return [p for p in found if not any(p.path[: len(s)] == s for s in spoken) and p.path not in blind]
+
+
+# ---------------------------------------------------------------- the components' args
+
+
+def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> tuple[StackConfig, list[Problem]]:
+    """The components' args from what the file writes and what the stack decides, each placed
+    where it was written; the problems of tying a RAG engine to a workspace."""
+    kubeconfig_cluster, aks_cluster = _cluster(written, secrets, azure_location)
+    pools = _pools(written)
     groups = [node_group(p.args, p.args.name or "") for p in pools]
-
-    operator = kaito[KaitoOperatorArgs]
-    discovery = kaito[StackDiscovery].get("gpu_discovery")
-    stack_gpu = gpu_operator[StackGpuOperator]
-    is_azure = cluster_kind in ("aks", "existing")
-    # The AKS add-on runs KAITO (its release, auto-provisioning): the defaults follow it.
-    add_on = aks_cluster is not None and aks_cluster.ai_toolchain_operator
-    node_provisioning = operator.get("node_provisioning") or ("auto" if add_on else "byo")
-    kaito_install = kaito[StackKaito].get("install")
-    kaito_install = (not add_on) if kaito_install is None else kaito_install
-    auto = node_provisioning == "auto"
-    gpu_enabled = (
-        stack_gpu["enabled"] if stack_gpu.get("enabled") is not None else (is_azure and bool(pool_values) and not auto)
-    )
-    kaito_args = KaitoOperatorArgs(
-        version=operator.get("version") or (_add_on_kaito_version(aks_cluster) if add_on else DEFAULT_KAITO_VERSION),
-        node_provisioning=node_provisioning,
-        node_provisioner=operator.get("node_provisioner", "gpu-provisioner"),
-        feature_gates=operator.get("feature_gates", {}),
-        values=operator.get("values", {}),
-        gpu_discovery=discovery if discovery is not None else ("external" if gpu_enabled else "kaito"),
+    add_on = defaults.runs_add_on(aks_cluster)
+    provisioning = defaults.node_provisioning(written.kaito, add_on)
+    kaito_install = defaults.kaito_installed(written.kaito, add_on)
+    gpu_operator_on = defaults.gpu_operator_on(written, provisioning == "auto")
+    kaito = KaitoOperatorArgs(
+        version=defaults.kaito_version(written.kaito, aks_cluster),
+        node_provisioning=provisioning,
+        node_provisioner=written.kaito.get("node_provisioner", "gpu-provisioner"),
+        feature_gates=written.kaito.get("feature_gates", {}),
+        values=written.kaito.get("values", {}),
+        gpu_discovery=defaults.gpu_discovery(written.kaito, gpu_operator_on),
         node_groups=groups,
         cluster_name=aks_cluster.name if aks_cluster is not None else None,
     )
-    gpu_operator_args = (
-        GpuOperatorArgs(
-            version=gpu_operator[GpuOperatorArgs].get("version", GPU_OPERATOR_VERSION),
-            node_groups=groups if is_azure else [],
-            values=gpu_operator[GpuOperatorArgs].get("values", {}),
-        )
-        if gpu_enabled
-        else None
-    )
-    install_provisioner = provisioner[StackGpuProvisioner].get("install")
-    if install_provisioner is None:
-        install_provisioner = auto and kaito_install and is_azure and kaito_args.node_provisioner == "gpu-provisioner"
-    gpu_provisioner_args = None
-    if install_provisioner:
-        chosen = provisioner[GpuProvisionerArgs]
-        version = (
-            chosen.get("version") or catalog.gpu_provisioner_for_kaito(kaito_args.version) or GPU_PROVISIONER_VERSION
-        )
-        gpu_provisioner_args = GpuProvisionerArgs(
-            # the cluster's outputs, filled in by the program; stand-ins the rules accept
-            cluster_id=FROM_CLUSTER_ID,
-            location=FROM_CLUSTER,
-            node_resource_group=FROM_CLUSTER,
-            oidc_issuer_url=FROM_CLUSTER,
-            version=version,
-            identity_name=chosen.get("identity_name"),
-            values=chosen.get("values", {}),
-        )
-    written = frozenset(
-        path
-        for path, present in {
-            "kaito.install": kaito[StackKaito].get("install") is not None,
-            "kaito.nodeProvisioning": operator.get("node_provisioning") is not None,
-            "kaito.version": operator.get("version") is not None,
-            "gpuOperator.enabled": stack_gpu.get("enabled") is not None,
-            "gpuProvisioner.install": provisioner[StackGpuProvisioner].get("install") is not None,
-            "gpuProvisioner": bool(provisioner[GpuProvisionerArgs]),
-        }.items()
-        if present
-    )
-    stack_defaults = model_defaults(kaito, kaito_args)
-    stack_wide = dict(STACK_WIDE)
-    forced = forced_runtime(kaito_args)
-    if forced is not None:  # the vLLM gate is off: KAITO serves every model so, whatever it asks
-        stack_defaults["runtime"] = forced
-        value_gates = operator.get("values", {}).get("featureGates")
-        in_values = isinstance(value_gates, Mapping) and "vLLM" in value_gates
-        stack_wide["runtime"] = (
-            "kaito",
-            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
-            Key("vLLM"),
-        )
-    hf_token: Any = (
-        secret_values.hf_token
-        if secret_values.hf_token is not None
-        else (SECRET_PRESENT if "hfToken" in secrets else None)
-    )
-    # The stack knows every GPU pool of a cluster it creates: each model checks where it lands.
-    knows_pools = (
-        cluster_kind == "aks" and stack_defaults["node_provisioning"] == "byo" and len(pools) == len(pool_values)
-    )
-    models: list[KaitoModelArgs] = []
-    model_index: list[int] = []
-    for i, entry in enumerate(ws_values):
-        if entry is not None:
-            given = {k: v for k, v in entry[KaitoModelArgs].items() if v is not None}
-            defaults = stack_defaults
-            if given.get("image") and forced is not None:  # the gate picks a preset's runtime; an image serves itself
-                defaults = {k: v for k, v in stack_defaults.items() if k != "runtime"}
-            args = KaitoModelArgs(
-                **{**defaults, **given}, hf_token=hf_token, node_groups=list(groups) if knows_pools else None
-            )
-            if is_azure and off_gpu_by_default(args):  # a CPU model stays on the system pool
-                args = dataclasses.replace(args, node_selector=dict(AKS_SYSTEM_POOL_LABELS))
-            models.append(args)
-            model_index.append(i)
-    warnings = tuple(
-        _model_problem_at(w, i, pool_index, ws_values[i])
-        for i, args in zip(model_index, models, strict=True)
-        for w in model_warnings(args)
-    ) + _provisioner_warnings(gpu_provisioner_args, kaito_args.version)
-
-    rag_engines, rag_index, rag_problems = _rag_engines(rag_values, models, kaito_args.version)
-    install_rag = rag_operator[StackRagEngineOperator].get("install")
-    if install_rag is None:
-        install_rag = bool(rag_values) and kaito_install
-    rag_operator_args = (
-        RagEngineOperatorArgs(version=kaito_args.version, values=rag_operator[RagEngineOperatorArgs].get("values", {}))
-        if install_rag
-        else None
-    )
-    if rag_operator[StackRagEngineOperator].get("install") is not None:
-        written |= {"ragEngineOperator.install"}
-    if rag_operator[RagEngineOperatorArgs]:
-        written |= {"ragEngineOperator"}
-
+    knows_pools = defaults.pools_known(written, provisioning, len(pools))
+    workspaces = _models(written, kaito, secrets, groups if knows_pools else None)
+    rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
+    provisioner = _gpu_provisioner(written, kaito, kaito_install)
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
-        cluster_protect=cluster_protect,
-        kaito=kaito_args,
+        cluster_protect=written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False),
+        kaito=kaito,
         kaito_install=kaito_install,
-        gpu_discovery_given=discovery is not None,
-        models=tuple(models),
+        gpu_discovery_given=written.kaito.get("gpu_discovery") is not None,
+        workspaces=tuple(workspaces),
         pools=tuple(pools),
-        gpu_operator=gpu_operator_args,
-        gpu_operator_written="gpuOperator" in raw,
-        gpu_provisioner=gpu_provisioner_args,
-        given=written,
+        gpu_operator=_gpu_operator(written, groups) if gpu_operator_on else None,
+        gpu_provisioner=provisioner,
+        given=_written_settings(written),
         rag_engines=tuple(rag_engines),
-        rag_operator=rag_operator_args,
-        create_namespaces=top[StackNamespaces].get("create_namespaces", True),
-        has_hf_token="hfToken" in secrets,
-        has_kubeconfig="kubeconfig" in secrets,
+        rag_operator=RagEngineOperatorArgs(version=kaito.version, values=written.rag_engine_operator.get("values", {}))
+        if defaults.rag_operator_on(written, kaito_install)
+        else None,
+        create_namespaces=written.create_namespaces,
+        has_hf_token="hfToken" in secrets.present,
+        has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=knows_pools,
-        warnings=warnings,
+    )
+    warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
+    return dataclasses.replace(cfg, warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version))), tied
+
+
+def _cluster(
+    written: Written, secrets: Secrets, azure_location: str | None
+) -> tuple[KubeconfigClusterArgs | None, AksClusterArgs | None]:
+    section = written.cluster
+    if section is None:  # unusable: its problems are said, and nothing that depends on it
+        return None, None
+    if written.cluster_kind == "kubeconfig":
+        return KubeconfigClusterArgs(**section, kubeconfig=secrets.value("kubeconfig")), None
+    if written.cluster_kind == "existing":
+        return None, AksClusterArgs(**section, existing=True)
+    if written.cluster_kind == "aks":
+        values = {k: v for k, v in section.items() if k != "protect"}
+        location = defaults.cluster_location(section, azure_location)
+        return None, AksClusterArgs(**values | {"location": location, "tags": defaults.cluster_tags(section)})
+    return None, None
+
+
+def _pools(written: Written) -> list[PoolConfig]:
+    return [
+        PoolConfig(
+            GpuNodePoolArgs(
+                **{k: v for k, v in entry.items() if k != "protect"},
+                cluster_name=FROM_CLUSTER,
+                resource_group_name=FROM_CLUSTER,
+            ),
+            entry.get("protect", False),
+            Placed(("gpuNodePools", i)),
+        )
+        for i, entry in enumerate(written.pools)
+        if entry is not None
+    ]
+
+
+def _gpu_operator(written: Written, groups: list[Any]) -> GpuOperatorArgs:
+    return GpuOperatorArgs(
+        version=defaults.gpu_operator_version(written.gpu_operator),
+        node_groups=groups if written.is_azure else [],
+        values=written.gpu_operator.get("values", {}),
     )
 
-    # ---- the components' own rules, at config paths; then what only a whole stack can get wrong
-    found: list[Problem] = []
-    if kubeconfig_cluster is not None:
-        found += [
-            rules.stack_wording(p.under("cluster", "kubeconfig"))
-            for p in kubeconfig_cluster_problems(kubeconfig_cluster, base=base_dir)
-        ]
-    if aks_cluster is not None:
-        found += [p.under("cluster", cluster_kind or "aks") for p in aks_cluster_problems(aks_cluster)]
-    for i, pool in zip(pool_index, pools, strict=True):
-        found += [p.under("gpuNodePools", i) for p in gpu_node_pool_problems(pool.args)]
-    operator_problems = kaito_operator_problems(kaito_args)
-    if add_on:  # refused at kaito.install, which says why: not the add-on's release again
-        operator_problems = [p for p in operator_problems if p.path != ("version",)]
-    if not kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
-        unsupported = catalog.unsupported_kaito_version(kaito_args.version)
-        operator_problems = [Problem.at("version", unsupported, "version")] if unsupported else []
-    found += [_at_pools(p, pool_index) or p.under("kaito") for p in operator_problems]
-    if gpu_operator_args is not None:
-        found += [_at_pools(p, pool_index) or p.under("gpuOperator") for p in gpu_operator_problems(gpu_operator_args)]
-    if gpu_provisioner_args is not None:
-        found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(gpu_provisioner_args)]
-    sound_models: list[int] = []  # positions in `models` whose own rules passed
-    for n, (i, args) in enumerate(zip(model_index, models, strict=True)):
-        given = ws_values[i]
-        model_found = check_model(args)[1]
-        if cluster_kind == "existing" and args.node_groups is None:  # the pools it adds: no CPU model on them
-            model_found += list(cpu_on_gpu_pools(args, groups))
-        if not model_found:
-            sound_models.append(n)
-        for p in model_found:
-            found.append(rules.stack_wording(_model_problem_at(p, i, pool_index, given, stack_wide), args))
-    if rag_operator_args is not None:
-        operator_found = ragengine_operator_problems(rag_operator_args)
-        found += [p.under("ragEngineOperator") for p in operator_found if p.path != ("version",)]
-    # with the add-on, ragEngines are refused as a whole: not each for the add-on's release too
-    found += [p for p in rag_problems if not (add_on and p.path[:2] == ("kaito", "version"))]
-    found += rules.check(cfg, model_index, pool_index, rag_index)
-    found += budget.check(cfg, model_index, pool_index, rag_index, sound_models)
-    # A pool's node counts are its count or autoscale, which the pool's own rules check.
-    found = [p for p in found if p.code != "pool-nodes"]
-    if add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
-        refused = [p.path for p in found if p.code == "add-on"]
-        found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
-    problems += [p for p in found if not _spoken_for(p.path, shaped) and p.path not in blind]
-    if problems:
-        raise StackConfigError(problems)
-    return cfg
+
+def _gpu_provisioner(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) -> GpuProvisionerArgs | None:
+    if not defaults.gpu_provisioner_on(written, kaito, kaito_install):
+        return None
+    chosen = written.gpu_provisioner
+    return GpuProvisionerArgs(
+        # the cluster's outputs, filled in by the program; stand-ins the rules accept
+        cluster_id=FROM_CLUSTER_ID,
+        location=FROM_CLUSTER,
+        node_resource_group=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        version=defaults.gpu_provisioner_version(chosen, kaito.version),
+        identity_name=chosen.get("identity_name"),
+        values=chosen.get("values", {}),
+    )
+
+
+def _written_settings(written: Written) -> frozenset[str]:
+    """The settings the file writes whose default depends on others (the rules tell a written
+    one from a decided one)."""
+    present = {
+        "kaito.install": written.kaito.get("install") is not None,
+        "kaito.nodeProvisioning": written.kaito.get("node_provisioning") is not None,
+        "kaito.version": written.kaito.get("version") is not None,
+        "gpuOperator.enabled": written.gpu_operator.get("enabled") is not None,
+        "gpuProvisioner.install": written.gpu_provisioner.get("install") is not None,
+        "gpuProvisioner": any(k != "install" for k in written.gpu_provisioner),
+        "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
+        "ragEngineOperator": any(k != "install" for k in written.rag_engine_operator),
+    }
+    return frozenset(k for k, v in present.items() if v)
+
+
+def _models(
+    written: Written, kaito: KaitoOperatorArgs, secrets: Secrets, node_groups: list[Any] | None
+) -> list[ModelConfig]:
+    """Each usable workspace entry as a model's args: the entry's keys over the stack-wide ones
+    (kaito.*, the secret hfToken, the pools of a cluster it creates), each placed where written."""
+    stack_wide = defaults.stack_wide_model_args(kaito, written.kaito)
+    paths = defaults.stack_wide_paths(kaito)
+    hf_token = secrets.value("hfToken")
+    models: list[ModelConfig] = []
+    for i, entry in enumerate(written.workspaces):
+        if entry is None:
+            continue
+        given = {k: v for k, v in entry.items() if v is not None}
+        args = KaitoModelArgs(
+            **defaults.model_defaults(stack_wide, given) | given,
+            hf_token=hf_token,
+            node_groups=list(node_groups) if node_groups is not None else None,
+        )
+        system_pool = defaults.cpu_model_on_system_pool(args, written.is_azure)
+        if system_pool is not None:
+            args = dataclasses.replace(args, node_selector=system_pool)
+        filled = {k: p for k, p in paths.items() if k not in given}
+        models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
+    return models
+
+
+def _rag_engines(
+    written: Written, models: list[KaitoModelArgs], version: str
+) -> tuple[list[RagEngineConfig], list[Problem]]:
+    """Each usable ragEngines entry as RagEngine args; an engine over a workspace answers with that
+    model's endpoint, within its context window."""
+    by_key = {(m.namespace, m.name): m for m in models}
+    engines: list[RagEngineConfig] = []
+    problems: list[Problem] = []
+    for i, entry in enumerate(written.rag_engines):
+        if entry is None:
+            continue
+        placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")})
+        given = {k: v for k, v in entry.items() if v is not None and k not in ("workspace", "context_window_size")}
+        workspace: str | None = entry.get("workspace")
+        service, found = _llm_of(entry, given, workspace, by_key, version)
+        problems += [placed.where(p) for p in found]
+        if service is not None:
+            given["inference_service"] = service
+        engines.append(RagEngineConfig(RagEngineArgs(kaito_version=version, **given), workspace, placed))
+    return engines, problems
+
+
+def _llm_of(
+    entry: Mapping[str, Any],
+    given: Mapping[str, Any],
+    workspace: str | None,
+    models: Mapping[tuple[str, str | None], KaitoModelArgs],
+    version: str,
+) -> tuple[InferenceServiceArgs | None, list[Problem]]:
+    """The LLM an engine over a workspace answers with (the model's endpoint and context window),
+    or what keeps it from one."""
+    window_given: int | None = entry.get("context_window_size")
+    if workspace is None:
+        if window_given is None:
+            return None, []
+        why = "only with workspace; give inferenceService.contextWindowSize for another LLM"
+        return None, [Problem.at("context_window_size", why, "rag-llm")]
+    namespace = given.get("namespace", "default")
+    model = models.get((namespace, workspace))
+    if "inference_service" in given:
+        why = "give workspace (a model of this stack) or inferenceService, not both"
+        return None, [Problem.at("workspace", why, "rag-llm")]
+    if model is None:
+        elsewhere = "".join(
+            f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of its own namespace)"
+            for ns, n in models
+            if n == workspace
+        )[:300]
+        why = f"no workspaces[] entry named {workspace!r} in namespace {namespace}{elsewhere}"
+        return None, [Problem.at("workspace", why, "rag-workspace")]
+    if model.tuning is not None:
+        return None, [Problem.at("workspace", f"{workspace} is a tuning job; it serves nothing", "rag-workspace")]
+    window, problems = _context_window(model, workspace, window_given, version)
+    return (InferenceServiceArgs(url=endpoint_of(model), context_window_size=window) if window else None), problems
+
+
+def _context_window(
+    model: KaitoModelArgs, workspace: str, given: int | None, version: str
+) -> tuple[int | None, list[Problem]]:
+    """An engine's context window over a workspace: given, else the model's max-model-len; never
+    beyond what the model takes (without max-model-len, its window in KAITO's catalog)."""
+    limit = max_model_len(model)
+    window = given or limit
+    chart = catalog.kaito_charts().get(version)
+    preset = catalog.find_preset(model.model, chart.preset_catalog) if chart and model.model else None
+    bound = limit or (preset.token_limit if preset is not None else None)
+    problems: list[Problem] = []
+    if window is not None and bound is not None and window > bound:
+        said = (
+            f"config.vllm.max-model-len of {limit}"
+            if limit
+            else f"context window ({model.model}: {bound} tokens in KAITO {version}'s catalog)"
+        )
+        why = f"{window} exceeds {workspace}'s {said}: the engine would build prompts the model rejects; use at most "
+        problems.append(
+            Problem.at("context_window_size", f"{why}{bound}" + (" (or leave it out)" if limit else ""), "rag-window")
+        )
+    if window is None:
+        why = (
+            f"required: {workspace} is a custom image; give its context window here"
+            if model.image
+            else f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context window from the "
+            "GPU at start-up; give the window here (or set max-model-len on the workspace)"
+        )
+        problems.append(Problem.at("context_window_size", why, "required"))
+    return window, problems
 
 
 def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -> tuple[Problem, ...]:
@@ -432,211 +478,88 @@ def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -
     )
 
 
-def _add_on_kaito_version(cluster: AksClusterArgs | None) -> str:
-    """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
-    cluster's is known only at deploy time: the newest statement). A release this program does
-    not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest
-    statement's rules judge the rest meanwhile."""
-    table = catalog.aks_add_on()
-    release = table.kaito_on(cluster.kubernetes_version if cluster is not None else None)
-    return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
+# ---------------------------------------------------------------- every rule, at config paths
 
 
-def _rag_engines(
-    entries: list[dict[type, dict[str, Any]] | None], models: list[KaitoModelArgs], version: str
-) -> tuple[list[RagEngineConfig], list[int], list[Problem]]:
-    """Each ragEngines entry as RagEngine args, checked by the component's own rules at its
-    config path; an engine over a workspace answers with that model's endpoint."""
-    engines: list[RagEngineConfig] = []
-    index: list[int] = []
-    problems: list[Problem] = []
-    by_key = {(m.namespace, m.name): m for m in models}
-    for i, entry in enumerate(entries):
-        if entry is None:
-            continue
-        given = {k: v for k, v in entry[RagEngineArgs].items() if v is not None}
-        tie = entry[StackRagEngine]
-        workspace = tie.get("workspace")
-        at = ("ragEngines", i)
-        if workspace is not None:
-            model = by_key.get((given.get("namespace", "default"), workspace))
-            if "inference_service" in given:
-                problems.append(
-                    Problem(
-                        (*at, "workspace"),
-                        "give workspace (a model of this stack) or inferenceService, not both",
-                        "rag-llm",
-                    )
-                )
-            elif model is None:
-                problems.append(
-                    Problem(
-                        (*at, "workspace"),
-                        f"no workspaces[] entry named {workspace!r} in namespace {given.get('namespace', 'default')}"
-                        + "".join(
-                            f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of "
-                            "its own namespace)"
-                            for ns, n in by_key
-                            if n == workspace
-                        )[:300],
-                        "rag-workspace",
-                    )
-                )
-            elif model.tuning is not None:
-                problems.append(
-                    Problem((*at, "workspace"), f"{workspace} is a tuning job; it serves nothing", "rag-workspace")
-                )
-            else:
-                limit = max_model_len(model)
-                window = tie.get("context_window_size") or limit
-                # without max-model-len the model's own window bounds it (KAITO's catalog)
-                chart = catalog.kaito_charts().get(version)
-                preset = catalog.find_preset(model.model, chart.preset_catalog) if chart and model.model else None
-                bound = limit or (preset.token_limit if preset is not None else None)
-                if window is not None and bound is not None and window > bound:
-                    said = (
-                        f"config.vllm.max-model-len of {limit}"
-                        if limit
-                        else f"context window ({model.model}: {bound} tokens in KAITO {version}'s catalog)"
-                    )
-                    problems.append(
-                        Problem(
-                            (*at, "context_window_size"),
-                            f"{window} exceeds {workspace}'s {said}: the engine would build prompts the model rejects; "
-                            f"use at most {bound}" + (" (or leave it out)" if limit else ""),
-                            "rag-window",
-                        )
-                    )
-                if window is None:
-                    problems.append(
-                        Problem(
-                            (*at, "context_window_size"),
-                            f"required: {workspace} is a custom image; give its context window here"
-                            if model.image
-                            else f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context "
-                            "window from the GPU at start-up; give the window here (or set max-model-len on the "
-                            "workspace)",
-                            "required",
-                        )
-                    )
-                else:
-                    url = endpoint_of(model)
-                    given["inference_service"] = InferenceServiceArgs(url=url, context_window_size=window)
-        elif tie.get("context_window_size") is not None:
-            problems.append(
-                Problem(
-                    (*at, "context_window_size"),
-                    "only with workspace; give inferenceService.contextWindowSize for another LLM",
-                    "rag-llm",
-                )
-            )
-        args = RagEngineArgs(kaito_version=version, **given)
-        checked, found = check_rag_engine(args)
-        problems += [_rag_problem_at(p, i) for p in found]
-        if checked is not None:
-            engines.append(RagEngineConfig(checked, workspace))
-            index.append(i)
-    return engines, index, problems
+def judge(cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]) -> list[Problem]:
+    """The components' own rules, each problem where its arg was written, then what only a whole
+    stack can get wrong (stacks/rules.py: `tied`, those of tying RAG engines to workspaces, with
+    them) and the pools' budget (stacks/budget.py)."""
+    found = tied + _cluster_problems(cfg, written, base_dir)
+    found += [p for pool in cfg.pools for p in map(pool.placed.where, gpu_node_pool_problems(pool.args))]
+    found += _operator_problems(cfg)
+    model_found, sound = _model_problems(cfg, written)
+    found += model_found
+    for engine in cfg.rag_engines:  # (with the add-on, ragEngines are refused as a whole)
+        found += [p for p in map(engine.placed.where, check_rag_engine(engine.args)[1]) if not _add_on_release(cfg, p)]
+    found += rules.check(cfg)
+    found += budget.check(cfg, sound)
+    found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
+    if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
+        refused = [p.path for p in found if p.code == "add-on"]
+        found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
+    return found
 
 
-def _rag_problem_at(problem: Problem, index: int) -> Problem:
-    if problem.path[:1] == ("kaito_version",):
-        return dataclasses.replace(problem, path=("kaito", "version", *problem.path[1:]))
-    return problem.under("ragEngines", index)
+def _add_on_release(cfg: StackConfig, problem: Problem) -> bool:
+    return cfg.add_on and problem.path[:2] == ("kaito", "version")
 
 
-def _spoken_for(path: tuple[PathPart, ...], shaped: list[tuple[PathPart, ...]]) -> bool:
-    """A rule's problem at (or inside) a key already reported."""
-    return any(path[: len(s)] == s for s in shaped if s)
+def _cluster_problems(cfg: StackConfig, written: Written, base_dir: Path | None) -> list[Problem]:
+    if cfg.kubeconfig_cluster is not None:
+        found = kubeconfig_cluster_problems(cfg.kubeconfig_cluster, base=base_dir)
+        return [rules.stack_wording(p.under("cluster", "kubeconfig")) for p in found]
+    if cfg.aks_cluster is not None:
+        return [p.under("cluster", written.cluster_kind or "aks") for p in aks_cluster_problems(cfg.aks_cluster)]
+    return []
 
 
-def _empty(section: Section) -> dict[type, dict[str, Any]]:
-    return {p.cls: {} for p in section.parts}
-
-
-def _cluster(data: Any, out: list[Problem]) -> tuple[str | None, dict[type, dict[str, Any]] | None]:
-    if not isinstance(data, Mapping):
-        out.append(Problem(("cluster",), "must be a map with one of kubeconfig, aks or existing", "type"))
-        return None, None
-    for key in data:
-        if key not in CLUSTER_CHOICES:
-            close = did_you_mean(str(key), list(CLUSTER_CHOICES))
-            hint = f"did you mean {close[0]}?" if close else "use kubeconfig, aks or existing"
-            out.append(Problem(("cluster", Key(str(key))), f"unknown key; {hint}", "unknown"))
-    chosen = [k for k in CLUSTER_CHOICES if k in data]
-    if len(chosen) != 1:
-        out.append(
-            Problem(
-                ("cluster",),
-                "choose exactly one of kubeconfig (an existing cluster through a kubeconfig), aks (create an AKS "
-                f"cluster) or existing (adopt an AKS cluster); got {', '.join(chosen) or 'none'}",
-                "cluster",
-            )
-        )
-        return None, None
-    kind = chosen[0]
-    body = data[kind] if data[kind] is not None else {}
-    return kind, read_section(CLUSTER_CHOICES[kind], body, ("cluster", kind), out)
-
-
-def _entries(section: Section, data: Any, key: str, out: list[Problem]) -> list[dict[type, dict[str, Any]] | None]:
-    """Each entry of a config list, read on its own (None: not usable)."""
-    if not isinstance(data, list):
-        out.append(
-            Problem(
-                (key,),
-                f"must be a list of entries (`- name: ...`), not {shown(data)}",
-                "type",
-            )
-        )
-        return []
-    return [read_section(section, entry, (key, i), out) for i, entry in enumerate(data)]
-
-
-def _at_pools(problem: Problem, pool_index: list[int]) -> Problem | None:
-    """A component's problem at `node_groups[i]...`, at the stack's gpuNodePools entry."""
+def at_pools(problem: Problem, pools: Sequence[PoolConfig]) -> Problem | None:
+    """A component's problem at `node_groups[i]...`, at the stack's gpuNodePools entry it describes."""
     path = problem.path
-    if len(path) >= 2 and path[0] == "node_groups" and isinstance(path[1], int) and path[1] < len(pool_index):
+    if len(path) >= 2 and path[0] == "node_groups" and isinstance(path[1], int) and path[1] < len(pools):
         rest = path[2:]
         if rest and rest[0] in ("min_nodes", "max_nodes"):
             rest = ()  # (count or autoscale)
-        return dataclasses.replace(problem, path=("gpuNodePools", pool_index[path[1]], *rest))
+        return dataclasses.replace(problem, path=(*pools[path[1]].placed.at, *rest))
     if path == ("node_groups",):
         return dataclasses.replace(problem, path=("gpuNodePools",))
     return None
 
 
-# Model args the stack sets for every model from one place.
-STACK_WIDE: dict[str, tuple[PathPart, ...]] = {
-    "kaito_version": ("kaito", "version"),
-    "node_provisioning": ("kaito", "node_provisioning"),
-    "wait_for_ready": ("kaito", "wait_for_ready"),
-    "wait_for_gpu_nodes": ("kaito", "wait_for_gpu_nodes"),
-    "gpu_nodes_timeout_minutes": ("kaito", "gpu_nodes_timeout_minutes"),
-    "hf_token": (secret_key("hfToken"),),
-}
+def _operator_problems(cfg: StackConfig) -> list[Problem]:
+    found: list[Problem] = []
+    operator = kaito_operator_problems(cfg.kaito)
+    if cfg.add_on:  # refused at kaito.install, which says why: not the add-on's release again
+        operator = [p for p in operator if p.path != ("version",)]
+    if not cfg.kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
+        unsupported = catalog.unsupported_kaito_version(cfg.kaito.version)
+        operator = [Problem.at("version", unsupported, "version")] if unsupported else []
+    found += [at_pools(p, cfg.pools) or p.under("kaito") for p in operator]
+    if cfg.gpu_operator is not None:
+        found += [at_pools(p, cfg.pools) or p.under("gpuOperator") for p in gpu_operator_problems(cfg.gpu_operator)]
+    if cfg.gpu_provisioner is not None:
+        found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(cfg.gpu_provisioner)]
+    if cfg.rag_operator is not None:
+        rag = ragengine_operator_problems(cfg.rag_operator)
+        found += [p.under("ragEngineOperator") for p in rag if p.path != ("version",)]
+    return found
 
 
-def _model_problem_at(
-    problem: Problem,
-    index: int,
-    pool_index: list[int],
-    given: dict[type, dict[str, Any]] | None,
-    stack_wide: Mapping[str, tuple[PathPart, ...]] = STACK_WIDE,
-) -> Problem:
-    """A model's problem at its config path: the workspace entry, or the stack-wide key or pool
-    the arg came from (`stack_wide`: the args the stack set, by where they were set)."""
-    at_pool = _at_pools(problem, pool_index)
-    if at_pool is not None:
-        return at_pool
-    head = problem.path[0] if problem.path else None
-    own = given[KaitoModelArgs] if given is not None else {}
-    if isinstance(head, str) and head in stack_wide and head not in own:
-        return dataclasses.replace(problem, path=(*stack_wide[head], *problem.path[1:]))
-    own_timeout = given is not None and given[KaitoModelArgs].get("ready_timeout_minutes") is not None
-    if head == "ready_timeout_minutes" and not own_timeout:
-        return dataclasses.replace(problem, path=("kaito", *problem.path))
-    return problem.under("workspaces", index)
+def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[Problem], list[ModelConfig]]:
+    """Each model's own rules (and, on a cluster it adopts, no CPU model on the pools the stack
+    adds), at config paths in the stack's words; and the models they found nothing wrong with."""
+    groups = cfg.kaito.node_groups
+    found: list[Problem] = []
+    sound: list[ModelConfig] = []
+    for w in cfg.workspaces:
+        own = check_model(w.args)[1]
+        if written.cluster_kind == "existing" and w.args.node_groups is None:
+            own += list(cpu_on_gpu_pools(w.args, groups))
+        if not own:
+            sound.append(w)
+        found += [rules.stack_wording(at_pools(p, cfg.pools) or w.placed.where(p), w.args) for p in own]
+    return found, sound
 
 
 def parse_stack_file(f: StackFile) -> StackConfig:
@@ -658,7 +581,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     present = [k for k in SECRET_KEYS if k in encrypted or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
     try:
-        cfg = parse_stack_config(
+        cfg = stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
@@ -775,7 +698,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
     problems = stack_file_problems(source)
     cfg: StackConfig | None = None
     try:
-        cfg = parse_stack_config(
+        cfg = stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,

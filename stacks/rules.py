@@ -14,7 +14,7 @@ from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import dropped_by, selects, vm_size_problem
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
-from kaito_aks.problems import Key, Problem
+from kaito_aks.problems import Key, Problem, format_path
 from stacks.config import StackConfig
 from stacks.errors import secret_key
 
@@ -53,24 +53,21 @@ def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Probl
     return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
-def check(
-    cfg: StackConfig, model_index: list[int], pool_index: list[int], rag_index: list[int] | None = None
-) -> list[Problem]:
-    """The stack-wide rules. `model_index`/`pool_index`/`rag_index`: each model's, pool's and
-    RAG engine's config index."""
+def check(cfg: StackConfig) -> list[Problem]:
+    """The stack-wide rules, each problem at its config path."""
     return [
         *_cluster(cfg),
         *_kaito(cfg),
         *_nodes(cfg),
         *_add_on(cfg),
-        *_gates(cfg, model_index),
-        *_names(cfg, model_index),
-        *_rag(cfg, rag_index or []),
-        *_pools(cfg, pool_index),
+        *_gates(cfg),
+        *_names(cfg),
+        *_rag(cfg),
+        *_pools(cfg),
     ]
 
 
-def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
+def _rag(cfg: StackConfig) -> Iterator[Problem]:
     """RAG engines next to the models: their own names, their operator, no tokens in the file."""
     if "ragEngineOperator" in cfg.given and cfg.rag_operator is None:
         yield Problem(
@@ -91,12 +88,12 @@ def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     taken: dict[tuple[str, str], str] = {}
     if chart is not None:
-        for i, args in enumerate(cfg.models):
-            for name in claimed_names(args, chart):
-                taken.setdefault((args.namespace, name), f"workspaces[{i}]")
-    for i, engine in zip(rag_index, cfg.rag_engines, strict=True):
+        for w in cfg.workspaces:
+            for name in claimed_names(w.args, chart):
+                taken.setdefault((w.args.namespace, name), format_path(w.placed.at, "schema"))
+    for engine in cfg.rag_engines:
         args = engine.args
-        at = ("ragEngines", i)
+        at = engine.placed.at
         owner = taken.get((args.namespace, args.name or ""))
         if owner is not None:
             yield Problem(
@@ -105,7 +102,7 @@ def _rag(cfg: StackConfig, rag_index: list[int]) -> Iterator[Problem]:
                 "it, so choose another",
                 "name-collision",
             )
-        taken.setdefault((args.namespace, args.name or ""), f"ragEngines[{i}]")
+        taken.setdefault((args.namespace, args.name or ""), format_path(at, "schema"))
         service = args.inference_service
         if service is not None and service.access_token is not None:
             yield Problem(
@@ -293,16 +290,16 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
                 )
 
 
-def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
+def _gates(cfg: StackConfig) -> Iterator[Problem]:
     """Gates that change how KAITO admits the stack's models."""
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
     if forced_runtime(cfg.kaito) is not None:
-        for i, args in zip(model_index, cfg.models, strict=True):
-            if args.runtime == "vllm" and not args.image:  # an image's runtime is refused by its own rule
+        for w in cfg.workspaces:
+            if w.args.runtime == "vllm" and not w.args.image:  # an image's runtime is refused by its own rule
                 yield Problem(
-                    ("workspaces", i, "runtime"),
+                    (*w.placed.at, "runtime"),
                     "KAITO serves every model with transformers while kaito.featureGates.vLLM is false (it ignores "
                     "kaito.sh/runtime): remove runtime, or turn the gate on",
                     "runtime-gate",
@@ -320,16 +317,16 @@ def _gates(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
         )
 
 
-def _names(cfg: StackConfig, model_index: list[int]) -> Iterator[Problem]:
+def _names(cfg: StackConfig) -> Iterator[Problem]:
     """Two entries must not create objects of the same name in a namespace, nor (auto before
     KAITO 0.12) a CPU model select another's GPU nodes (the library's rules, which
     `deploy_models` applies too)."""
-    labelled = [(f"workspaces[{i}]", args) for i, args in zip(model_index, cfg.models, strict=True)]
+    labelled = [(format_path(w.placed.at, "schema"), w.args) for w in cfg.workspaces]
     for j, problem in [*name_collisions(labelled), *cpu_on_provisioned_gpu_nodes(labelled)]:
-        yield problem.under("workspaces", model_index[j])
+        yield problem.under(*cfg.workspaces[j].placed.at)
 
 
-def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
+def _pools(cfg: StackConfig) -> Iterator[Problem]:
     """The pools against their cluster; silent when the cluster section is unusable (its problem
     is said, and what the pools need depends on it)."""
     if cfg.pools and cfg.kubeconfig_cluster is not None:
@@ -342,22 +339,23 @@ def _pools(cfg: StackConfig, pool_index: list[int]) -> Iterator[Problem]:
         return
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     seen: set[str] = set()
-    for i, pool in zip(pool_index, cfg.pools, strict=True):
+    for pool in cfg.pools:
+        at = pool.placed.at
         name = pool.args.name or ""
         if name in seen or name == "system":
             yield Problem(
-                ("gpuNodePools", i, "name"),
+                (*at, "name"),
                 f"{name!r} is already a node pool of this cluster; pool names must be unique",
                 "pool-name",
             )
         seen.add(name)
         if pool.args.gpu_driver == "operator" and cfg.gpu_operator is None:
             yield Problem(
-                ("gpuNodePools", i, "gpu_driver"),
+                (*at, "gpu_driver"),
                 "operator means AKS skips the driver and the GPU Operator installs it, but gpuOperator is disabled; "
                 "enable it or use gpuDriver: aks",
                 "driver",
             )
         dropped = dropped_by(chart, pool.args.vm_size) if chart is not None else None
         if dropped is not None and vm_size_problem(pool.args.vm_size) is None:
-            yield Problem(("gpuNodePools", i, "vm_size"), dropped, "pool-sku-version")
+            yield Problem((*at, "vm_size"), dropped, "pool-sku-version")

@@ -247,9 +247,9 @@ def test_on_a_kubeconfig_cluster_the_default_cpu_selector_is_said_to_reach_gpu_n
 
 
 def parse(cfg: dict[str, Any]):
-    from stacks.load import parse_stack_config
+    from stacks.load import stack_config
 
-    return parse_stack_config({k.removeprefix("kaito-aks:"): v for k, v in cfg.items()})
+    return stack_config({k.removeprefix("kaito-aks:"): v for k, v in cfg.items()})
 
 
 # ---------------------------------------------------------------- the library, used alone

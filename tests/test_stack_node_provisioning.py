@@ -8,7 +8,7 @@ import pytest
 
 from stacks.config import StackConfig
 from stacks.evaluate import ProgramMocks, RecordingMonitor, Secret
-from stacks.load import parse_stack_config
+from stacks.load import stack_config
 from tests.conftest import config, errors_of, run
 from tests.test_aks import AKS, aks
 
@@ -75,7 +75,7 @@ def test_the_provisioner_follows_kaitos_own_pin_unless_set(kaito: str, chart: st
 
 def parsed(cfg: dict[str, object]) -> StackConfig:
     raw = {k.removeprefix("kaito-aks:"): v for k, v in cfg.items() if k.startswith("kaito-aks:")}
-    return parse_stack_config(raw, azure_location="eastus2")
+    return stack_config(raw, azure_location="eastus2")
 
 
 def test_a_provisioner_other_than_kaitos_pin_is_said_not_refused():

@@ -170,10 +170,10 @@ def test_hf_token_must_be_a_secret():
     from pulumi.runtime import mocks  # noqa: F401 - keep pulumi's runtime imported
 
     from stacks.errors import StackConfigError
-    from stacks.load import parse_stack_config
+    from stacks.load import stack_config
 
     with pytest.raises(StackConfigError) as err:
-        parse_stack_config({"cluster": {"kubeconfig": {}}}, secrets=["hfToken"], plaintext_secrets=["hfToken"])
+        stack_config({"cluster": {"kubeconfig": {}}}, secrets=["hfToken"], plaintext_secrets=["hfToken"])
     assert err.value.lines[0].startswith("kaito-aks:hfToken: must be a secret: run `pulumi config set --secret hfToken")
 
 
@@ -577,14 +577,14 @@ def test_every_problem_is_reported_at_once():
 
 def test_kubeconfig_secret_only_for_kubeconfig_clusters():
     from stacks.errors import StackConfigError
-    from stacks.load import parse_stack_config
+    from stacks.load import stack_config
 
     aks = {"aks": {"resourceGroup": "rg", "name": "c", "location": "eastus2"}}
     with pytest.raises(StackConfigError) as err:
-        parse_stack_config({"cluster": aks}, secrets=["kubeconfig"])
+        stack_config({"cluster": aks}, secrets=["kubeconfig"])
     assert err.value.lines[0].startswith("kaito-aks:kubeconfig: only used with cluster.kubeconfig")
     with pytest.raises(StackConfigError) as err:
-        parse_stack_config({"cluster": {"kubeconfig": {"path": "k"}}}, secrets=["kubeconfig"])
+        stack_config({"cluster": {"kubeconfig": {"path": "k"}}}, secrets=["kubeconfig"])
     assert err.value.lines[0].startswith("cluster.kubeconfig.path: the secret kaito-aks:kubeconfig already gives")
 
 

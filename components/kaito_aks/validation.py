@@ -10,17 +10,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, cast, get_args, get_origin
+from typing import Any, Generic, TypeVar, cast, get_args, get_origin
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails, core_schema
 
 from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean, kind_of, shown
 from kaito_aks.schema import (
     ARGS_CONFIG,
     LENIENT,
-    SHAPED,
     USABLE_CODES,
     deferred,
     describe,
@@ -91,6 +90,76 @@ def unusable(problems: Sequence[Problem]) -> bool:
     """Whether a value with these problems cannot be used at all (a wrong type, not merely a
     broken constraint): the rules must not look at it."""
     return any(p.code not in USABLE_CODES for p in problems)
+
+
+# ---------------------------------------------------------------- parts of a larger value, each on its own
+
+
+@dataclass(frozen=True)
+class Refused:
+    """What a `SOFT` part of a larger value holds when its own value has problems: pydantic's
+    errors (relative to it), its type, and what is usable of it (None: nothing)."""
+
+    errors: tuple[ErrorDetails, ...]
+    tp: Any
+    usable: Any
+
+
+class _Soft:
+    """Annotated metadata: a part of a larger value (a section of a program's config, an entry of
+    a list) checked on its own: its problems do not stop the rest, and what is usable of it stays
+    for the rules (`collect` gathers both)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        def soft(value: Any, validate: core_schema.ValidatorFunctionWrapHandler, info: Any) -> Any:
+            try:
+                return validate(value)
+            except ValidationError as err:
+                return Refused(tuple(err.errors()), source, _usable(value, validate, err, info.context))
+
+        return core_schema.with_info_wrap_validator_function(soft, handler(source))
+
+
+SOFT = _Soft()
+
+
+def _usable(value: Any, validate: Any, err: ValidationError, context: dict[str, Any] | None) -> Any:
+    """What is usable of a mapping with problems: its unusable keys left out, constraints waived
+    (None: a required key is missing or unusable, or it is no mapping)."""
+    if not is_mapping(value) or context is None:
+        return None
+    was = context.get(LENIENT)
+    context[LENIENT] = True
+    try:
+        return validate(without(value, err.errors()))
+    except ValidationError:
+        return None
+    finally:
+        context[LENIENT] = was
+
+
+def collect(value: Any, naming: Naming = "schema", path: tuple[PathPart, ...] = ()) -> tuple[Any, list[Problem]]:
+    """A value read with `SOFT` parts, as plain data (a refused part as what is usable of it), and
+    the problems of its parts at their paths."""
+    if isinstance(value, Refused):
+        problems = [p.under(*path) for p in problems_from(value.errors, value.tp, naming)]
+        usable, inner = collect(value.usable, naming, path)
+        return usable, problems + inner
+    problems: list[Problem] = []
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in cast(dict[str, Any], value).items():
+            out[k], found = collect(v, naming, (*path, k))
+            problems += found
+        return out, problems
+    if isinstance(value, list):
+        items: list[Any] = []
+        for i, v in enumerate(cast(list[Any], value)):
+            item, found = collect(v, naming, (*path, i))
+            items.append(item)
+            problems += found
+        return items, problems
+    return value, problems
 
 
 # ---------------------------------------------------------------- pydantic's errors -> problems
@@ -175,6 +244,8 @@ def _problem(error: ErrorDetails, root: Any, naming: Naming) -> Problem:
         return Problem(spot.path, _constraint_message(error, spot.secret), kind)
     if deferred(value):
         return Problem(spot.path, DEFERRED, "type")
+    if kind not in _PYDANTIC_TYPES:  # a rule of the library's own (PydanticCustomError): its words
+        return Problem(spot.path, error["msg"], kind)
     if kind == "string_type" and _number(value) and naming == "schema" and not spot.secret:
         return Problem(
             spot.path,
@@ -189,6 +260,21 @@ def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+_PYDANTIC_TYPES = frozenset(
+    {
+        "string_type",
+        "int_type",
+        "bool_type",
+        "float_type",
+        "dict_type",
+        "list_type",
+        "literal_error",
+        "finite_number",
+        "dataclass_type",
+        "dataclass_exact_type",
+        "control_characters",
+    }
+)
 _EXPECTED = {
     "string_type": "text",
     "int_type": "a whole number",
@@ -209,14 +295,12 @@ def _type_message(kind: str, value: object, spot: _Spot) -> str:
         hint = f"; did you mean {close[0]}?" if close and not spot.secret else ""
         return _kind_error(value, "one of " + ", ".join(str(o) for o in options), spot.secret) + hint
     if kind == "list_type":
-        item = get_args(plain(spot.tp))
-        return _kind_error(value, f"a list of {describe(item[0]) if item else 'values'}", spot.secret)
+        item = plain(get_args(plain(spot.tp))[0])
+        what = "entries (`- name: ...`)" if _fields_of(item) is not None and not is_args_class(item) else describe(item)
+        return _kind_error(value, f"a list of {what}", spot.secret)
     if kind in ("dataclass_type", "dataclass_exact_type"):
         return _kind_error(value, f"a {plain(spot.tp).__name__} (a map of its args)", spot.secret)
-    expected = _EXPECTED.get(kind)
-    if expected is None:
-        return f"is not valid ({kind})"
-    return _kind_error(value, expected, spot.secret)
+    return _kind_error(value, _EXPECTED.get(kind, kind), spot.secret)
 
 
 def _kind_error(value: object, expected: str, secret: bool = False) -> str:
@@ -304,28 +388,6 @@ def resource_name_problems(cls: type, field: str, resource_name: str) -> list[Pr
         )
         for p in problems
     ]
-
-
-def check_value(tp: Any, value: Any, path: tuple[PathPart, ...], naming: Naming, out: list[Problem]) -> Any:
-    """`value` checked against type `tp`: the problems appended at `path`; the value to keep."""
-    key = (tp, "")
-    if key not in _ADAPTERS:
-        _ADAPTERS[key] = (
-            TypeAdapter(tp)
-            if is_args_class(plain(tp))
-            else TypeAdapter(cast(Any, Annotated)[tp, SHAPED], config=ARGS_CONFIG)
-        )
-    try:
-        return _ADAPTERS[key].validate_python(value, by_alias=naming == "schema", by_name=naming == "python")
-    except ValidationError as err:
-        found = problems_from(err.errors(), tp, naming)
-        out += [dataclasses.replace(p, path=(*path, *p.path)) for p in found]
-        try:
-            return _ADAPTERS[key].validate_python(
-                value, by_alias=naming == "schema", by_name=naming == "python", context={LENIENT: True}
-            )
-        except ValidationError:
-            return value
 
 
 def check_instance(instance: object) -> list[Problem]:

@@ -1,0 +1,188 @@
+"""What the stack decides where its file says nothing: each decision a short pure function, named
+for it. They read what the file wrote (`Written`: each section's keys as written, by arg name) and
+what the stack knows already; stacks/load.py builds the components' args from them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kaito_aks import catalog
+from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.model.rules import off_gpu_by_default
+from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
+from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
+from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime
+from kaito_aks.problems import Key, PathPart
+from kaito_aks.vocabulary import GpuDiscovery, NodeProvisioning
+from stacks.config import DEFAULT_KAITO_VERSION
+from stacks.errors import secret_key
+
+Section = Mapping[str, Any]  # a section's keys as written, by arg name
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a stack file writes, as its schema read it: each section's keys as written (by arg
+    name; an unusable key left out), and each list's entries (None: an entry with a required key
+    missing or unusable, or no map at all)."""
+
+    cluster_kind: str | None = None  # kubeconfig, aks or existing; None: not exactly one written
+    cluster: Section | None = None  # None: the cluster section is unusable
+    kaito: Section = field(default_factory=dict[str, Any])
+    gpu_operator: Section = field(default_factory=dict[str, Any])
+    gpu_provisioner: Section = field(default_factory=dict[str, Any])
+    rag_engine_operator: Section = field(default_factory=dict[str, Any])
+    pools: tuple[Section | None, ...] = ()
+    workspaces: tuple[Section | None, ...] = ()
+    rag_engines: tuple[Section | None, ...] = ()
+    create_namespaces: bool = True
+
+    @property
+    def is_azure(self) -> bool:
+        return self.cluster_kind in ("aks", "existing")
+
+
+# ---------------------------------------------------------------- the cluster
+
+
+def cluster_location(aks: Section, azure_location: str | None) -> str | None:
+    """A created cluster's region: cluster.aks.location, else the azure-native provider's."""
+    return aks.get("location") or azure_location
+
+
+def cluster_tags(aks: Section) -> dict[str, str]:
+    """A created cluster's tags say who manages it; the file's own tags come on top."""
+    return {"managed-by": "pulumi", "app": "kaito-aks", **aks.get("tags", {})}
+
+
+def runs_add_on(cluster: AksClusterArgs | None) -> bool:
+    """AKS runs KAITO (the AI toolchain operator add-on): the KAITO defaults follow it."""
+    return cluster is not None and cluster.ai_toolchain_operator
+
+
+# ---------------------------------------------------------------- KAITO
+
+
+def node_provisioning(kaito: Section, add_on: bool) -> NodeProvisioning:
+    """byo, or auto with the add-on (it provisions its own nodes and offers no byo)."""
+    return kaito.get("node_provisioning") or ("auto" if add_on else "byo")
+
+
+def kaito_installed(kaito: Section, add_on: bool) -> bool:
+    """The stack installs KAITO, unless the add-on runs it."""
+    install = kaito.get("install")
+    return (not add_on) if install is None else install
+
+
+def kaito_version(kaito: Section, cluster: AksClusterArgs | None) -> str:
+    """kaito.version, else the release the add-on runs on the cluster's Kubernetes minor, else the
+    program's default."""
+    if kaito.get("version"):
+        return kaito["version"]
+    return add_on_kaito_version(cluster) if runs_add_on(cluster) else DEFAULT_KAITO_VERSION
+
+
+def add_on_kaito_version(cluster: AksClusterArgs | None) -> str:
+    """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
+    cluster's is known only at deploy time: the newest statement). A release this program does
+    not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest
+    statement's rules judge the rest meanwhile."""
+    table = catalog.aks_add_on()
+    release = table.kaito_on(cluster.kubernetes_version if cluster is not None else None)
+    return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
+
+
+def gpu_discovery(kaito: Section, gpu_operator_on: bool) -> GpuDiscovery:
+    """Who labels the GPU nodes: the GPU Operator when this stack installs it, else KAITO's own."""
+    return kaito.get("gpu_discovery") or ("external" if gpu_operator_on else "kaito")
+
+
+# ---------------------------------------------------------------- the operators
+
+
+def gpu_operator_on(written: Written, auto: bool) -> bool:
+    """The GPU Operator drives this stack's GPU pools: on for AKS stacks with pools (KAITO's
+    auto-provisioned nodes get AKS's driver instead)."""
+    enabled = written.gpu_operator.get("enabled")
+    return enabled if enabled is not None else (written.is_azure and bool(written.pools) and not auto)
+
+
+def gpu_provisioner_on(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) -> bool:
+    """gpu-provisioner serves auto-provisioning of a KAITO this stack installs on AKS."""
+    install = written.gpu_provisioner.get("install")
+    if install is not None:
+        return install
+    auto = kaito.node_provisioning == "auto"
+    return auto and kaito_install and written.is_azure and kaito.node_provisioner == "gpu-provisioner"
+
+
+def gpu_provisioner_version(provisioner: Section, kaito_version: str) -> str:
+    """The chart KAITO's own install pairs with its release."""
+    return provisioner.get("version") or catalog.gpu_provisioner_for_kaito(kaito_version) or GPU_PROVISIONER_VERSION
+
+
+def gpu_operator_version(operator: Section) -> str:
+    return operator.get("version", GPU_OPERATOR_VERSION)
+
+
+def rag_operator_on(written: Written, kaito_install: bool) -> bool:
+    """The RAGEngine operator comes with ragEngines where the stack installs KAITO."""
+    install = written.rag_engine_operator.get("install")
+    return (bool(written.rag_engines) and kaito_install) if install is None else install
+
+
+# ---------------------------------------------------------------- the models
+
+
+def pools_known(written: Written, provisioning: NodeProvisioning, usable_pools: int) -> bool:
+    """The stack knows every GPU pool of a cluster it creates (bring-your-own nodes, every pool
+    entry usable): each model checks where it lands, and the pools' budget is counted."""
+    return written.cluster_kind == "aks" and provisioning == "byo" and usable_pools == len(written.pools)
+
+
+def stack_wide_model_args(kaito: KaitoOperatorArgs, kaito_section: Section) -> dict[str, Any]:
+    """What every model gets from the kaito section (its release, node provisioning, waits), and,
+    with the vLLM gate off, the runtime KAITO serves every preset with."""
+    waits = ("wait_for_ready", "ready_timeout_minutes", "wait_for_gpu_nodes", "gpu_nodes_timeout_minutes")
+    given = {k: kaito_section[k] for k in waits if k in kaito_section}
+    forced = forced_runtime(kaito)
+    runtime = {"runtime": forced} if forced is not None else {}
+    return {"kaito_version": kaito.version, "node_provisioning": kaito.node_provisioning, **given, **runtime}
+
+
+def model_defaults(stack_wide: Mapping[str, Any], entry: Section) -> dict[str, Any]:
+    """The stack-wide args a workspace entry takes: all but the forced runtime for a custom image
+    (the gate picks how KAITO serves a preset; an image serves itself)."""
+    return {k: v for k, v in stack_wide.items() if not (k == "runtime" and entry.get("image"))}
+
+
+def stack_wide_paths(kaito: KaitoOperatorArgs) -> dict[str, tuple[PathPart, ...]]:
+    """Where each stack-wide model arg is written: a model's problem about it is said there."""
+    paths: dict[str, tuple[PathPart, ...]] = {
+        "kaito_version": ("kaito", "version"),
+        "node_provisioning": ("kaito", "node_provisioning"),
+        "wait_for_ready": ("kaito", "wait_for_ready"),
+        "ready_timeout_minutes": ("kaito", "ready_timeout_minutes"),
+        "wait_for_gpu_nodes": ("kaito", "wait_for_gpu_nodes"),
+        "gpu_nodes_timeout_minutes": ("kaito", "gpu_nodes_timeout_minutes"),
+        "hf_token": (secret_key("hfToken"),),
+    }
+    if forced_runtime(kaito) is not None:
+        gates = kaito.values.get("featureGates")
+        in_values = isinstance(gates, Mapping) and "vLLM" in gates
+        paths["runtime"] = (
+            "kaito",
+            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
+            Key("vLLM"),
+        )
+    return paths
+
+
+def cpu_model_on_system_pool(args: KaitoModelArgs, is_azure: bool) -> dict[str, str] | None:
+    """On AKS a CPU model that says nothing of where it runs stays on the system pool (never on a
+    GPU node): its node_selector, or None to leave it as written."""
+    return dict(AKS_SYSTEM_POOL_LABELS) if is_azure and off_gpu_by_default(args) else None
