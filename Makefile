@@ -50,5 +50,5 @@ benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..100
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache render
 
-docs: $(VENV)/.installed  ## regenerate the README's config reference from the schema
-	$(PY) -m stacks docs --readme > /dev/null
+docs: $(VENV)/.installed  ## regenerate docs/configuration.md from the schema, and the docs' example blocks
+	$(PY) -m stacks docs --write > /dev/null
