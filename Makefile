@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 
-.PHONY: test lint preview render validate snapshots benchmark e2e docs clean
+.PHONY: test lint offline-preview preview render validate snapshots benchmark e2e docs clean
 SHELL_SCRIPTS := scripts/e2e-tools .ci/run components/pulumi-resource-kaito-aks
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt components/pyproject.toml
@@ -21,10 +21,16 @@ lint: $(VENV)/.installed  ## ruff (lint + format), pyright (strict on the librar
 	$(VENV)/bin/pyright
 	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
 
-preview: $(VENV)/.installed  ## what STACK (default dev) would deploy, rendered to render/$(STACK) without credentials
+# Not `pulumi preview`: no cloud, no cluster, no state. The program runs under Pulumi's mock engine.
+offline-preview: $(VENV)/.installed  ## what STACK (default dev) would deploy, rendered to render/$(STACK) without credentials
 	$(PY) -m stacks validate $(STACK)
 	$(PY) -m stacks render $(STACK)
 	@cat render/$(STACK)/order.yaml | sed -n '/^waves:/,/^resources:/p' | sed '$$d'
+
+preview:  ## renamed: `make offline-preview` renders without credentials; `pulumi preview` asks Azure and the cluster
+	@echo "make preview is now make offline-preview (a render under Pulumi's mocks, no credentials)." >&2
+	@echo "For the real preview against Azure and your cluster: pulumi preview --stack $(STACK) --diff" >&2
+	@exit 2
 
 render: $(VENV)/.installed  ## every stack, to render/<stack>
 	$(PY) -m stacks render
@@ -44,5 +50,5 @@ benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..100
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache render
 
-docs: $(VENV)/.installed  ## regenerate the README's config reference from the schema
-	$(PY) -m stacks docs --readme > /dev/null
+docs: $(VENV)/.installed  ## regenerate docs/configuration.md from the schema, and the docs' example blocks
+	$(PY) -m stacks docs --write > /dev/null

@@ -3,9 +3,9 @@
 (Pulumi mocks, as the tests and `render` run it) and time the test suite.
 
 Each size runs in a fresh process, so its peak memory is its own. Prints a markdown table;
-`--readme` also writes it into README.md between the benchmark markers.
+`--write` also writes it into docs/development.md between the benchmark markers.
 
-    python scripts/benchmark.py [--sizes 10 50 200 1000] [--repeat 3] [--readme] [--no-tests]
+    python scripts/benchmark.py [--sizes 10 50 200 1000] [--repeat 3] [--write] [--no-tests]
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200, 1000])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/development.md")
     parser.add_argument("--no-tests", action="store_true", help="skip timing the test suite")
     args = parser.parse_args()
     if args.one:
@@ -132,10 +132,10 @@ def main() -> None:
     tests = None if args.no_tests else time_tests()
     text = table(rows, tests)
     print(text)
-    if args.readme:
-        from stacks.docs import readme_block
+    if args.write:
+        from stacks.docs import ROOT, marked_block
 
-        readme_block("benchmark", text)
+        marked_block(ROOT / "docs" / "development.md", "benchmark", text)
 
 
 if __name__ == "__main__":

@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--timeout", type=_positive, default=30.0, help="minutes --watch follows at most (default: 30)")
     status.add_argument("--dir", type=Path, default=ROOT, help="the Pulumi project (where its stack files are)")
 
-    docs = sub.add_parser("docs", help="print the config reference (the README's, generated from the schema)")
-    docs.add_argument("--readme", action="store_true", help="write it into README.md")
+    docs = sub.add_parser("docs", help="print the config reference (docs/configuration.md, generated from the schema)")
+    docs.add_argument(
+        "--write", action="store_true", help="write docs/configuration.md and the docs' example blocks (make docs)"
+    )
 
     models = sub.add_parser("models", help="the models KAITO serves: presets, and from 0.11 its Hugging Face catalog")
     msub = models.add_subparsers(dest="models_command", required=True)
@@ -98,14 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:  # --watch stopped by hand
             return 130
     if args.command == "docs":
-        from stacks.docs import EXAMPLE_BLOCKS, config_reference, example_block, readme_block
+        from stacks.docs import config_reference, write
 
-        text = config_reference()
-        if args.readme:
-            readme_block("config-reference", text)
-            for block in EXAMPLE_BLOCKS:
-                readme_block(block, example_block(block))
-        print(text)
+        if args.write:
+            write()
+        print(config_reference())
         return 0
     if args.models_command == "list":
         return _models_list(args.version, args.json)

@@ -247,19 +247,35 @@ def test_validate_lists_every_error_with_its_path(tmp_path, capsys):
     assert "workspaces[1].preferredNodes: removed in KAITO 0.8; use labelSelector" in out
 
 
-def test_readme_config_reference_is_generated_from_the_schema():
-    from stacks.docs import config_reference, readme_block
+def test_the_configuration_reference_is_generated_from_the_schema():
+    from stacks.docs import CONFIGURATION, configuration_page
 
-    assert readme_block("config-reference").strip() == config_reference().strip(), (
-        "run `python -m stacks docs --readme`"
-    )
+    assert CONFIGURATION.read_text() == configuration_page(), "run `make docs`"
 
 
 @pytest.mark.parametrize("block", list(EXAMPLE_BLOCKS))
-def test_readme_examples_are_the_example_files_ci_runs(block):
-    from stacks.docs import example_block, readme_block
+def test_the_docs_examples_are_the_example_files_ci_runs(block):
+    from stacks.docs import example_block, marked_block
 
-    assert readme_block(block) == example_block(block), "run `python -m stacks docs --readme`"
+    page = EXAMPLE_BLOCKS[block][2]
+    assert marked_block(page, block) == example_block(block), f"{page.name}: run `make docs`"
+
+
+def test_docs_write_regenerates_the_reference_and_the_example_blocks(tmp_path, monkeypatch):
+    from stacks import docs
+
+    page = tmp_path / "library.md"
+    page.write_text("before\n<!-- example-yaml:start -->\nstale\n<!-- example-yaml:end -->\nafter\n")
+    monkeypatch.setattr(docs, "CONFIGURATION", tmp_path / "configuration.md")
+    example = docs.EXAMPLE_BLOCKS["example-yaml"]
+    monkeypatch.setattr(docs, "EXAMPLE_BLOCKS", {"example-yaml": (example[0], example[1], page)})
+    assert main(["docs", "--write"]) == 0
+    assert (tmp_path / "configuration.md").read_text() == docs.configuration_page()
+    assert page.read_text() == (
+        "before\n<!-- example-yaml:start -->\n"
+        + docs.example_block("example-yaml")
+        + "<!-- example-yaml:end -->\nafter\n"
+    )
 
 
 def test_readme_test_command_is_what_ci_runs():

@@ -1,6 +1,6 @@
-"""Every stack-file fragment the README shows is a stack `validate` accepts (review 2, G3): a
-fragment is completed only with what it leaves out (a cluster, the location, the hfToken a gated
-model needs), never changed."""
+"""Every stack-file fragment the README and the docs show is a stack `validate` accepts (review 2,
+G3): a fragment is completed only with what it leaves out (a cluster, the location, the hfToken a
+gated model needs), never changed."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ import yaml
 from stacks.cli import main
 from tests.conftest import ROOT
 
-# the README's stack files; the Pulumi YAML program (example-yaml) is run by its own test
+# the pages' stack files; the Pulumi YAML program (example-yaml) is run by its own test
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCKS = [
     b
-    for b in re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    for page in PAGES
+    for b in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)
     if "kaito-aks:" in b and "resources:" not in b
 ]
 

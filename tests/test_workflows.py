@@ -1,4 +1,4 @@
-"""The GitHub workflows: valid against GitHub's workflow schema, and doing what the README says."""
+"""The GitHub workflows: valid against GitHub's workflow schema, and doing what docs/ci.md says."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""`pip install` of components/ gives a self-contained, typed package: the README's example
-program, written against it alone, type-checks with pyright and deploys under Pulumi's mocks
-with none of this repository's files."""
+"""`pip install` of components/ gives a self-contained, typed package: the example programs
+(components/README.md and docs/library.md show them), written against it alone, type-check with
+pyright and deploy under Pulumi's mocks with none of this repository's files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's Pulumi YAML example (components/examples/yaml), run as written against the API
+"""The Pulumi YAML example docs/library.md shows (components/examples/yaml), run as written against the API
 server: the component provider added from a local path, a model deployed through the program's
 own explicit provider, the waits run, the kubeconfig kept secret; a misspelt input is refused
 by name, not dropped."""
@@ -12,7 +12,7 @@ from harness import GFD_LABELS, ROOT, TOKEN, Cluster, Project, StandInKaito, cop
 
 YAML_MODEL = "phi"
 GPU_NODE = "aks-a100-0"
-# The README's YAML example, as it is in the repository; only the package's path is this run's.
+# The docs' YAML example, as it is in the repository; only the package's path is this run's.
 EXAMPLE = ROOT / "components" / "examples" / "yaml" / "Pulumi.yaml"
 
 
