@@ -50,5 +50,5 @@ benchmark: $(VENV)/.installed  ## program evaluation time and memory for 10..100
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache render
 
-docs: $(VENV)/.installed  ## regenerate docs/configuration.md from the schema, and the docs' example blocks
+docs: $(VENV)/.installed  ## regenerate components/schema.json (the provider schema), docs/api.md, docs/configuration.md, the docs' example blocks
 	$(PY) -m stacks docs --write > /dev/null

@@ -247,6 +247,12 @@ def test_validate_lists_every_error_with_its_path(tmp_path, capsys):
     assert "workspaces[1].preferredNodes: removed in KAITO 0.8; use labelSelector" in out
 
 
+def test_the_api_reference_is_generated_from_the_committed_schema():
+    from stacks.docs import API, api_page
+
+    assert API.read_text() == api_page(), "run `make docs`"
+
+
 def test_the_configuration_reference_is_generated_from_the_schema():
     from stacks.docs import CONFIGURATION, configuration_page
 

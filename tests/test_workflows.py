@@ -53,6 +53,10 @@ def test_ci_runs_the_readme_test_command_and_posts_the_render_diff():
     render = ci["jobs"]["render-diff"]
     assert "make render" in "\n".join(s.get("run", "") for s in steps(render))
     assert any(s.get("uses", "").startswith("marocchino/sticky-pull-request-comment") for s in steps(render))
+    # next to it, the diff of the committed provider schema: the API every Pulumi language sees
+    scripts = "\n".join(s.get("run", "") for s in steps(render))
+    assert "-- components/schema.json > schema.diff" in scripts
+    assert "Provider schema diff" in scripts
 
 
 ACTION = ROOT / ".github" / "actions" / "pulumi-stack" / "action.yml"

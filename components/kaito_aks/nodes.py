@@ -111,7 +111,8 @@ class NodeGroup:
     """Azure VM size of the nodes, a GPU size KAITO knows (the package's catalog lists them): KAITO
     sizes models against its GPUs."""
     labels: Labels = field(default_factory=dict[str, str])
-    """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them."""
+    """Labels every node carries; a model's `label_selector.match_labels` picks the pool by them.
+    Default: none."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     """Taints every node carries (key=value:Effect)."""
     min_nodes: Annotated[int, Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")] = 1

@@ -20,6 +20,7 @@ import textwrap
 import typing
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any, cast, get_args, get_origin
 
 import pulumi
@@ -325,6 +326,16 @@ def schema() -> dict[str, Any]:
         "types": dict(sorted(types.types.items())),
         "language": {"python": {"requires": {"kaito-aks": f">={__version__}"}}},
     }
+
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schema.json"
+"""components/schema.json: the schema, committed, so a change to the API every language sees shows
+in review (a test keeps it equal to `schema()`; `make docs` writes it)."""
+
+
+def schema_text() -> str:
+    """The package schema as components/schema.json holds it."""
+    return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 # ---------------------------------------------------------------- construct

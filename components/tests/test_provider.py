@@ -27,7 +27,7 @@ from kaito_aks import (
 )
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import NodeGroup
-from kaito_aks.provider import KaitoAksProvider, schema, to_wire
+from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, schema, schema_text, to_wire
 from kaito_aks.rag.spec import RagEngineArgs
 from kaito_aks.schema import fields, walk_types
 from kaito_aks.testing import MOCK_KUBECONFIG, Secret, run
@@ -353,3 +353,12 @@ def test_a_yaml_program_passes_a_pool_and_a_cluster_on_through_outputs():
             )
         )
     assert [e["property_path"] for e in err.value.errors or []] == ["labelSelector"]
+
+
+def test_the_committed_schema_is_what_the_components_declare():
+    """components/schema.json is the API every Pulumi language sees, committed so that a change to
+    it (a renamed input, a new type) shows in review: it must be what the args declare now."""
+    assert SCHEMA_FILE.read_text() == schema_text(), (
+        "components/schema.json is not what the components' args declare: run `make docs` and review its diff "
+        "(every Pulumi language's API)"
+    )

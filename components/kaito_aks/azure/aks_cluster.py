@@ -41,7 +41,8 @@ KUBERNETES_VERSION = Matches(
 
 @args_class
 class SystemPoolArgs:
-    """The AKS system node pool: the operators, and CPU models (kaito_aks.nodes.AKS_SYSTEM_POOL_LABELS)."""
+    """The AKS system node pool: the operators, and CPU models (which select it by the label
+    kubernetes.azure.com/mode: system)."""
 
     vm_size: str = "Standard_D4s_v5"
     """VM size of the system nodes."""
@@ -67,7 +68,7 @@ class AksClusterArgs:
     system_pool: SystemPoolArgs = field(default_factory=SystemPoolArgs)
     """The system pool of a created cluster."""
     tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
-    """Azure tags on a created resource group and cluster."""
+    """Azure tags on a created resource group and cluster; default: none."""
     ai_toolchain_operator: bool = False
     """The AKS AI toolchain operator add-on: AKS runs KAITO (its own version, with node
     auto-provisioning in the control plane) and no KAITO Helm release may be installed. With
@@ -119,8 +120,9 @@ def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.Cr
 class AksCluster(pulumi.ComponentResource):
     """A resource group and AKS cluster (system-assigned identity, Azure CNI overlay, OIDC issuer
     and workload identity on, a system pool; GPU pools are GpuNodePools of their own), or an
-    existing cluster read-only. `provider` is the explicit Kubernetes provider every in-cluster
-    resource uses; it carries the cluster's credentials to the waits too."""
+    existing cluster read-only. In Python, `provider` is the explicit Kubernetes provider every
+    in-cluster resource uses, and carries the cluster's credentials to the waits too; other
+    languages make a kubernetes Provider from its `kubeconfig` output."""
 
     cluster_name: pulumi.Output[str]
     """The cluster's name."""

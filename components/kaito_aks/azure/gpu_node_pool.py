@@ -57,20 +57,22 @@ class GpuNodePoolArgs:
     resource_group_name: Input[str]
     """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
     vm_size: str
-    """A GPU VM size KAITO knows, e.g. Standard_NC24ads_A100_v4 (kaito_aks.catalog lists them)."""
+    """A GPU VM size of KAITO's SKU table, e.g. Standard_NC24ads_A100_v4."""
     name: Annotated[str, POOL_NAME] | None = None
     """The AKS pool name; default: the resource name."""
     count: Annotated[int, NODES] | None = None
     """Fixed node count (default 1); or give `autoscale`."""
     autoscale: AutoscaleArgs | None = None
-    """Let the cluster autoscaler size the pool between min and max, instead of `count`."""
+    """Let the cluster autoscaler size the pool between min and max, instead of `count`; default: a
+    fixed size."""
     gpu_driver: GpuDriver = "operator"
     """operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
     it; aks: AKS installs the driver and container toolkit."""
     spot: bool = False
     """Azure Spot VMs (the nodes carry AKS's spot taint; KAITO tolerates it from 0.11)."""
     labels: Labels = field(default_factory=dict[str, str])
-    """Node labels, besides nvidia.com/gpu.present=true and the ones AKS adds (select the pool by them)."""
+    """Node labels, besides nvidia.com/gpu.present=true and the ones AKS adds (select the pool by
+    them); default: only those."""
     taints: Annotated[list[Taint], MaxItems(50)] = field(default_factory=lambda: list(DEFAULT_GPU_TAINTS))
     """Node taints, key=value:Effect; KAITO's presets tolerate sku=gpu and nvidia.com/gpu."""
     os_disk_size_gb: Annotated[int, Range(30, 2048, "AKS: OS disks of 30 GB to 2 TiB")] | None = None

@@ -63,9 +63,9 @@ class WorkloadIdentityArgs:
     location: Input[str] | None = None
     """Azure region of the identity; default: the resource group's."""
     roles: Annotated[list[RoleGrantArgs], MaxItems(20)] = field(default_factory=list[RoleGrantArgs])
-    """Azure roles the identity holds."""
+    """Azure roles the identity holds; default: none."""
     tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
-    """Azure tags on the identity."""
+    """Azure tags on the identity; default: none."""
 
 
 def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:

@@ -27,7 +27,8 @@ class KubeconfigClusterArgs:
     given) $KUBECONFIG, then ~/.kube/config, as kubectl reads them."""
 
     kubeconfig: KubeconfigContents | None = None
-    """Kubeconfig contents (kept secret), instead of `path`; never empty."""
+    """Kubeconfig contents (kept secret), instead of `path`; never empty. Default: `path`, else
+    $KUBECONFIG, then ~/.kube/config."""
     path: Annotated[str, NOT_EMPTY] | None = None
     """A kubeconfig file; default: $KUBECONFIG, then ~/.kube/config."""
     context: str | None = None
@@ -102,8 +103,9 @@ def kubeconfig_cluster_problems(args: KubeconfigClusterArgs, *, base: Path | Non
 
 
 class KubeconfigCluster(pulumi.ComponentResource):
-    """Any existing cluster: `provider`, the explicit Kubernetes provider every in-cluster
-    resource uses, which also carries the credentials to the waits."""
+    """Any existing cluster. In Python, `provider` is the explicit Kubernetes provider every
+    in-cluster resource uses, which also carries the credentials to the waits; other languages
+    make a kubernetes Provider from its `kubeconfig` and `context` outputs."""
 
     cluster_name: pulumi.Output[str]
     """The kubeconfig context (or "kubeconfig"): the name KAITO's chart is given."""

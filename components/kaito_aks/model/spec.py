@@ -61,7 +61,7 @@ class LabelSelectorRequirementArgs:
     operator: SelectorOperator
     """In, NotIn, Exists or DoesNotExist."""
     values: list[str] | None = None
-    """The values (In, NotIn)."""
+    """The values (In, NotIn); none with Exists and DoesNotExist."""
 
 
 @args_class
@@ -69,10 +69,10 @@ class LabelSelectorArgs:
     """Kubernetes' LabelSelector; KAITO finds bring-your-own GPU nodes by `match_labels`."""
 
     match_labels: Labels | None = None
-    """Labels a node must carry."""
+    """Labels a node must carry; default: none."""
     match_expressions: list[LabelSelectorRequirementArgs] | None = None
     """Further conditions: In with one value each, as KAITO turns the selector into labels (its
-    node lookup ignores them)."""
+    node lookup ignores them); default: none."""
 
 
 @args_class
@@ -86,7 +86,7 @@ class AdapterArgs:
     strength: Annotated[float, Range(0, 1)] | None = None
     """Weight of the adapter, 0-1 (transformers runtime only; KAITO's default 1.0)."""
     image_pull_secrets: list[str] | None = None
-    """Secrets to pull the image with."""
+    """Secrets to pull the image with; default: none (a public image)."""
 
 
 @args_class
@@ -94,13 +94,13 @@ class TuningInputArgs:
     """Tuning data: exactly one of `urls`, `image` or `volume_source` (KAITO's DataSource)."""
 
     urls: list[str] | None = None
-    """URLs of the data files."""
+    """URLs of the data files (or give `image` or `volume_source`)."""
     image: Annotated[str, IMAGE] | None = None
-    """An image holding the data."""
+    """An image holding the data (or give `urls` or `volume_source`)."""
     volume_source: dict[str, Any] | None = None
-    """A Kubernetes volume source holding the data."""
+    """A Kubernetes volume source holding the data (or give `urls` or `image`)."""
     image_pull_secrets: list[str] | None = None
-    """Secrets to pull the image with."""
+    """Secrets to pull the image with; default: none (a public image)."""
 
 
 @args_class
@@ -108,11 +108,11 @@ class TuningOutputArgs:
     """Where the tuned adapter goes: an `image` (with `image_push_secret`) or a `volume_source`."""
 
     image: Annotated[str, IMAGE] | None = None
-    """The image to push the adapter to."""
+    """The image to push the adapter to (or give `volume_source`)."""
     image_push_secret: str | None = None
     """A Secret to push the image with (required with `image`)."""
     volume_source: dict[str, Any] | None = None
-    """A Kubernetes volume source to write the adapter to."""
+    """A Kubernetes volume source to write the adapter to (or give `image`)."""
 
 
 @args_class
@@ -145,10 +145,11 @@ class KaitoModelArgs:
     namespace: Annotated[str, DNS_LABEL] = "default"
     """Namespace of every object; it must exist."""
     model: str | None = None
-    """A KAITO preset of `kaito_version` (kaito_aks.catalog lists them), or from 0.11 a Hugging Face
-    id: one of KAITO's model catalog is sized offline, any other by KAITO at admission."""
+    """A KAITO preset of `kaito_version` (of KAITO's preset list of that release), or from 0.11 a
+    Hugging Face id: one of KAITO's model catalog is sized offline, any other by KAITO at
+    admission. Give it or `image`."""
     image: Annotated[str, IMAGE] | None = None
-    """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset."""
+    """A custom serving image (llama.cpp/GGUF, e.g. AIKit) instead of a preset; give it or `model`."""
     compute: Compute = "gpu"
     """gpu or cpu: picks the default `label_selector`; presets need gpu."""
     replicas: Annotated[
@@ -159,28 +160,31 @@ class KaitoModelArgs:
     """Nodes to run on; default: nvidia.com/gpu.present=true (gpu) or kubernetes.io/os=linux (cpu)."""
     node_selector: Labels | None = None
     """Labels a custom image's nodes must carry as well (its pod's nodeSelector, which KAITO keeps:
-    it replaces the pod's affinity with `label_selector`'s and lets it onto GPU nodes). On AKS
-    with bring-your-own nodes, kaito_aks.nodes.AKS_SYSTEM_POOL_LABELS keeps a CPU model on the
-    system pool, off the GPU pools."""
+    it replaces the pod's affinity with `label_selector`'s and lets it onto GPU nodes); default:
+    none. On AKS with bring-your-own nodes, the label kubernetes.azure.com/mode: system keeps a
+    CPU model on the system pool, off the GPU pools."""
     runtime: Runtime | None = None
     """vllm or transformers; default: KAITO's (vLLM)."""
     node_provisioning: NodeProvisioning = "byo"
     """byo: your nodes, found by `label_selector`; auto: KAITO creates nodes of `instance_type`."""
     instance_type: str | None = None
     """The Azure VM size KAITO creates nodes of (`node_provisioning` auto, where it is required),
-    e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset."""
+    e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset. Leave it out with
+    bring-your-own nodes."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
         default_factory=list[AdapterArgs]
     )
-    """LoRA adapters on a preset."""
+    """LoRA adapters on a preset; default: none."""
     config: dict[str, Any] | None = None
-    """Runtime parameters, as a ConfigMap's inference_config.yaml (e.g. {"vllm": {"max-model-len": 8192}})."""
+    """Runtime parameters, as a ConfigMap's inference_config.yaml (e.g. {"vllm": {"max-model-len":
+    8192}}); default: KAITO's own."""
     tuning: TuningArgs | None = None
-    """Fine-tune the preset instead of serving it."""
+    """Fine-tune the preset instead of serving it; default: serve it."""
     hf_token: Secret[Input[str]] | None = None
-    """Hugging Face token (kept secret), put in a Secret for presets that download their weights."""
+    """Hugging Face token (kept secret), put in a Secret for presets that download their weights;
+    default: none (a gated preset then needs `model_access_secret`)."""
     model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """An existing Secret with key HF_TOKEN, instead of `hf_token`."""
+    """An existing Secret with key HF_TOKEN, instead of `hf_token`; default: none."""
     load_balancer: bool = False
     """Expose the endpoint through a LoadBalancer Service instead of ClusterIP."""
     port: Annotated[int, Range(1, 65535)] = 5000
@@ -195,8 +199,9 @@ class KaitoModelArgs:
     Default: not known (the GPU-node wait checks at `pulumi up`)."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the waits read the cluster with (kept secret; e.g. an AksCluster's or
-    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
-    their `provider`)."""
+    KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the model is
+    deployed through, where it carries them (a Python program's AksCluster or KubeconfigCluster
+    `provider`); elsewhere give it, or turn the waits off."""
     context: str | None = None
     """Kubeconfig context for the waits; default: the provider's, or the current one."""
     wait_for_gpu_nodes: bool = True

@@ -33,9 +33,10 @@ class GpuOperatorArgs:
     node_groups: list[NodeGroup] = field(default_factory=list[NodeGroup])
     """The GPU pools it serves (e.g. `GpuNodePool.node_group`): its daemonsets and NFD tolerate
     their taints; when AKS installs the driver on every pool, it uses AKS's driver and toolkit.
-    Depend the operator on the pools themselves in `opts`."""
+    Depend the operator on the pools themselves in `opts`. Default: none (its daemonsets
+    tolerate the chart's default taints only)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
-    """Extra chart values, deep-merged last."""
+    """Extra chart values, deep-merged last; default: none."""
 
 
 def gpu_operator_problems(args: GpuOperatorArgs) -> list[Problem]:

@@ -79,13 +79,14 @@ class GpuProvisionerArgs:
     """Azure name of the managed identity, in the cluster's resource group; default:
     <cluster name>-gpu-provisioner (one per cluster)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
-    """Extra chart values, deep-merged last."""
+    """Extra chart values, deep-merged last; default: none."""
     wait_for_nodeclaims_on_delete: bool = True
     """On `pulumi destroy`, keep gpu-provisioner until KAITO's NodeClaims are gone, so their AKS
     agent pools (GPU nodes) are deleted rather than left running."""
     kubeconfig: Secret[Input[str]] | None = None
-    """Credentials that wait reads NodeClaims with (kept secret); default: those of the
-    ClusterProvider in `opts` (the cluster component's provider)."""
+    """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
+    provider it is deployed through, where it carries them (a Python program's AksCluster
+    `provider`); elsewhere give it, or turn the wait off."""
 
 
 def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:

@@ -65,9 +65,10 @@ class KaitoOperatorArgs:
     their taints, and on spot pools its pods tolerate AKS's spot taint (0.11+). Default: GPU nodes
     tainted sku=gpu:NoSchedule."""
     cluster_name: Input[str] | None = None
-    """The cluster's name, for KAITO's chart (clusterName); may be another resource's output."""
+    """The cluster's name, for KAITO's chart (clusterName); may be another resource's output.
+    Default: the chart's own."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
-    """Extra chart values, deep-merged last."""
+    """Extra chart values, deep-merged last; default: none."""
 
 
 def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:

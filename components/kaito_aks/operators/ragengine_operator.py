@@ -33,7 +33,7 @@ class RagEngineOperatorArgs:
     """KAITO chart and app version: 0.8.0, 0.8.1, 0.11.0 or 0.12.0 (the same as the KaitoOperator's)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values (the chart's own keys: image, resources, nodeSelector, tolerations,
-    logging, ...)."""
+    logging, ...); default: none."""
 
 
 def ragengine_operator_problems(args: RagEngineOperatorArgs) -> list[Problem]:

@@ -34,13 +34,15 @@ class LocalEmbeddingArgs:
     BAAI/bge-small-en-v1.5 whatever they say."""
 
     model_id: str | None = None
-    """A Hugging Face model id, downloaded when the engine starts (e.g. BAAI/bge-small-en-v1.5)."""
+    """A Hugging Face model id, downloaded when the engine starts (e.g. BAAI/bge-small-en-v1.5); give
+    it or `image`."""
     image: str | None = None
-    """A containerized embedding model: a full image reference with a tag (registry/repository:tag)."""
+    """A containerized embedding model: a full image reference with a tag (registry/repository:tag);
+    give it or `model_id`."""
     image_pull_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """A Secret to pull `image` with."""
+    """A Secret to pull `image` with; default: none (a public image)."""
     model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """A Secret holding the Hugging Face token for `model_id`."""
+    """A Secret holding the Hugging Face token for `model_id`; default: none (a public model)."""
 
 
 @args_class
@@ -51,7 +53,7 @@ class RemoteEmbeddingArgs:
     url: str
     """The embedding service's URL (e.g. https://api.openai.com/v1/embeddings)."""
     access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """A Secret holding the service's access token."""
+    """A Secret holding the service's access token; default: none (no token sent)."""
 
 
 @args_class
@@ -59,9 +61,9 @@ class EmbeddingArgs:
     """How the engine embeds documents and queries: `local` or `remote`, one of them."""
 
     local: LocalEmbeddingArgs | None = None
-    """A model the engine runs itself."""
+    """A model the engine runs itself (give this or `remote`)."""
     remote: RemoteEmbeddingArgs | None = None
-    """A service the engine calls."""
+    """A service the engine calls (give this or `local`)."""
 
 
 @args_class
@@ -72,15 +74,16 @@ class InferenceServiceArgs:
     url: Annotated[str | Awaitable[str] | pulumi.Output[str | None], LATER]  # an Input[str], or a model's endpoint
     """The LLM's chat completions URL (http(s)://host/.../chat/completions), e.g. a KaitoModel's
     `endpoint` output, so the RAG engine is created after the model's Service (a tuning job's
-    endpoint, None, is refused at deploy time)."""
+    endpoint, which is empty, is refused at deploy time)."""
     context_window_size: Annotated[int, Range(1, None, "KAITO's webhook: ContextWindowSize must be a positive integer")]
     """The LLM's combined input and output token limit (e.g. its max-model-len); the engine fits
     the retrieved documents into it."""
     access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """An existing Secret with key LLM_ACCESS_SECRET: the bearer token the engine sends the LLM."""
+    """An existing Secret with key LLM_ACCESS_SECRET: the bearer token the engine sends the LLM;
+    default: none (no token sent)."""
     access_token: Secret[Input[str]] | None = None
     """The LLM's bearer token (kept secret), put in a Secret the component creates, instead of
-    `access_secret`. A KAITO model needs none."""
+    `access_secret`; default: none. A KAITO model needs none."""
 
 
 @args_class
@@ -105,10 +108,10 @@ class VectorDbArgs:
     engine: VectorDbEngine = "qdrant"
     """The database: qdrant."""
     access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """An existing Secret with key VECTOR_DB_ACCESS_SECRET."""
+    """An existing Secret with key VECTOR_DB_ACCESS_SECRET; default: none (no key sent)."""
     access_token: Secret[Input[str]] | None = None
     """Its access key (kept secret), put in a Secret the component creates, instead of
-    `access_secret`."""
+    `access_secret`; default: none."""
 
 
 @args_class
@@ -116,11 +119,12 @@ class StorageArgs:
     """Where the engine keeps its vectors; default (no `storage`): in memory, lost with the pod."""
 
     persistent_volume_claim: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """An existing PersistentVolumeClaim in the engine's namespace the indexes persist on."""
+    """An existing PersistentVolumeClaim in the engine's namespace the indexes persist on; default:
+    none (they live in the pod's memory)."""
     mount_path: str | None = None
     """Where the claim is mounted in the engine (an absolute path); KAITO's default /mnt/data."""
     vector_db: VectorDbArgs | None = None
-    """An external vector database (KAITO 0.10+)."""
+    """An external vector database (KAITO 0.10+); default: the engine's in-process FAISS."""
 
 
 @args_class
@@ -130,10 +134,11 @@ class GuardrailsArgs:
     tokens, e-mail addresses, phone and card numbers)."""
 
     config_map: Annotated[str, DNS_SUBDOMAIN] | None = None
-    """An existing ConfigMap in the engine's namespace with key guardrails.yaml."""
+    """An existing ConfigMap in the engine's namespace with key guardrails.yaml; default: `policy`,
+    else the ragengine chart's default policy."""
     policy: dict[str, Any] | None = None
     """A policy document (KAITO's guardrails.yaml), put in a ConfigMap the component creates;
-    edits reach the engine in place."""
+    edits reach the engine in place. Default: `config_map`, else the chart's default policy."""
 
 
 @args_class
@@ -162,13 +167,14 @@ class RagEngineArgs:
     storage: StorageArgs | None = None
     """Where vectors are kept; default: in memory, lost with the pod."""
     guardrails: GuardrailsArgs | None = None
-    """Turn output guardrails on (KAITO 0.11+)."""
+    """Turn output guardrails on (KAITO 0.11+); default: off."""
     load_balancer: bool = False
     """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the readiness wait reads the cluster with (kept secret; e.g. an AksCluster's or
-    KubeconfigCluster's `kubeconfig`); default: those of the ClusterProvider in `opts` (in Python,
-    their `provider`)."""
+    KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the engine is
+    deployed through, where it carries them (a Python program's AksCluster or KubeconfigCluster
+    `provider`); elsewhere give it, or turn the wait off."""
     context: str | None = None
     """Kubeconfig context for the wait; default: the provider's, or the current one."""
     wait_for_ready: bool = True
