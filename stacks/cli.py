@@ -187,7 +187,8 @@ def _validate(stacks: list[str], root: Path) -> int:
 def _kaito_nodes(cfg: StackConfig) -> str:
     """The nodes KAITO will create in auto mode, by instance type (serving: replicas x the
     estimator's nodes per replica on that size)."""
-    from kaito_aks.model.rules import find_instance_type, max_model_len
+    from kaito_aks.model.config import max_model_len
+    from kaito_aks.model.placement import find_instance_type
 
     chart = catalog.kaito_charts()[cfg.kaito.version]
     counts: dict[str, int] = {}
@@ -264,7 +265,7 @@ def _models_list(version: str, as_json: bool) -> int:
 
 
 def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, region: str) -> int:
-    from kaito_aks.model.rules import HF_MODEL_ID
+    from kaito_aks.model.spec import HF_MODEL_ID
 
     chart = catalog.kaito_charts()[version]
     preset = catalog.find_preset(name, chart.preset_catalog)

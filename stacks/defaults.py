@@ -10,7 +10,7 @@ from typing import Any
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs
-from kaito_aks.model.rules import off_gpu_by_default
+from kaito_aks.model.placement import off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION

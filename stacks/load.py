@@ -20,8 +20,10 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problem
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.model.component import check_model
+from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.rules import cpu_on_gpu_pools, max_model_len, model_warnings
+from kaito_aks.model.placement import cpu_on_gpu_pools
+from kaito_aks.model.rules import model_warnings
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from kaito_aks import catalog
 from kaito_aks.model.names import claimed_names, name_collisions
-from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes, match_labels
+from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import dropped_by, selects, vm_size_problem
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime

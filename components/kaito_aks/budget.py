@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing
-from kaito_aks.model.rules import match_labels, max_model_len
+from kaito_aks.model.config import max_model_len
+from kaito_aks.model.placement import match_labels
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
 from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
 from kaito_aks.problems import Problem

@@ -21,8 +21,8 @@ from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
 from kaito_aks.model.component import KaitoModel, check_model, watched_objects
 from kaito_aks.model.names import name_collisions
+from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.rules import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.validation import Judged

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import access_for, provider_problems
+from kaito_aks.cluster.access import ClusterAccess, access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
@@ -72,51 +72,13 @@ class KaitoModel(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
     ):
-        checked, problems = (args.args, []) if isinstance(args, Judged) else check_model(args, name)
-        problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
-        access = None
-        if checked is not None and not problems:
-            access = access_for(checked.kubeconfig, checked.context, opts)
-            if access is None and (checked.wait_for_ready or checked.wait_for_gpu_nodes):
-                problems.append(
-                    Problem.at(
-                        "kubeconfig",
-                        "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an "
-                        "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` "
-                        "output), or turn off `wait_for_gpu_nodes` and `wait_for_ready`",
-                        "no-credentials",
-                    )
-                )
-        raise_if("KaitoModel", name, problems)
-        assert checked is not None
-        args = checked
+        args, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         for warning in model_warnings(args):  # what only KAITO can check: said, never silent
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_model(args)
         child = child_options(self, opts)
-        prerequisites: list[pulumi.Resource] = []
-
-        for cm in plan.config_maps:
-            prerequisites.append(
-                k8s.core.v1.ConfigMap(
-                    f"{name}/{cm.key or cm.name}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace),
-                    data=cm.data,
-                    opts=child,
-                )
-            )
-        if plan.hf_token_secret and args.hf_token is not None:
-            prerequisites.append(
-                k8s.core.v1.Secret(
-                    f"{name}/{plan.hf_token_secret}",
-                    metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.hf_token_secret, namespace=plan.namespace),
-                    type="Opaque",
-                    string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
-                    opts=child,
-                )
-            )
-        manifests = plan.manifests()
+        prerequisites = self._config_and_secret(name, args, plan, child)
         self.gpu_nodes_wait: GpuNodesReady | None = None
         if plan.gpu_nodes is not None and args.wait_for_gpu_nodes:
             assert access is not None
@@ -130,26 +92,12 @@ class KaitoModel(pulumi.ComponentResource):
                 opts=child,
             )
             prerequisites.append(self.gpu_nodes_wait)
-
         # KAITO reads the ConfigMaps and Secret when it reconciles, and admits a preset only once
         # the GPU nodes are labelled, so those come first. Names are fixed, so a replacement must
         # delete the old object before creating the new one.
         serving = child_options(self, opts, depends_on=prerequisites, delete_before_replace=True)
-        self.kaito_objects = [
-            KubernetesObject(
-                f"{name}/{m['metadata']['name']}",
-                m,
-                opts=pulumi.ResourceOptions.merge(
-                    serving,
-                    pulumi.ResourceOptions(
-                        replace_on_changes=list(
-                            WORKSPACE_IMMUTABLE_PATHS if m["kind"] == "Workspace" else INFERENCE_SET_IMMUTABLE_PATHS
-                        )
-                    ),
-                ),
-            )
-            for m in manifests
-        ]
+        manifests = plan.manifests()
+        self.kaito_objects = [_kaito_object(name, m, serving) for m in manifests]
         self.ready: ModelReady | None = None
         if plan.readiness is not None and args.wait_for_ready:
             assert access is not None
@@ -161,32 +109,7 @@ class KaitoModel(pulumi.ComponentResource):
                 timeout_minutes=plan.readiness.timeout_minutes,
                 opts=child_options(self, opts, depends_on=self.kaito_objects),
             )
-
-        endpoint: pulumi.Output[str | None] = pulumi.Output.from_input(None)
-        if plan.service is not None:
-            # Plain dicts rather than the typed *Args classes: the same inputs, registered with
-            # noticeably less SDK work, which counts for stacks with hundreds of models.
-            service = k8s.core.v1.Service(
-                f"{name}/{plan.service.name}",
-                metadata={"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT},
-                spec={
-                    "type": "LoadBalancer" if plan.service.load_balancer else "ClusterIP",
-                    "selector": plan.service.selector,
-                    "ports": [
-                        {
-                            "name": "http",
-                            "port": SERVICE_PORT,
-                            "target_port": plan.service.target_port,
-                            "protocol": "TCP",
-                        }
-                    ],
-                },
-                opts=child,
-            )
-            url = endpoint_of(args)
-            endpoint = service.metadata.apply(lambda _: url)  # known once the Service exists
-
-        self.endpoint = endpoint
+        self.endpoint = self._service(name, args, plan, child)
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
@@ -202,6 +125,89 @@ class KaitoModel(pulumi.ComponentResource):
                 "instanceType": self.instance_type,
             }
         )
+
+    def _config_and_secret(
+        self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The ConfigMaps the Workspaces read, and the Hugging Face token's Secret."""
+        made: list[pulumi.Resource] = [
+            k8s.core.v1.ConfigMap(
+                f"{name}/{cm.key or cm.name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace),
+                data=cm.data,
+                opts=child,
+            )
+            for cm in plan.config_maps
+        ]
+        if plan.hf_token_secret and args.hf_token is not None:
+            made.append(
+                k8s.core.v1.Secret(
+                    f"{name}/{plan.hf_token_secret}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=plan.hf_token_secret, namespace=plan.namespace),
+                    type="Opaque",
+                    string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
+                    opts=child,
+                )
+            )
+        return made
+
+    def _service(
+        self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
+    ) -> pulumi.Output[str | None]:
+        """The model's endpoint: its Service's in-cluster URL, known once the Service exists."""
+        if plan.service is None:
+            return pulumi.Output.from_input(None)
+        # Plain dicts rather than the typed *Args classes: the same inputs, registered with
+        # noticeably less SDK work, which counts for stacks with hundreds of models.
+        service = k8s.core.v1.Service(
+            f"{name}/{plan.service.name}",
+            metadata={"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT},
+            spec={
+                "type": "LoadBalancer" if plan.service.load_balancer else "ClusterIP",
+                "selector": plan.service.selector,
+                "ports": [
+                    {"name": "http", "port": SERVICE_PORT, "target_port": plan.service.target_port, "protocol": "TCP"}
+                ],
+            },
+            opts=child,
+        )
+        url = endpoint_of(args)
+        return service.metadata.apply(lambda _: url)
+
+
+def _checked(
+    name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None
+) -> tuple[KaitoModelArgs, ClusterAccess | None]:
+    """The model's args judged (unless they were) and the credentials its waits read the cluster
+    with; raises InvalidArgsError with every problem, its options' among them."""
+    checked, problems = (args.args, []) if isinstance(args, Judged) else check_model(args, name)
+    problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
+    access = None
+    if checked is not None and not problems:
+        access = access_for(checked.kubeconfig, checked.context, opts)
+        if access is None and (checked.wait_for_ready or checked.wait_for_gpu_nodes):
+            problems.append(
+                Problem.at(
+                    "kubeconfig",
+                    "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an "
+                    "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` "
+                    "output), or turn off `wait_for_gpu_nodes` and `wait_for_ready`",
+                    "no-credentials",
+                )
+            )
+    raise_if("KaitoModel", name, problems)
+    assert checked is not None
+    return checked, access
+
+
+def _kaito_object(name: str, manifest: dict[str, Any], serving: pulumi.ResourceOptions) -> KubernetesObject:
+    """A Workspace or InferenceSet; what cannot change in place replaces it."""
+    immutable = WORKSPACE_IMMUTABLE_PATHS if manifest["kind"] == "Workspace" else INFERENCE_SET_IMMUTABLE_PATHS
+    return KubernetesObject(
+        f"{name}/{manifest['metadata']['name']}",
+        manifest,
+        opts=pulumi.ResourceOptions.merge(serving, pulumi.ResourceOptions(replace_on_changes=list(immutable))),
+    )
 
 
 def watched_objects(plan: ModelPlan) -> list[Watched]:

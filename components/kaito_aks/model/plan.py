@@ -26,8 +26,8 @@ from kaito_aks.kaito.workspace import (
     Workspace,
 )
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
-from kaito_aks.model.rules import match_labels
-from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, ready_timeout
+from kaito_aks.model.placement import match_labels
+from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
 from kaito_aks.vocabulary import GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
@@ -141,88 +141,131 @@ def label_selector(args: KaitoModelArgs) -> LabelSelector:
 def plan_model(args: KaitoModelArgs) -> ModelPlan:
     """The objects that serve (or tune) a model whose args passed `model_problems`."""
     chart = catalog.kaito_charts()[args.kaito_version]
-    name = args.name or ""
-    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
     annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
-    config_maps: list[ConfigMapPlan] = []
-
     if args.tuning is not None:
-        tuning_config = None
-        if args.tuning.config is not None:
-            text = _yaml(args.tuning.config)
-            tuning_config = f"{name}-tuning-config-{content_hash(text)}"
-            config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: text}, key=f"{name}-tuning-config"))
-        source, out = args.tuning.input, args.tuning.output
-        workspace = Workspace(
-            metadata=_meta(name, args.namespace, {}, annotations),
-            resource=resource,
-            tuning=TuningSpec(
-                preset=PresetSpec(name=args.model or ""),
-                method=args.tuning.method,
-                config=tuning_config,
-                input=DataSource(
-                    urls=source.urls,
-                    image=source.image,
-                    volume_source=source.volume_source,
-                    image_pull_secrets=source.image_pull_secrets,
-                ),
-                output=DataDestination(
-                    image=out.image, image_push_secret=out.image_push_secret, volume_source=out.volume_source
-                ),
-            ),
-        )
-        return ModelPlan(
+        return _tuning_plan(args, args.tuning, resource, annotations)
+    name = args.name or ""
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    hf_secret = _hf_token_secret(args, preset)
+    config_maps, inference = _inference(args, args.model_access_secret or hf_secret)
+    workspaces, inference_set = _replicas(args, chart, resource, annotations, inference)
+    return ModelPlan(
+        name=name,
+        namespace=args.namespace,
+        model=args.model or args.image or "",
+        replicas=args.replicas,
+        workspaces=workspaces,
+        inference_set=inference_set,
+        config_maps=config_maps,
+        hf_token_secret=hf_secret,
+        service=ServicePlan(
             name=name,
-            namespace=args.namespace,
-            model=args.model or "",
-            replicas=1,
-            workspaces=(workspace,),
-            inference_set=None,
-            config_maps=tuple(config_maps),
-            hf_token_secret=None,
-            service=None,
-            readiness=ReadinessPlan("JobStarted", ready_timeout(args)),
-            instance_type=resource.instance_type,
-        )
-
-    # Attach the Hugging Face token to presets that download weights at start-up: required for
-    # gated ones, and avoids anonymous rate limits for the rest. Presets baked into images
-    # must not carry one (the webhook rejects it).
-    downloads = preset.download_at_runtime if preset else bool(args.model)
-    hf_secret = (
-        hf_token_secret_name(name)
-        if (downloads and args.hf_token is not None and not args.model_access_secret)
-        else None
+            selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
+            target_port=PRESET_PORT if args.model else args.port,
+            load_balancer=args.load_balancer,
+        ),
+        served_model=served_model_id(args, chart),
+        gpu_nodes=_gpu_nodes(args, chart, preset, resource),
+        readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", ready_timeout(args)),
+        instance_type=resource.instance_type,
     )
-    access_secret = args.model_access_secret or hf_secret
 
+
+def _tuning_plan(
+    args: KaitoModelArgs, tuning: TuningArgs, resource: ResourceSpec, annotations: dict[str, str] | None
+) -> ModelPlan:
+    """A tuning job: one Workspace, its training_config.yaml in a ConfigMap named after its content."""
+    name = args.name or ""
+    config_maps: list[ConfigMapPlan] = []
+    tuning_config = None
+    if tuning.config is not None:
+        text = _yaml(tuning.config)
+        tuning_config = f"{name}-tuning-config-{content_hash(text)}"
+        config_maps.append(ConfigMapPlan(tuning_config, {TUNING_CONFIG_KEY: text}, key=f"{name}-tuning-config"))
+    source, out = tuning.input, tuning.output
+    workspace = Workspace(
+        metadata=_meta(name, args.namespace, {}, annotations),
+        resource=resource,
+        tuning=TuningSpec(
+            preset=PresetSpec(name=args.model or ""),
+            method=tuning.method,
+            config=tuning_config,
+            input=DataSource(
+                urls=source.urls,
+                image=source.image,
+                volume_source=source.volume_source,
+                image_pull_secrets=source.image_pull_secrets,
+            ),
+            output=DataDestination(
+                image=out.image, image_push_secret=out.image_push_secret, volume_source=out.volume_source
+            ),
+        ),
+    )
+    return ModelPlan(
+        name=name,
+        namespace=args.namespace,
+        model=args.model or "",
+        replicas=1,
+        workspaces=(workspace,),
+        inference_set=None,
+        config_maps=tuple(config_maps),
+        hf_token_secret=None,
+        service=None,
+        readiness=ReadinessPlan("JobStarted", ready_timeout(args)),
+        instance_type=resource.instance_type,
+    )
+
+
+def _hf_token_secret(args: KaitoModelArgs, preset: catalog.Preset | None) -> str | None:
+    """The Secret the Hugging Face token goes in: for presets that download weights at start-up
+    (required for gated ones, and avoids anonymous rate limits for the rest). Presets baked into
+    images must not carry one (the webhook rejects it)."""
+    downloads = preset.download_at_runtime if preset else bool(args.model)
+    given = downloads and args.hf_token is not None and not args.model_access_secret
+    return hf_token_secret_name(args.name or "") if given else None
+
+
+def _inference(args: KaitoModelArgs, access_secret: str | None) -> tuple[tuple[ConfigMapPlan, ...], InferenceSpec]:
+    """What serves: the preset (with its access secret) or the custom image's pod, adapters, and
+    the runtime config in a ConfigMap named after its content (KAITO does not watch ConfigMaps,
+    but a new name changes the Workspace's inference.config, which KAITO rolls out to the pods)."""
+    name = args.name or ""
+    config_maps: tuple[ConfigMapPlan, ...] = ()
     inference_config = None
     if args.config is not None:
-        # Named after its content: KAITO does not watch ConfigMaps, but a new name changes the
-        # Workspace's inference.config, which KAITO rolls out to the serving pods.
         text = _yaml(args.config)
         inference_config = f"{name}-inference-config-{content_hash(text)}"
-        config_maps.append(
-            ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: text}, key=f"{name}-inference-config")
-        )
-
-    inference = InferenceSpec(
-        preset=PresetSpec(
+        config_maps = (ConfigMapPlan(inference_config, {INFERENCE_CONFIG_KEY: text}, key=f"{name}-inference-config"),)
+    preset = (
+        PresetSpec(
             name=args.model,
             preset_options=PresetOptions(model_access_secret=access_secret) if access_secret else None,
         )
         if args.model
-        else None,
+        else None
+    )
+    return config_maps, InferenceSpec(
+        preset=preset,
         template=None if args.model else _pod_template(args),
         config=inference_config,
         adapters=[_adapter(a) for a in args.adapters] or None,
     )
 
-    workspaces: tuple[Workspace, ...] = ()
-    inference_set = None
+
+def _replicas(
+    args: KaitoModelArgs,
+    chart: catalog.KaitoChart,
+    resource: ResourceSpec,
+    annotations: dict[str, str] | None,
+    inference: InferenceSpec,
+) -> tuple[tuple[Workspace, ...], InferenceSet | None]:
+    """The serving replicas as the release runs them: one InferenceSet (0.12), or a Workspace per
+    replica labelled as one group (one Service selects every replica's pods)."""
+    name = args.name or ""
     if chart.replicas == "inferenceSet":
+        auto = args.node_provisioning == "auto"
         inference_set = InferenceSet(
             api_version=chart.inference_set_api_version or "",
             metadata=_meta(name, args.namespace, {}, None),
@@ -236,49 +279,31 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
                 ),
             ),
         )
-    else:
-        group = {GROUP_LABEL: name}
-        workspaces = tuple(
-            Workspace(
-                metadata=_meta(replica, args.namespace, group, annotations), resource=resource, inference=inference
-            )
-            for replica in workspace_names(args, chart)
-        )
-
-    gpu_nodes = None
-    selector = resource.label_selector.match_labels
-    if args.model and not auto and selector:
-        # KAITO's webhook checks the matched nodes for presets with bring-your-own nodes only
-        # (a custom image's needs are unknown to it; auto-provisioning makes its own nodes). A
-        # Hugging Face id outside KAITO's catalog has no size offline: its nodes must still exist
-        # and be labelled.
-        demand = (
-            GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
-            if preset is not None
-            else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
-        )
-        gpu_nodes = GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
-
-    return ModelPlan(
-        name=name,
-        namespace=args.namespace,
-        model=args.model or args.image or "",
-        replicas=args.replicas,
-        workspaces=workspaces,
-        inference_set=inference_set,
-        config_maps=tuple(config_maps),
-        hf_token_secret=hf_secret,
-        service=ServicePlan(
-            name=name,
-            selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
-            target_port=PRESET_PORT if args.model else args.port,
-            load_balancer=args.load_balancer,
-        ),
-        served_model=served_model_id(args, chart),
-        gpu_nodes=gpu_nodes,
-        readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", ready_timeout(args)),
-        instance_type=resource.instance_type,
+        return (), inference_set
+    group = {GROUP_LABEL: name}
+    workspaces = tuple(
+        Workspace(metadata=_meta(replica, args.namespace, group, annotations), resource=resource, inference=inference)
+        for replica in workspace_names(args, chart)
     )
+    return workspaces, None
+
+
+def _gpu_nodes(
+    args: KaitoModelArgs, chart: catalog.KaitoChart, preset: catalog.Preset | None, resource: ResourceSpec
+) -> GpuNodesPlan | None:
+    """What the GPU-node wait checks: KAITO's webhook checks the matched nodes for presets with
+    bring-your-own nodes only (a custom image's needs are unknown to it; auto-provisioning makes
+    its own nodes). A Hugging Face id outside KAITO's catalog has no size offline: its nodes must
+    still exist and be labelled."""
+    selector = resource.label_selector.match_labels
+    if not args.model or args.node_provisioning == "auto" or not selector:
+        return None
+    demand = (
+        GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        if preset is not None
+        else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
+    )
+    return GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
 
 
 def served_model_id(args: KaitoModelArgs, chart: catalog.KaitoChart) -> str | None:

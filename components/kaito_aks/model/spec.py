@@ -4,9 +4,11 @@ component, the provider schema for other languages and the stack config all read
 
 from __future__ import annotations
 
+import re
 from dataclasses import field
 from typing import Annotated, Any, ClassVar, Literal
 
+from kaito_aks import catalog
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
@@ -214,6 +216,18 @@ class KaitoModelArgs:
     ready_timeout_minutes: Annotated[int, MINUTES] | None = None
     """How long to wait for that (large downloads take 20+ minutes); default: 30 minutes, 45 with
     `node_provisioning` auto (KAITO's new node takes about 7 minutes to be ready)."""
+
+
+HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def chart_of(args: KaitoModelArgs) -> catalog.KaitoChart | None:
+    return catalog.kaito_charts().get(args.kaito_version)
+
+
+def is_hugging_face_id(model: str, chart: catalog.KaitoChart) -> bool:
+    """Whether the release takes `model` as a Hugging Face id (org/model) rather than a preset."""
+    return chart.accepts_hugging_face_ids and HF_MODEL_ID.match(model) is not None
 
 
 READY_TIMEOUT_MINUTES = {"byo": 30, "auto": 45}

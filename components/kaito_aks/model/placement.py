@@ -1,0 +1,592 @@
+"""Where a model runs, and whether it fits there: its node selector as KAITO reads it, the nodes
+KAITO creates for it (auto-provisioning), the GPU pools it is given (bring-your-own: KAITO's
+admission and estimator on them, the pools' taints), and CPU models kept off GPU nodes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+from kaito_aks import catalog
+from kaito_aks.kaito import sizing
+from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
+from kaito_aks.model.config import max_model_len, max_model_len_value
+from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, chart_of, is_gpu
+from kaito_aks.nodes import (
+    AKS_SYSTEM_POOL_LABELS,
+    GPU_PRESENT_LABEL,
+    LINUX_LABEL,
+    SPOT_TAINT,
+    TAINT,
+    NodeGroup,
+    aks_user_node_labels,
+    may_carry,
+    may_select,
+    selects,
+    spot_problem,
+)
+from kaito_aks.problems import Key, Problem
+from kaito_aks.vocabulary import selector_text
+
+AUTO_LABEL = "apps"  # the node label of a model's auto-provisioned nodes, as KAITO's docs name it
+
+
+GIB = 1 << 30
+
+
+# KAITO 0.6's inference-config check: vLLM on several GPUs of less memory needs max-model-len.
+MAX_MODEL_LEN_REQUIRED_BELOW_GIB = 20
+
+
+def placement_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    if chart is not None and args.node_provisioning not in chart.node_provisioning_modes:
+        yield Problem.at(
+            "node_provisioning",
+            f"KAITO {chart.version} ({chart.installed_by or 'this release'}) always creates the nodes of its "
+            f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
+            "node-provisioning",
+        )
+    if args.instance_type and args.node_provisioning == "byo":
+        yield Problem.at(
+            "instance_type",
+            "KAITO rejects an instance type with bring-your-own nodes; select your nodes with `label_selector`, or use "
+            "`node_provisioning` auto",
+            "byo-instance-type",
+        )
+    if args.node_groups and args.node_provisioning == "auto":
+        yield Problem.at(
+            "node_groups",
+            "describe bring-your-own nodes, which KAITO does not use with `node_provisioning` auto (it creates nodes "
+            "of `instance_type`): remove them",
+            "auto-node-groups",
+        )
+    if args.node_selector is not None and args.model:
+        yield Problem.at(
+            "node_selector",
+            "KAITO builds a preset's pod itself and keeps nothing of it but `label_selector`: place the preset with "
+            "`label_selector`",
+            "node-selector",
+        )
+    elif args.node_selector is not None and args.node_provisioning == "auto":
+        yield Problem.at(
+            "node_selector",
+            "with `node_provisioning` auto KAITO creates the model's node, labelled with `label_selector`'s labels, and "
+            "places the pod there by them; a nodeSelector would keep it off that node: remove it",
+            "node-selector",
+        )
+    selector = args.label_selector
+    if selector is not None and not selector.match_labels and not selector.match_expressions:
+        yield Problem.at("label_selector", "matches every node; give `match_labels`", "selector")
+    elif selector is not None and args.model and not selector.match_labels:
+        yield Problem.at(
+            "label_selector",
+            'KAITO finds bring-your-own GPU nodes by matchLabels; add `match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
+            "selector",
+        )
+    if selector is not None:
+        yield from _selector(selector, chart)
+
+
+def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """KAITO turns the selector into a map (metav1.LabelSelectorAsMap, on create and on every
+    update): only In with one value converts; and from 0.11 it drops the labels it reserves for
+    its own nodes, denying a selector left with none."""
+    for i, e in enumerate(selector.match_expressions or []):
+        if e.operator != "In":
+            why = f'operator "{e.operator}" cannot be converted into the old label selector format'
+        elif len(e.values or []) != 1:
+            why = 'operator "In" without a single value cannot be converted into the old label selector format'
+        else:
+            continue
+        yield Problem.at(
+            ("label_selector", "match_expressions", i),
+            f"KAITO denies it ({why}): use In with one value, or `match_labels`",
+            "selector-expression",
+        )
+    labels = selector.match_labels or {}
+    reserved = [k for k in labels if k in RESERVED_SELECTOR_LABELS]
+    if chart is None or chart.minor < (0, 11) or not reserved:
+        return
+    alone = len(reserved) == len(labels)
+    for key in reserved:
+        yield Problem.at(
+            ("label_selector", "match_labels", Key(key)),
+            f"KAITO {chart.version} reserves this label for the nodes it manages and ignores it in a selector"
+            + (
+                ' (and denies a selector left empty: "matchLabels must contain at least one non-reserved label")'
+                if alone
+                else ""
+            )
+            + "; select by another label",
+            "reserved-label",
+        )
+
+
+def match_labels(args: KaitoModelArgs) -> dict[str, str]:
+    """The labels the model's Workspaces select nodes by. Default, bring-your-own: GPU-present
+    (gpu) or Linux (cpu); auto: apps=<name>, as KAITO's docs write it: KAITO puts the labels on
+    the nodes it creates, and a label no other node has keeps it from counting them as its own."""
+    if args.label_selector is not None and args.label_selector.match_labels:
+        return dict(args.label_selector.match_labels)
+    if args.label_selector is not None:
+        return {}
+    if args.node_provisioning == "auto":
+        return {AUTO_LABEL: args.name or ""}
+    return dict(GPU_PRESENT_LABEL if is_gpu(args) else LINUX_LABEL)
+
+
+def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
+    """The SKU-table entry for `name`, spelled exactly as Azure names the size. KAITO's webhook
+    ignores case from 0.10, but its gpu-provisioner path then compares the node's
+    node.kubernetes.io/instance-type label (Azure's spelling) with the Workspace's exactly
+    (gpu_provisioner.go at 0.12), so any other spelling never becomes ready."""
+    return catalog.gpu_skus(chart.sku_catalog).get(name)
+
+
+def instance_type_problems(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """KAITO's node auto-provisioning branch of the webhook (instanceType required; a size it
+    knows; GPU memory for the transformers runtime), stricter where KAITO admits what then
+    fails: it admits any Standard_N*/Standard_D* name, but cannot size a preset on a size outside
+    its table. Then KAITO's vLLM estimator on that size, as its controller runs it. 0.6 (the AKS
+    add-on's) has no estimator: its webhook sizes every runtime on one node of the table."""
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    release = chart.preset_catalog
+    # the webhook's SKU-table check decides (the transformers runtime, tuning; everything on 0.6)
+    admission = args.runtime == "transformers" or args.tuning is not None or release in sizing.NO_ESTIMATOR
+    mml = max_model_len(args)
+    if not args.instance_type:
+        fit = (
+            sizing.smallest_instance_type(
+                preset,
+                catalog.gpu_skus(chart.sku_catalog),
+                release,
+                transformers=admission,
+                max_model_len=mml,
+            )
+            if preset is not None
+            else None
+        )
+        hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        required = (
+            f"KAITO {chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}"
+            if chart.default_instance_type
+            else 'KAITO: "instanceType is required when node auto-provisioning is enabled"'
+        )
+        yield Problem.at(
+            "instance_type",
+            f"required with node auto-provisioning: the Azure VM size KAITO creates nodes of ({required}){hint}",
+            "instance-type",
+        )
+        return
+    name = args.instance_type
+    prefix = ("Standard_N", "Standard_D")
+    has_prefix = (
+        name.startswith(prefix)
+        if chart.sku_names_case_sensitive
+        else name.lower().startswith(tuple(p.lower() for p in prefix))
+    )
+    if not args.model:
+        if not has_prefix:
+            yield Problem.at(
+                "instance_type",
+                f'KAITO {chart.version} creates nodes only of Azure N-series (GPU) or D-series sizes ("Unsupported '
+                f'instance type {name}"); use e.g. Standard_D8s_v5 for a CPU image',
+                "instance-type",
+            )
+        return
+    sku = find_instance_type(name, chart)
+    if sku is None:
+        yield _unknown_instance_type(name, chart)
+        return
+    if sku.vendor != "nvidia":
+        yield Problem.at(
+            "instance_type",
+            f"{name} has {sku.gpu_model} GPUs; KAITO's preset images run on NVIDIA GPUs only (the AKS add-on docs list "
+            "AMD sizes as unsupported)",
+            "instance-type-gpu",
+        )
+        return
+    if sku.unusable:
+        yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
+        return
+    if release in sizing.NO_ESTIMATOR:
+        yield from _max_model_len_required(args, chart, sku)
+    if preset is None:
+        return
+    if admission:
+        need = preset.tuning_gib if args.tuning is not None and preset.tuning_gib else preset.model_gib
+        demand = catalog.Preset.model_validate({**preset.model_dump(by_alias=True), "modelGiB": need})
+        denial = sizing.instance_type_denial(demand, sku, release)
+        if denial is not None:
+            fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
+            hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
+            what = (
+                "a tuning job"
+                if args.tuning is not None
+                else "the transformers runtime"
+                if args.runtime == "transformers"
+                else args.model
+            )
+            yield Problem.at(
+                "instance_type",
+                f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
+                "instance-type-fit",
+            )
+        return
+    try:
+        sizing.nodes_on_instance_type(preset, sku, release, mml)
+    except sizing.SizingError as err:
+        fit = sizing.smallest_instance_type(
+            preset, catalog.gpu_skus(chart.sku_catalog), release, transformers=False, max_model_len=mml
+        )
+        hint = f"; the smallest that fits: {fit[0].name} ({_nodes(fit[1])})" if fit else ""
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version}'s vLLM node estimator refuses {args.model} on {name}: {err}{hint}",
+            "instance-type-fit",
+        )
+
+
+def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
+    every = catalog.all_gpu_skus()
+    spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
+    if spelled is not None:
+        why = (
+            f"KAITO {chart.version} matches instance types exactly (case included)"
+            if chart.sku_names_case_sensitive
+            else f"KAITO {chart.version}'s webhook ignores case, but it finds the node it provisioned by Azure's "
+            "spelling of the size (the node's instance-type label), so this one would never become ready"
+        )
+        return Problem.at("instance_type", f"{why}: write {spelled}", "instance-type")
+    dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
+    if dropped is not None and name in every:
+        return Problem.at("instance_type", dropped, "instance-type")
+    close = catalog.closest_skus(name)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    then = "without sizing it" if chart.preset_catalog in sizing.NO_ESTIMATOR else "then its node estimator fails"
+    return Problem.at(
+        "instance_type",
+        f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
+        f"Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
+        "instance-type",
+    )
+
+
+def _max_model_len_required(args: KaitoModelArgs, chart: catalog.KaitoChart, sku: catalog.GpuSku) -> Iterator[Problem]:
+    """KAITO 0.6's inference-config check: vLLM on a size of several GPUs with less than 20 GiB
+    each (its SKU table) needs an explicit max-model-len."""
+    per_gpu = sku.gpu_mem_gib // sku.gpu_count
+    several_small_gpus = sku.gpu_count > 1 and per_gpu < MAX_MODEL_LEN_REQUIRED_BELOW_GIB
+    if args.model and (args.runtime or "vllm") == "vllm" and several_small_gpus and max_model_len_value(args) is None:
+        yield Problem.at(
+            ("config", "vllm", "max-model-len"),
+            f"KAITO {chart.version} requires it on a multi-GPU size with less than "
+            f"{MAX_MODEL_LEN_REQUIRED_BELOW_GIB} GiB per GPU ({sku.name}); set it (e.g. 4096)",
+            "max-model-len",
+        )
+
+
+def _nodes(n: int) -> str:
+    return "1 node" if n == 1 else f"{n} nodes"
+
+
+# What KAITO does to a custom image's pod (pkg/workspace/manifests GenerateManifestWithPodTemplate
+# and the tolerations of pkg/workspace/inference, v0.8.1 and v0.12.0): it replaces the pod's
+# affinity with `In` terms of label_selector's matchLabels and adds tolerations of the
+# nvidia.com/gpu and sku=gpu taints, so only a nodeSelector of the pod's own keeps it off GPU nodes.
+KAITO_TEMPLATE_PLACEMENT = (
+    "KAITO lets a custom image's pods onto GPU nodes (it adds tolerations of their nvidia.com/gpu and sku=gpu taints "
+    "and replaces the pod's affinity with `label_selector`'s labels)"
+)
+
+
+CPU_NODES_FIX = (
+    "give `node_selector` labels only CPU nodes carry (on AKS "
+    + ", ".join(f"{k}: {v}" for k, v in AKS_SYSTEM_POOL_LABELS.items())
+    + ", the system pool), or a `label_selector` that picks CPU nodes by a label GPU nodes do not carry"
+)
+
+
+def cpu_node_labels(args: KaitoModelArgs) -> dict[str, str]:
+    """Every label a node must carry to run the model's pods (bring-your-own nodes): the
+    selector's matchLabels, which KAITO turns into the pod's affinity, and `node_selector`."""
+    return {**match_labels(args), **(args.node_selector or {})}
+
+
+def off_gpu_by_default(args: KaitoModelArgs) -> bool:
+    """Whether the model is a CPU model on bring-your-own nodes that says nothing of where it
+    runs: on AKS it then takes AKS_SYSTEM_POOL_LABELS as `node_selector` (the stack does so)."""
+    return (
+        not is_gpu(args)
+        and bool(args.image)
+        and args.node_provisioning == "byo"
+        and args.label_selector is None
+        and args.node_selector is None
+    )
+
+
+def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[Problem]:
+    """A CPU model must not be able to land on the GPU pools: it would take a node a GPU model
+    needs (its pod does not request GPUs, so a GPU preset's pod then stays Pending). `groups`:
+    the cluster's GPU pools (`node_groups`), or those a program knows of (the ones it adds to a
+    cluster it adopts)."""
+    if is_gpu(args) or not args.image or args.node_provisioning != "byo":
+        return
+    wanted = cpu_node_labels(args)
+    onto = [g.name for g in groups if may_select(wanted, g)]
+    if onto:
+        at = "label_selector" if args.label_selector is not None else "node_selector" if args.node_selector else ()
+        yield Problem.at(
+            at,
+            f"a CPU model, and its pods may land on GPU pool {', '.join(onto)} ({selector_text(wanted)} does not exclude "
+            f"their nodes): {KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
+            "cpu-on-gpu",
+        )
+
+
+# What KAITO (before 0.12, gpu-provisioner) puts on a NodeClaim besides the Workspace's matchLabels
+# (pkg/utils/nodeclaim/nodeclaim.go: consts.LabelNodePool = consts.KaitoNodePoolName).
+NODECLAIM_LABELS = {"karpenter.sh/nodepool": "kaito"}
+
+
+def provisioned_node_labels(args: KaitoModelArgs) -> dict[str, str]:
+    """Labels a node KAITO makes for the model carries: the Workspace's matchLabels, KAITO's own
+    NodeClaim labels, and those AKS gives a node of a user pool of its instance type."""
+    return {**aks_user_node_labels(args.instance_type or ""), **NODECLAIM_LABELS, **match_labels(args)}
+
+
+def cpu_on_provisioned_gpu_nodes(models: Sequence[tuple[str, KaitoModelArgs]]) -> list[tuple[int, Problem]]:
+    """Across models, with auto-provisioning before KAITO 0.12: KAITO places a custom image's pod
+    by its own matchLabels alone, tolerating GPU taints, and only 0.12 pins the pod to its
+    Workspace's nodes (ApplyProvisionerNodeSelector). So a CPU model whose labels a GPU node KAITO
+    makes for another model may carry (two models of one name in two namespaces: apps=<name>; a
+    label every node has) may land on that node. `models`: (what a problem calls the model, its
+    args); out: (index, problem)."""
+    found: list[tuple[int, Problem]] = []
+    for i, (_, cpu) in enumerate(models):
+        chart = chart_of(cpu)
+        if chart is None or chart.minor >= (0, 12) or cpu.node_provisioning != "auto" or is_gpu(cpu) or not cpu.image:
+            continue
+        mine = cpu_node_labels(cpu)
+        onto = [
+            who
+            for j, (who, other) in enumerate(models)
+            if j != i
+            and other.node_provisioning == "auto"
+            and is_gpu(other)
+            and may_carry(mine, provisioned_node_labels(other))
+        ]
+        if onto:
+            found.append(
+                (
+                    i,
+                    Problem.at(
+                        "label_selector" if cpu.label_selector is not None else "name",
+                        f"KAITO {chart.version} places this CPU model's pods by {selector_text(mine)} alone, tolerating "
+                        f"GPU taints, and the GPU nodes it makes for {', '.join(onto)} may carry those labels: give it a "
+                        f'`label_selector` of its own (e.g. {{"apps": "{cpu.namespace}-{cpu.name}"}}), or use KAITO '
+                        "0.12, which keeps a pod on its own Workspace's nodes",
+                        "cpu-on-gpu",
+                    ),
+                )
+            )
+    return found
+
+
+def may_use_gpu_nodes(args: KaitoModelArgs) -> Iterator[Problem]:
+    """Where the GPU pools are not known: a CPU model whose nodes are picked by labels every node
+    carries (kubernetes.io/os, the default) may land on any GPU node."""
+    if is_gpu(args) or args.node_provisioning != "byo" or args.node_groups is not None:
+        return
+    wanted = cpu_node_labels(args)
+    if all(key in GENERIC_NODE_LABELS for key in wanted):
+        yield Problem.at(
+            (),
+            f"a CPU model on nodes labelled {selector_text(wanted)}, which GPU nodes are too: {KAITO_TEMPLATE_PLACEMENT}, so "
+            f"it may take a GPU node; {CPU_NODES_FIX}",
+            "cpu-may-use-gpu",
+        )
+
+
+# Labels every Linux node carries, whatever it is.
+GENERIC_NODE_LABELS = ("kubernetes.io/os", "kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/arch")
+
+
+def _kaito_tolerates(taint: str, chart: catalog.KaitoChart) -> bool:
+    """Whether KAITO's preset pods may schedule despite `taint`: they tolerate sku=gpu and
+    nvidia.com/gpu NoSchedule taints (pkg/workspace/inference tolerations) and, from 0.11 with
+    spotInstance, AKS's spot taint; PreferNoSchedule never blocks."""
+    m = TAINT.match(taint)
+    if m is None:
+        return False
+    key, value, effect = m["key"], m["value"], m["effect"]
+    if taint == SPOT_TAINT:
+        return spot_problem(chart) is None
+    if effect == "PreferNoSchedule":
+        return True
+    return effect == "NoSchedule" and ((key == "sku" and value == "gpu") or key == "nvidia.com/gpu")
+
+
+def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[NodeGroup]) -> Iterator[Problem]:
+    """Where a GPU preset lands among the cluster's GPU pools (bring-your-own nodes), and
+    whether KAITO admits and places it there, by KAITO's own arithmetic."""
+    if not is_gpu(args) or args.image or args.node_provisioning != "byo":
+        return
+    if not groups:
+        yield Problem.at((), f"{args.name} needs GPU nodes but `node_groups` has none; add a GPU pool", "no-pools")
+        return
+    wanted = match_labels(args)
+    candidates = [(i, g) for i, g in enumerate(groups) if selects(wanted, g)]
+    if not candidates:
+        yield Problem.at(
+            "label_selector", "matches no GPU node pool (compare with the pools' labels)", "no-pool-matches"
+        )
+        return
+    yield from _tolerated(candidates, chart)
+    if len({g.vm_size for _, g in candidates}) > 1:
+        names = ", ".join(g.name for _, g in candidates)
+        yield Problem.at(
+            "label_selector",
+            f"matches pools of different GPU sizes ({names}); KAITO requires the nodes a Workspace selects to be alike: "
+            f'select one pool, e.g. {{"agentpool": "{candidates[0][1].name}"}}',
+            "mixed-pools",
+        )
+        return
+    dropped = catalog.dropped_sku(candidates[0][1].vm_size, chart.sku_catalog, chart.version)
+    if dropped is not None:
+        for i, _ in candidates:
+            yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
+        return
+    yield from _admitted_on([g for _, g in candidates], args, chart)
+
+
+def _tolerated(candidates: list[tuple[int, NodeGroup]], chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """The pools' spot nodes and taints, as KAITO's preset pods tolerate them."""
+    for i, g in candidates:
+        spot = spot_problem(chart) if g.spot else None
+        if spot is not None:
+            yield Problem.at(("node_groups", i, "spot"), spot, "spot")
+        for j, taint in enumerate(g.taints):
+            if TAINT.match(taint) and taint != SPOT_TAINT and not _kaito_tolerates(taint, chart):
+                yield Problem.at(
+                    ("node_groups", i, "taints", j),
+                    "KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "
+                    f"{taint!r} would keep them off this pool",
+                    "pool-taint",
+                )
+
+
+def _admitted_on(pools: list[NodeGroup], args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """Alike pools a preset selects: nodes to serve (or tune) on, by KAITO's arithmetic, and
+    nodes that exist when the Workspace is created (KAITO's webhook lists them)."""
+    if all(g.max_nodes == 0 for g in pools):
+        yield Problem.at("model", "every GPU pool it may use has no nodes; give one at least a node", "empty-pools")
+        return
+    sku = catalog.all_gpu_skus().get(pools[0].vm_size)
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    if preset is not None and sku is not None and sku.vendor == "nvidia" and not sku.unusable:
+        if args.tuning:  # where KAITO can tune on these nodes at all (else `tuning_problems` says why not)
+            problem = None if chart.tuning_needs_instance_type else _tuning_fit(args, preset, pools)
+        else:
+            problem = _serving_fit(args, preset, pools, chart)
+        if problem is not None:
+            yield problem
+            return
+    if all(g.min_nodes == 0 for g in pools):
+        yield Problem.at(
+            "model",
+            "KAITO admits a bring-your-own preset only when matching GPU nodes exist; every pool it may use scales from 0 "
+            "(give one a minimum of at least one node)",
+            "pool-from-zero",
+        )
+
+
+def _tuning_fit(args: KaitoModelArgs, preset: catalog.Preset, pools: list[NodeGroup]) -> Problem | None:
+    """A tuning job must fit a pool: its GPU memory on one node, or over the pool's nodes for
+    presets that may span nodes."""
+    need = preset.tuning_gib or preset.model_gib
+    skus = catalog.all_gpu_skus()
+
+    def fits(pool: NodeGroup) -> bool:
+        sku = skus[pool.vm_size]
+        nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
+        return sku.gpu_count >= preset.gpu_count and nodes <= pool.max_nodes and (nodes == 1 or preset.distributed)
+
+    if any(fits(p) for p in pools):
+        return None
+    best = max(skus[p.vm_size].gpu_mem_gib for p in pools)
+    spread = "several nodes allowed" if preset.distributed else "one node"
+    return Problem.at(
+        "model",
+        f"{args.model} needs {need:g} GiB of GPU memory ({preset.gpu_count} GPU per node, {spread}); the largest pool "
+        f"node has {best} GiB; add a larger pool",
+        "tuning-fit",
+    )
+
+
+def _serving_fit(
+    args: KaitoModelArgs, preset: catalog.Preset, pools: list[NodeGroup], chart: catalog.KaitoChart
+) -> Problem | None:
+    """KAITO's own arithmetic (kaito_aks/kaito/sizing.py) on the nodes the pools give: admission
+    against the nodes that exist when the Workspace is created (min_nodes), then the vLLM
+    estimator's nodes per instance x replicas against the pools' maximum."""
+    release, size = chart.preset_catalog, pools[0].vm_size
+    hw = sizing.NodeGpus.of_sku(catalog.all_gpu_skus()[size])
+    exist, most = sum(p.min_nodes for p in pools), sum(p.max_nodes for p in pools)
+    if exist == 0:
+        return None  # pools that scale from zero: said by the caller
+    denial = sizing.admission_denial(preset, hw, exist, release)
+    if denial is not None:
+        admit = sizing.nodes_to_admit(preset, hw, release)
+        if admit > 1 and not preset.distributed:
+            return Problem.at(
+                "model",
+                f"{args.model} needs {preset.model_gib} GiB of GPU memory on one node (KAITO {chart.version} cannot "
+                f"spread it over nodes) and a {size} node counts {hw.kaito_node_memory(release) // GIB} GiB; "
+                "choose a larger size",
+                "fit-one-node",
+            )
+        scaled = (
+            " (an autoscaled pool has only its minimum then)" if any(p.min_nodes != p.max_nodes for p in pools) else ""
+        )
+        # the larger count: once admitted, the estimator's nodes must be there too
+        try:
+            per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
+        except sizing.SizingError:
+            per_instance = 0
+        serve = per_instance * args.replicas
+        needs = (
+            f"it needs {serve} nodes in all (KAITO's vLLM estimate: {args.replicas} replica(s) x {per_instance}), "
+            f"{admit} of them there by then"
+            if serve > admit
+            else f"it needs {admit} to exist"
+        )
+        return Problem.at(
+            "model",
+            f"KAITO {chart.version}'s admission webhook would deny it: {denial}; {exist} node(s) of {size} exist when "
+            f"the Workspace is created{scaled}; {needs}, or a larger size",
+            "admission",
+        )
+    if args.runtime == "transformers" and preset.model_gib * GIB > hw.kaito_node_memory(release):
+        return Problem.at(
+            "runtime",
+            f"{args.model} needs more GPU memory than one {size} node, and KAITO serves multi-node only with vLLM "
+            '("Multi-node distributed inference is not supported with Huggingface Transformers runtime"): '
+            "use runtime vllm or a larger size",
+            "transformers-multinode",
+        )
+    try:
+        per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
+    except sizing.SizingError as err:
+        return Problem.at(
+            "model", f"KAITO {chart.version}'s vLLM node estimator refuses it on {size}: {err}", "estimator"
+        )
+    if per_instance * args.replicas > most:
+        return Problem.at(
+            "replicas",
+            f"{args.replicas} replica(s) x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
+            f"{per_instance * args.replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
+            "Pending: lower replicas or give the pool more nodes",
+            "replicas-fit",
+        )
+    return None
