@@ -4,7 +4,8 @@
     from kaito_aks import deploy_models  # many models with their waits shared
 
 Each component takes a frozen `...Args` dataclass (help(KaitoModelArgs) lists every arg) and
-checks it before it registers anything, raising `InvalidArgsError` with every problem at once.
+checks it before it registers anything, raising `InvalidArgsError` with every problem at once;
+args already judged (`check_model`, wrapped in `Judged`) are taken as they are.
 Names are imported on first use, so a process that needs one module (Pulumi's dynamic-provider
 process running a wait) does not load the Azure SDK.
 """
@@ -38,6 +39,8 @@ _EXPORTS = {
     "KaitoOperator": "kaito_aks.operators.kaito_operator",
     "KaitoOperatorArgs": "kaito_aks.operators.kaito_operator",
     "KaitoModel": "kaito_aks.model.component",
+    "check_model": "kaito_aks.model.component",
+    "Judged": "kaito_aks.validation",
     "KaitoModelArgs": "kaito_aks.model.spec",
     "deploy_models": "kaito_aks.model_group",
     "pool_budget": "kaito_aks.budget",
@@ -114,7 +117,7 @@ if TYPE_CHECKING:
     from kaito_aks.budget import pool_budget
     from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
-    from kaito_aks.model.component import KaitoModel
+    from kaito_aks.model.component import KaitoModel, check_model
     from kaito_aks.model.spec import (
         AdapterArgs,
         KaitoModelArgs,
@@ -143,6 +146,7 @@ if TYPE_CHECKING:
         StorageArgs,
         VectorDbArgs,
     )
+    from kaito_aks.validation import Judged
     from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 
 __all__ = [
@@ -163,6 +167,7 @@ __all__ = [
     "GuardrailsArgs",
     "InferenceServiceArgs",
     "InvalidArgsError",
+    "Judged",
     "KaitoKind",
     "KaitoModel",
     "KaitoModelArgs",
@@ -193,6 +198,7 @@ __all__ = [
     "WorkloadIdentity",
     "WorkloadIdentityArgs",
     "__version__",
+    "check_model",
     "deploy_models",
     "pool_budget",
 ]

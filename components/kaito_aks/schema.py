@@ -5,7 +5,7 @@ each field, constraints in `Annotated` and `Literal` modes. From them, and nothi
   constraints below; kaito_aks.validation turns what it finds into `Problem`s at their paths;
 - the documentation `help()`, IDEs, the provider schema (components/schema.json) and the stack
   config reference show (the field docstrings are the fields' descriptions);
-- the camelCase names of the provider schema and of stack files: `problems.camel`, one rule.
+- the camelCase names of the provider schema and of stack files: `vocabulary.camel`, one rule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pulumi
 import pydantic
 from pydantic import ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
-from pydantic_core import ArgsKwargs, PydanticCustomError, PydanticUndefined, core_schema
+from pydantic_core import ArgsKwargs, ErrorDetails, PydanticCustomError, PydanticUndefined, core_schema
 
 from kaito_aks.problems import camel, shown
 
@@ -315,7 +315,7 @@ def args_class(cls: type[T]) -> type[T]:
 def _refuse(instance: Any, given: dict[str, Any], err: ValidationError, validator: Any) -> None:
     """Keep the problems on the instance, and set what is usable: the fields with a problem that
     makes them unusable at their default, the rest as given (constraints waived)."""
-    bad = unusable_fields(err)
+    bad = unusable_keys(err.errors())
     try:
         validator.validate_python(
             ArgsKwargs((), {k: v for k, v in given.items() if k not in bad}),
@@ -351,9 +351,10 @@ USABLE_CODES = frozenset({"constraint"})
 the rest. After any other (a wrong type, a number out of bounds) the field is left out."""
 
 
-def unusable_fields(err: ValidationError) -> set[str]:
-    """The top-level fields (or unknown keys) an error makes unusable."""
-    return {str(e["loc"][0]) for e in err.errors() if e["loc"] and e["type"] not in USABLE_CODES}
+def unusable_keys(errors: Iterable[ErrorDetails]) -> set[str]:
+    """The top-level fields (or unknown keys) errors make unusable, by the name they were given."""
+    bad = {str(e["loc"][0]) for e in errors if e["loc"] and e["type"] not in USABLE_CODES}
+    return bad | {camel(k) for k in bad}
 
 
 # ---------------------------------------------------------------- fields, as the docs and the provider read them

@@ -29,6 +29,7 @@ from kaito_aks.schema import (
     literal_values,
     plain,
     refusal_of,
+    unusable_keys,
     usable,
 )
 
@@ -81,8 +82,7 @@ def validate(cls: type[A], data: object, naming: Naming = "python") -> tuple[A |
 def without(data: Mapping[Any, Any], errors: Sequence[ErrorDetails]) -> dict[Any, Any]:
     """`data` without the keys whose value is unusable (a wrong type, a number out of bounds, an
     unknown key): a key that only breaks a constraint stays, for the rules to judge the rest."""
-    bad = {str(e["loc"][0]) for e in errors if e["loc"] and e["type"] not in USABLE_CODES}
-    bad |= {camel(k) for k in bad}
+    bad = unusable_keys(errors)
     return {k: v for k, v in data.items() if str(k) not in bad}
 
 
