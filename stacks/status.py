@@ -30,7 +30,7 @@ from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
 SERVING, NOT_SERVING, UNREADABLE = 0, 1, 2
 PULUMI_TIMEOUT_SECONDS = 120
-READ_SECONDS = 120.0  # one reading of the cluster, every call in it (each call: kube_client's own limit)
+READ_SECONDS = 300.0  # one reading of the cluster, every call in it (each call: kube_client's own limit)
 MESSAGE_CHARS = 160
 
 

@@ -239,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             body, status = json.dumps(answer).encode(), 200
         raw(status, body)(self)
-        self.close_connection = True
+        self.close_connection = not self.server.keep_alive  # without saying so: the client finds out
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -261,6 +261,8 @@ class ApiServer(ThreadingHTTPServer):
         self.routes: dict[str, Any] = {}
         self.seen: list[tuple[str, str | None]] = []
         self.client_names: list[str] = []  # the CN of each client certificate presented
+        self.accepted = 0  # connections
+        self.keep_alive = True  # JSON answers leave the connection open
         self.scheme = "http"
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -274,6 +276,7 @@ class ApiServer(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         conn, address = self.socket.accept()
+        self.accepted += 1
         conn.settimeout(30)  # a client that stops talking frees the thread
         return conn, address
 

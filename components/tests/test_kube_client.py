@@ -9,6 +9,7 @@ import base64
 import json
 import stat
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -153,7 +154,7 @@ def test_only_the_kubeconfigs_ca_is_trusted_when_it_names_one(certs: Certs, monk
 
 
 def test_the_ca_may_be_a_file_relative_to_the_kubeconfig_and_a_client_certificate_is_presented(
-    certs: Certs, tmp_path: Path
+    certs: Certs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     server = ApiServer(tls=certs.cluster_server, client_ca=certs.cluster)
     try:
@@ -165,13 +166,14 @@ def test_the_ca_may_be_a_file_relative_to_the_kubeconfig_and_a_client_certificat
         (folder / "user.crt").write_bytes(cert.read_bytes())
         (folder / "user.key").write_bytes(key.read_bytes())
         user = {"client-certificate": "user.crt", "client-key": "user.key"}
+        # the key is handed to ssl in memory (a memfd), never in a temp file
+        monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: pytest.fail("a temp dir for the key"))
         (folder / "config").write_text(
             yaml.safe_dump(kubeconfig(server.url, user, **{"certificate-authority": "ca.crt"}))
         )
         assert KubeClient.from_kubeconfig(path=str(folder / "config")).get(NODES)["items"][0]["metadata"]["name"] == "a"
         assert server.client_names == ["kaito-aks-user"]
         assert server.seen == [(NODES, None)]
-        assert not list(Path("/tmp").glob("kaito-aks-*"))  # the key never went to a temp file
     finally:
         server.stop()
 
@@ -303,6 +305,19 @@ def test_a_gpu_node_wait_rides_out_a_non_json_answer(api: ApiServer):
         KubeClient.from_kubeconfig(kubeconfig(api.url)), {"pool": "a100"}, None, 600, sleep=lambda _: None
     )
     assert found["nodes"] == ["a"]
+
+
+def test_one_connection_serves_many_calls_and_one_the_server_closed_is_opened_again(tls_api: ApiServer, certs: Certs):
+    tls_api.routes["*"] = {"items": []}
+    client = pinned(tls_api, certs)
+    for _ in range(3):
+        client.get(NODES)
+    assert tls_api.accepted == 1
+    tls_api.keep_alive = False  # it now closes each connection after its answer, unannounced
+    for _ in range(3):
+        assert client.get(NODES) == {"items": []}
+    assert tls_api.accepted == 3  # the 4th call on the first, the 5th and 6th each retried on a new one
+    assert len(tls_api.seen) == 6
 
 
 # ---------------------------------------------------------------- the cluster's words, escaped
@@ -439,6 +454,8 @@ def test_malformed_kubeconfigs_are_errors_that_quote_nothing_of_them():
             "its server is not an http(s)://host[:port] address",
         ),
         (kubeconfig("http://127.0.0.1:9", {"token": 5}), "the kubeconfig's user 'u': token is not text"),
+        (kubeconfig("http://127.0.0.1:9", {"token": "sekret\r\nX-Injected: 1"}), "its token holds a line break"),
+        (kubeconfig("http://127.0.0.1:9", {"token": "sekret€"}), "its token holds characters an HTTP header cannot"),
         (
             kubeconfig("http://127.0.0.1:9", {"client-certificate-data": "c2VrcmV0"}),
             "a client certificate without its key",

@@ -59,6 +59,7 @@ from typing import Any, Protocol, cast
 
 import yaml
 
+from kaito_aks import __version__
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded
 
@@ -214,6 +215,16 @@ def field_of(entry: object, name: str) -> object:
     return entry.get(name) if is_dict(entry) else None
 
 
+def _header_value(value: str, what: str) -> None:
+    """Refuse what an HTTP header cannot carry (or would carry into another header)."""
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise KubeconfigError(f"{what} holds characters an HTTP header cannot carry") from None
+    if "\r" in value or "\n" in value:
+        raise KubeconfigError(f"{what} holds a line break")
+
+
 def _why(err: BaseException) -> str:
     return str(err.strerror) if isinstance(err, OSError) and err.strerror else type(err).__name__
 
@@ -313,6 +324,12 @@ class _Connection(http.client.HTTPConnection):
     ):
         super().__init__(host, port)
         self.deadline, self.tls, self.server_hostname, self.through = deadline, tls, server_hostname, through
+
+    def arm(self, deadline: float) -> None:
+        """The deadline of the next call on this connection (it may be kept open between calls)."""
+        self.deadline = deadline
+        if isinstance(self.sock, _DeadlineSocket | _DeadlineSSLSocket):
+            self.sock.deadline = deadline
 
     def connect(self) -> None:
         self.sock = _open_socket(self.host, self.port, self.deadline)
@@ -605,6 +622,8 @@ class KubeClient:
         self.expires: float | None = None
         self.authorization: str | None = None
         self.tls: ssl.SSLContext | None = None
+        self._conn: _Connection | None = None  # kept open between calls while the server allows
+        self._impersonation = self._impersonation_headers()
         self._log_in()
 
     @classmethod
@@ -626,6 +645,7 @@ class KubeClient:
 
     def _log_in(self) -> None:
         """The credentials, fetched anew (a token file read again, an exec plugin run again)."""
+        self._close()
         user, where = self.user, self.user_where
         token = _text(user, "token", where)
         if token is None and _text(user, "tokenFile", where):
@@ -650,6 +670,7 @@ class KubeClient:
             raise KubeconfigError(f"{where} has a client certificate without its key, or a key without its certificate")
         username, password = _text(user, "username", where), _text(user, "password", where)
         if token:
+            _header_value(token, f"{where}: its token")
             self.authorization = f"Bearer {token}"
         elif username and password:
             self.authorization = "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
@@ -658,26 +679,31 @@ class KubeClient:
         if self.server.startswith("https://"):
             self.tls = _tls_context(self.cluster, self.where, cert, key)
 
-    def _headers(self) -> list[tuple[str, str]]:
-        from kaito_aks import __version__
+    def _impersonation_headers(self) -> list[tuple[str, str]]:
+        """`as`, `as-groups`, `as-uid`, `as-user-extra` as kubectl sends them."""
+        user, where = self.user, self.user_where
+        impersonate = _text(user, "as", where)
+        if not impersonate:
+            return []
+        headers = [("Impersonate-User", impersonate)]
+        groups: object = user.get("as-groups") or []
+        headers += [("Impersonate-Group", g) for g in (groups if is_list(groups) else []) if isinstance(g, str)]
+        uid = _text(user, "as-uid", where)
+        if uid:
+            headers.append(("Impersonate-Uid", uid))
+        extra: object = user.get("as-user-extra") or {}
+        for k, values in extra.items() if is_dict(extra) else ():
+            for v in values if is_list(values) else []:
+                headers.append((f"Impersonate-Extra-{urllib.parse.quote(str(k), safe='')}", str(v)))
+        for _, value in headers:
+            _header_value(value, f"{where}: its impersonation")
+        return headers
 
+    def _headers(self) -> list[tuple[str, str]]:
         headers = [("Accept", "application/json"), ("User-Agent", f"kaito-aks/{__version__}")]
         if self.authorization:
             headers.append(("Authorization", self.authorization))
-        user, where = self.user, self.user_where
-        impersonate = _text(user, "as", where)
-        if impersonate:
-            headers.append(("Impersonate-User", impersonate))
-            groups: object = user.get("as-groups") or []
-            headers += [("Impersonate-Group", g) for g in (groups if is_list(groups) else []) if isinstance(g, str)]
-            uid = _text(user, "as-uid", where)
-            if uid:
-                headers.append(("Impersonate-Uid", uid))
-            extra: object = user.get("as-user-extra") or {}
-            for k, values in extra.items() if is_dict(extra) else ():
-                for v in values if is_list(values) else []:
-                    headers.append((f"Impersonate-Extra-{urllib.parse.quote(str(k), safe='')}", str(v)))
-        return headers
+        return headers + self._impersonation
 
     # -------------------------------------------------------- calls
 
@@ -704,42 +730,38 @@ class KubeClient:
             raise KubeApiError(0, f"no time is left for {what}: the wait's own limit has passed")
         target = self.prefix + path + ("?" + urllib.parse.urlencode(query) if query else "")
         headers = self._headers()
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        if self.proxy is None:
-            conn = _Connection(host, self.port, deadline, self.tls, self.server_hostname)
-        else:
-            auth = self._proxy_authorization()
-            through = (f"{host}:{self.port}", auth) if self.tls is not None else None
-            proxy = (self.proxy.hostname or "", self.proxy.port or 80)
-            conn = _Connection(*proxy, deadline, self.tls, self.server_hostname, through)
-            if through is None:  # plain HTTP through the proxy: the absolute URL, as kubectl sends it
-                target = self.server + target
-                headers += list(auth.items())
+        if self.proxy is not None and self.tls is None:  # plain HTTP through a proxy: the absolute URL, as kubectl
+            target = self.server + target
+            headers += list(self._proxy_authorization().items())
         try:
+            reused = self._conn is not None
             try:
-                conn.putrequest("GET", target, skip_accept_encoding=True)
-                for name, value in headers:
-                    conn.putheader(name, value)
-                conn.endheaders()
-                resp = conn.getresponse()
-                if 300 <= resp.status < 400:
-                    where = resp.getheader("Location") or "no location"
-                    raise KubeApiError(
-                        resp.status,
-                        f"the API server redirects {what} to {where}; kaito-aks follows no redirect (the credentials "
-                        f"go to {self.server} only): point the kubeconfig at the API server itself",
-                        fatal=True,
-                    )
-                if not 200 <= resp.status < 300:
-                    message = _status_message(_read(resp, ERROR_BODY_BYTES, cut=True), resp.reason)
-                    raise KubeApiError(resp.status, message)
-                body = _read(resp, self.max_bytes)
-                content_type = resp.getheader("Content-Type") or ""
-            finally:
-                conn.close()
+                resp = self._ask(deadline, target, headers)
+            except (http.client.RemoteDisconnected, ConnectionError, ssl.SSLEOFError):
+                if not reused:
+                    raise
+                self._close()  # the server had closed the idle connection: once more on a new one
+                resp = self._ask(deadline, target, headers)
+            if 300 <= resp.status < 400:
+                where = resp.getheader("Location") or "no location"
+                raise KubeApiError(
+                    resp.status,
+                    f"the API server redirects {what} to {where}; kaito-aks follows no redirect (the credentials "
+                    f"go to {self.server} only): point the kubeconfig at the API server itself",
+                    fatal=True,
+                )
+            if not 200 <= resp.status < 300:
+                message = _status_message(_read(resp, ERROR_BODY_BYTES, cut=True), resp.reason)
+                raise KubeApiError(resp.status, message)
+            body = _read(resp, self.max_bytes)
+            content_type = resp.getheader("Content-Type") or ""
+            if resp.will_close:
+                self._close()
         except KubeApiError:
+            self._close()
             raise
         except _TooLargeError:
+            self._close()
             raise KubeApiError(
                 0,
                 f"the API server's answer to {what} is larger than {self.max_bytes // 2**20} MiB, which kaito-aks "
@@ -747,9 +769,11 @@ class KubeClient:
                 fatal=True,
             ) from None
         except TimeoutError:
+            self._close()
             took = deadline - start
             raise KubeApiError(0, f"{self.server} did not answer {what} in full within {took:.3g}s") from None
         except ssl.SSLCertVerificationError as err:
+            self._close()
             trusted = "the kubeconfig's certificate-authority" if self._names_ca() else "the system's certificates"
             raise KubeApiError(
                 0,
@@ -758,12 +782,39 @@ class KubeClient:
                 fatal=True,
             ) from None
         except ssl.SSLError as err:
+            self._close()
             raise KubeApiError(0, f"TLS with {self.server} failed ({err.reason or type(err).__name__})") from None
         except http.client.HTTPException as err:
+            self._close()
             raise KubeApiError(0, f"{self.server} broke off its answer to {what} ({type(err).__name__})") from None
         except OSError as err:
+            self._close()
             raise KubeApiError(0, f"cannot reach {self.server}: {_why(err)}") from None
         return _json_object(body, what, content_type)
+
+    def _ask(self, deadline: float, target: str, headers: list[tuple[str, str]]) -> http.client.HTTPResponse:
+        """Send the GET on the open connection (re-armed with this call's deadline) or a new one."""
+        conn = self._conn
+        if conn is None:
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            if self.proxy is None:
+                conn = _Connection(host, self.port, deadline, self.tls, self.server_hostname)
+            else:
+                through = (f"{host}:{self.port}", self._proxy_authorization()) if self.tls is not None else None
+                proxy = (self.proxy.hostname or "", self.proxy.port or 80)
+                conn = _Connection(*proxy, deadline, self.tls, self.server_hostname, through)
+            self._conn = conn
+        conn.arm(deadline)
+        conn.putrequest("GET", target, skip_accept_encoding=True)
+        for name, value in headers:
+            conn.putheader(name, value)
+        conn.endheaders()
+        return conn.getresponse()
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def _names_ca(self) -> bool:
         return bool(self.cluster.get("certificate-authority-data") or self.cluster.get("certificate-authority"))
