@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import calendar
 import contextlib
+import datetime
 import http.client
 import ipaddress
 import json
@@ -506,12 +506,14 @@ def _proxy(cluster: dict[str, Any], where: str, scheme: str, host: str) -> urlli
 
 
 def _rfc3339(stamp: object) -> float | None:
+    """An ExecCredential's expirationTimestamp (RFC 3339) as seconds since the epoch."""
     if not isinstance(stamp, str):
         return None
     try:
-        return float(calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")))
+        when = datetime.datetime.fromisoformat(stamp)
     except ValueError:
         return None
+    return (when if when.tzinfo else when.replace(tzinfo=datetime.UTC)).timestamp()
 
 
 def _exec_credential(spec: dict[str, Any], cluster: dict[str, Any], where: str) -> dict[str, Any]:
