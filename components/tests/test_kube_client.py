@@ -243,6 +243,19 @@ def test_a_wait_ends_at_its_own_limit_whatever_the_server_does(api: ApiServer):
     )
 
 
+def test_a_wait_that_times_out_says_what_the_cluster_last_said_not_that_time_ran_out(api: ApiServer):
+    """Its last look comes at its limit: the calls of that look still get their answer."""
+    pending = {"type": "InferenceReady", "status": "False", "reason": "Pending", "message": "loading the weights"}
+    api.routes["*"] = {"metadata": {"name": "phi-0", "generation": 1}, "status": {"conditions": [pending]}}
+    props = {"watched": [WS.props()], "revision": "r", "timeoutSeconds": 1.5, "kubeconfig": kubeconfig(api.url)}
+    with pytest.raises(RuntimeError) as err:
+        ModelReadyProvider().create(props)
+    assert str(err.value) == (
+        "Workspace default/phi-0 is not ready: InferenceReady=False (Pending: loading the weights) after 1.5s: "
+        "kubectl describe workspace -n default phi-0"
+    )
+
+
 # ---------------------------------------------------------------- broken answers: one line, retried by the waits
 
 

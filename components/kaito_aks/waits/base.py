@@ -174,12 +174,18 @@ class ClusterWaitProvider(dynamic.ResourceProvider):
         return {**{k: v for k, v in props.items() if k != "kubeconfig"}, **found}
 
 
+# The wait's last look comes at its limit; its calls get this long to end (a server that answers
+# at all answers in milliseconds), so the error names what the cluster last said.
+LAST_LOOK_SECONDS = 5.0
+
+
 def cluster_client(props: dict[str, Any], limit_seconds: float, doing: str = "") -> KubeClient:
     """The client a wait reads the cluster with (the stack's credentials, in `props`), every call
-    of it ending within `limit_seconds` from now. `doing`: what the error says it was for."""
+    of it ending within `limit_seconds` (and the last look's few seconds) from now. `doing`: what
+    the error says it was for."""
     try:
         client = KubeClient.from_kubeconfig(props.get("kubeconfig"), props.get("kubeconfigPath"), props.get("context"))
     except (KubeconfigError, OSError) as err:
         raise RuntimeError(bounded(f"cannot use the stack's kubeconfig{doing}: {err}")) from None
-    client.deadline = time.monotonic() + limit_seconds
+    client.deadline = time.monotonic() + limit_seconds + LAST_LOOK_SECONDS
     return client
