@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                 json_out=args.json,
                 interval=args.interval,
                 timeout_minutes=args.timeout,
+                out=lambda line: print(line, flush=args.watch),  # each change as it comes, into a pipe too
                 err=lambda line: print(line, file=sys.stderr),
             )
         except StatusError as err:

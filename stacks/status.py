@@ -5,7 +5,9 @@ objects, endpoint and model id); what KAITO makes of it from the cluster, read w
 own credentials (its `kubeconfig` output on AKS, else its cluster config's kubeconfig, as the
 program's provider reads it) and the client the waits use. Credentials are never printed.
 
-Exit codes: 0 every model serves; 1 one does not (waiting or failed); 2 the status cannot be read.
+Exit codes: 0 every model serves; 1 one does not (waiting or failed); 2 the status cannot be read
+(including every answer of the cluster's that is not a Kubernetes answer: a one-line error). What
+the cluster says is printed with its control characters escaped.
 """
 
 from __future__ import annotations
@@ -20,14 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.problems import bounded
-from kaito_aks.waits.kube_client import KubeClient, KubeconfigError
+from kaito_aks.problems import bounded, escaped
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import ModelStatus, Node, ObjectStatus, StatusReadError, read_model
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
 SERVING, NOT_SERVING, UNREADABLE = 0, 1, 2
 PULUMI_TIMEOUT_SECONDS = 120
+READ_SECONDS = 300.0  # one reading of the cluster, every call in it (each call: kube_client's own limit)
 MESSAGE_CHARS = 160
 
 
@@ -140,12 +143,8 @@ def cluster_client(stack: str, f: StackFile, outputs: Mapping[str, Any], root: P
         file = str(root / Path(path).expanduser()) if path else None  # relative to where `pulumi up` runs
         client = KubeClient.from_kubeconfig(secret, file, context)
         return client, f"cluster {name} ({where})"
-    except KubeconfigError as err:
+    except KubeconfigError as err:  # its text never quotes the kubeconfig
         raise StatusError(f"the stack's kubeconfig cannot be used: {err}") from None
-    except ValueError:  # not the error's text: it may quote the kubeconfig
-        raise StatusError("the stack's kubeconfig cannot be used: a certificate or key in it is not valid") from None
-    except OSError as err:  # a certificate or CA file named in the kubeconfig
-        raise StatusError(f"the stack's kubeconfig names a file that cannot be read: {err.strerror}") from None
 
 
 def watched_of(key: str, entry: object) -> list[Watched] | None:
@@ -256,7 +255,9 @@ def deployed(stack: str, root: Path) -> Deployed:
 
 
 def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackStatus:
-    """What KAITO reports now; raises StatusError when the cluster cannot be read."""
+    """What KAITO reports now; raises StatusError when the cluster cannot be read (within
+    READ_SECONDS in all)."""
+    d.client.deadline = time.monotonic() + READ_SECONDS
     try:
         served = tuple(
             Served(key, kind, entry, read_model(d.client, watched, clock=clock))
@@ -264,12 +265,15 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
         )
     except StatusReadError as err:
         raise StatusError(f"{d.cluster}: {err}") from None
-    except KubeconfigError as err:  # fetching a fresh token (an exec plugin) failed
+    except KubeApiError as err:  # an answer that is not one (not JSON, too large, a redirect...)
+        raise StatusError(f"{d.cluster}: {err}") from None
+    except KubeconfigError as err:  # fetching a fresh token (a token file, an exec plugin) failed
         raise StatusError(f"{d.cluster}: the credentials could not be renewed: {err}") from None
-    except ValueError:
-        raise StatusError(f"{d.cluster}: the API server answered with something that is not JSON") from None
-    except OSError as err:  # a token file named in the kubeconfig, read again on a 401
-        raise StatusError(f"{d.cluster}: the credentials could not be renewed: {err.strerror}") from None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+        what = f"{type(err).__name__}: {err}"
+        raise StatusError(
+            f"{d.cluster}: an answer from the API server has a shape status cannot read ({what})"
+        ) from None
     return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock())
 
 
@@ -433,13 +437,13 @@ def _one(
     try:
         d = deployed(stack, root)
     except StatusError as e:
-        err(f"{stack}: {e}")
+        err(bounded(f"{stack}: {e}"))
         return UNREADABLE
     while True:
         try:
             status = read_stack(d, clock=clock)
         except StatusError as e:
-            err(f"{stack}: {e}")
+            err(bounded(f"{stack}: {e}"))
             return UNREADABLE
         failed = any(s.status.state == "failed" for s in status.served)
         done = not watch or status.code == SERVING or failed or clock() - start >= timeout_minutes * 60
@@ -449,7 +453,7 @@ def _one(
                 out(json.dumps(as_json(status), indent=None if watch else 2))
             elif signature != shown or not watch:
                 for line in text(status):
-                    out(line)
+                    out(escaped(line))  # the cluster's words, with no terminal escape in them
             shown = signature
         if done:
             if watch and status.code != SERVING and not failed:

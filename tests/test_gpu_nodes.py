@@ -183,6 +183,42 @@ def test_the_wait_rides_out_an_unreachable_api_server():
     assert wait(cluster)["gpuProduct"] == "NVIDIA-A100-PCIE-80GB"
 
 
+MALFORMED_NODE_LISTS = {
+    "items that are not a list": 5,
+    "items that are not objects": [5, "node"],
+    "a node whose metadata is a list": [{"metadata": [], "status": {}}],
+    "a node without a name": [{"metadata": {"labels": {}}}],
+}
+MALFORMED_NODES = {
+    "labels that are numbers": {**node("a"), "metadata": {"name": "a", "labels": {"nvidia.com/gpu.product": 7}}},
+    "a status that is text": {**node("a"), "status": "Ready"},
+    "conditions that are a map": {**node("a"), "status": {"conditions": {"type": "Ready", "status": "True"}}},
+    "conditions that are text": {**node("a"), "status": {"conditions": ["Ready"], "allocatable": []}},
+}
+
+
+@pytest.mark.parametrize("name", [*MALFORMED_NODE_LISTS, *MALFORMED_NODES])
+def test_a_malformed_answer_is_waited_out_and_said_in_one_line_never_a_traceback(name: str):
+    """Before: KeyError, TypeError or AttributeError out of the provider on most of these."""
+    items = MALFORMED_NODE_LISTS[name] if name in MALFORMED_NODE_LISTS else [MALFORMED_NODES[name]]
+
+    class Odd(FakeCluster):
+        def get(self, path: str, **query: str) -> dict[str, Any]:
+            super().get(path, **query)
+            return {"items": items}
+
+    cluster = Odd([])
+    with pytest.raises(RuntimeError) as err:
+        wait(cluster, timeout=60)
+    said = str(err.value)
+    assert said.isprintable(), said
+    assert 60 <= cluster.now < 71  # waited out, then said
+    if name in MALFORMED_NODE_LISTS:
+        assert said.startswith("no usable answer from the API server (the API server's list of nodes ")
+    else:
+        assert "matching {nvidia.com/gpu.present=true}" in said
+
+
 def test_only_what_decides_the_wait_is_a_change():
     olds = {"selector": SELECTOR, "demand": PHI_DEMAND.as_props(), "workspaces": ["phi-0"], "nodes": ["a"]}
     provider = GpuNodesProvider()

@@ -5,19 +5,25 @@ stack's outputs (the real CLI and API server run in tests/e2e/test_status.py).""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import stat
+import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from hostile_api import BROKEN, ESCAPES, ApiServer, Behaviour, Certs, Sink, drip, huge, make_certs, redirect
+from kaito_aks.waits import kube_client
 from kaito_aks.waits.kube_client import KubeApiError
 from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import StatusReadError, read_model
@@ -221,6 +227,13 @@ def test_an_unreachable_cluster_is_an_error():
 # ---------------------------------------------------------------- the command
 
 
+@dataclass(frozen=True)
+class Raw:
+    """An answer written as it is (hostile_api: a redirect, a drip, a body that is not JSON)."""
+
+    behaviour: Behaviour
+
+
 class _Api(BaseHTTPRequestHandler):
     answers: ClassVar[dict[str, Any]] = {}
     tokens: ClassVar[list[str | None]] = []
@@ -230,6 +243,9 @@ class _Api(BaseHTTPRequestHandler):
         _Api.tokens.append(self.headers.get("Authorization"))
         _Api.reads += 1
         answer = _Api.answers.get(self.path)
+        if isinstance(answer, Raw):
+            answer.behaviour(self)
+            return
         if callable(answer):
             answer = answer()
         code = answer if isinstance(answer, int) else 200 if answer is not None else 404
@@ -562,3 +578,160 @@ def test_a_credential_plugin_that_gives_a_certificate_without_its_key_is_said(tm
     config["users"][0]["user"] = {"exec": {"command": str(plugin), "apiVersion": "client.authentication.k8s.io/v1"}}
     with pytest.raises(KubeconfigError, match="a client certificate without its key"):
         KubeClient.from_kubeconfig(config)
+
+
+# ---------------------------------------------------------------- broken and hostile API servers (issue 29)
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """`status` exits 2 with a single line on stderr (no traceback), the token in neither stream."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert err.endswith("\n")
+    assert err[:-1].isprintable(), err  # one line, nothing raw from the cluster
+    assert TOKEN not in out + err
+    return err.strip()
+
+
+def test_a_redirect_is_a_one_line_error_and_the_token_goes_nowhere(project, capsys):
+    sink = Sink()
+    try:
+        _Api.answers[ws_path("phi-0")] = Raw(redirect(f"http://127.0.0.1:{sink.port}/collect"))
+        err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+        assert err.startswith("lab: cluster lab (kubeconfig context lab): HTTP 302: the API server redirects GET ")
+        assert f"to http://127.0.0.1:{sink.port}/collect; kaito-aks follows no redirect" in err
+        assert sink.connections == 0
+    finally:
+        sink.stop()
+
+
+@pytest.mark.parametrize("name", list(BROKEN))
+def test_every_broken_answer_is_a_one_line_error_with_exit_2(project, capsys, name):
+    """Before: 7 of these ended in a traceback and exit 1 (which says "not serving")."""
+    _Api.answers[ws_path("phi-0")] = Raw(BROKEN[name])
+    err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+    assert err.startswith("lab: cluster lab (kubeconfig context lab): "), err
+
+
+def test_an_answer_too_large_and_a_list_that_is_not_one_are_one_line_errors(project, capsys):
+    _Api.answers[ws_path("phi-0")] = Raw(huge(40 * 2**20))
+    err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+    assert err.endswith(
+        "answer to GET /apis/kaito.sh/v1beta1/namespaces/default/workspaces/phi-0 is larger than 32 MiB, which kaito-aks does not read"
+    )
+    _Api.answers[ws_path("phi-0")] = workspace("phi-0", *serving())
+    _Api.answers[pods_path("phi-0")] = {"items": 5}
+    err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+    assert err == (
+        "lab: cluster lab (kubeconfig context lab): the API server's list of pods in default is not a Kubernetes "
+        "list (items that are objects)"
+    )
+
+
+def test_a_server_that_drips_its_answer_is_cut_at_the_calls_deadline(project, capsys, monkeypatch):
+    monkeypatch.setattr(kube_client, "REQUEST_TIMEOUT_SECONDS", 1.0)
+    _Api.answers[ws_path("phi-0")] = Raw(drip(seconds=30))
+    start = time.monotonic()
+    err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+    assert time.monotonic() - start < 15  # not the 30 s the server drips for
+    assert err.endswith(
+        "did not answer GET /apis/kaito.sh/v1beta1/namespaces/default/workspaces/phi-0 in full within 1s"
+    )
+
+
+def test_odd_shapes_in_kaitos_objects_are_shown_not_a_traceback(project, capsys):
+    """An object whose fields have other shapes than Kubernetes writes is still read: what can
+    be shown is, the rest is not (exit 1: nothing says it serves)."""
+    _Api.answers[ws_path("phi-0")] = {"metadata": [], "status": {"conditions": ["x", {"type": 5}, None]}}
+    _Api.answers[ws_path("tiny-0")] = {"metadata": {"generation": "2"}, "status": "ready", "resource": []}
+    _Api.answers[pods_path("phi-0")] = {"items": [{"metadata": {"name": 7}, "spec": [], "status": {"conditions": {}}}]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    assert "Workspace phi-0  waiting: no InferenceReady yet" in out
+    assert "Workspace tiny-0  waiting: KAITO has not reported on it yet" in out
+
+
+def test_the_clusters_words_are_printed_escaped(project, capsys):
+    failed = condition("InferenceReady", "False", "WorkspaceInferenceStatusFailed", f"out of memory{ESCAPES}")
+    _Api.answers[ws_path("tiny-0")] = workspace("tiny-0", failed)
+    _Api.answers[pods_path("tiny-0")] = {"items": [pod(f"tiny-0-0{ESCAPES}", "aks-a100-0", ready=False)]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out, err = capsys.readouterr()
+    assert all(line.isprintable() for line in (out + err).splitlines())
+    assert r"out of memory\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\r\u202e" in out
+    _Api.answers[ws_path("phi-0")] = Raw(lambda h: _status_with_message(h, f"forbidden {ESCAPES}"))
+    err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+    assert err.endswith(
+        r"(HTTP 403: forbidden \x1b[31mRED\x1b[0m\x1b]0;pwned\x07\r\u202e): grant get and list on KAITO's objects, and on pods and nodes for the rest"
+    )
+
+
+def _status_with_message(handler: BaseHTTPRequestHandler, message: str) -> None:
+    body = json.dumps({"kind": "Status", "message": message}).encode()
+    handler.send_response(403)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+def test_only_the_kubeconfigs_ca_is_trusted(project, capsys, monkeypatch, certs):
+    """A server whose certificate the machine's store trusts but the kubeconfig's CA does not
+    sign gets no request (no token): exit 2."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(certs.system.cert))
+    server = ApiServer(tls=certs.system_server)
+    try:
+        server.routes.update(_Api.answers)
+        ca = base64.b64encode(certs.cluster.cert.read_bytes()).decode()
+        config = json.loads(kubeconfig(server.url))
+        config["clusters"][0]["cluster"]["certificate-authority-data"] = ca
+        (project / "kubeconfig").write_text(json.dumps(config))
+        err = one_line_error(capsys, ["status", "lab", "--dir", str(project)])
+        assert f"the API server at {server.url} is not trusted (" in err
+        assert server.seen == []
+        del config["clusters"][0]["cluster"]["certificate-authority-data"]  # no CA named: the machine's store
+        (project / "kubeconfig").write_text(json.dumps(config))
+        assert main(["status", "lab", "--dir", str(project)]) == 1
+        assert "1 of 2 serving" in capsys.readouterr().out
+    finally:
+        server.stop()
+
+
+def test_watch_into_a_pipe_prints_each_change_as_it_comes(project):
+    """`status --watch | tee` (and the e2e, which reads it as it runs): each change reaches the
+    pipe when it is printed, not when the watch ends."""
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "stacks", "status", "lab", "--watch", "--interval", "0.2", "--dir", str(project)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},  # as a plain shell runs it
+    )
+    try:
+        first = _line_within(watch, 60)  # tiny-0 still waits: the watch goes on
+        assert first.startswith("lab: KAITO 0.8.1, cluster lab (kubeconfig context lab); 1 of 2 serving"), first
+        _Api.answers[ws_path("tiny-0")] = workspace("tiny-0", *serving())
+        out, err = watch.communicate(timeout=60)
+        assert watch.returncode == 0, err
+        assert "2 of 2 serving" in out
+    finally:
+        watch.kill()
+        watch.wait()
+
+
+def _line_within(process: subprocess.Popen[str], seconds: float) -> str:
+    """The process's next stdout line, read in a thread so a missing line fails the test in time."""
+    got: list[str] = []
+    reader = threading.Thread(
+        target=lambda: got.append(process.stdout.readline() if process.stdout else ""), daemon=True
+    )
+    reader.start()
+    reader.join(seconds)
+    assert got, f"nothing printed within {seconds:g} s"
+    return got[0]

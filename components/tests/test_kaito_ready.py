@@ -317,3 +317,47 @@ def test_an_add_on_cluster_on_a_minor_that_runs_another_release_fails_at_once():
         "kubernetesVersion": "1.33.5",
     }
     assert provider.diff("id", olds, {**olds, "kubernetesVersion": "1.34.1"}).changes is True  # upgraded: look again
+
+
+MALFORMED = {
+    "webhook configurations that are not a list": {WEBHOOKS_API: {"items": 5}},
+    "a webhook configuration that is text": {WEBHOOKS_API: {"items": ["validation.workspace.kaito.sh"]}},
+    "webhooks that are text": {WEBHOOKS_API: {"items": [{"metadata": [], "webhooks": "kaito"}]}},
+    "rules that are text": {
+        WEBHOOKS_API: {"items": [{"metadata": {"name": "v"}, "webhooks": [{"name": "v", "rules": ["kaito.sh"]}]}]}
+    },
+    "rule fields of other kinds": {
+        WEBHOOKS_API: {
+            "items": [
+                {"webhooks": [{"rules": [{"apiGroups": "kaito.sh", "resources": [["workspaces"]], "operations": 1}]}]}
+            ]
+        }
+    },
+    "a CRD whose status is a list": {f"{CRD_API}/workspaces.kaito.sh": {"status": [], "spec": {"versions": "v1"}}},
+    "a CRD whose conditions are text": {
+        f"{CRD_API}/workspaces.kaito.sh": {"status": {"conditions": ["Established"]}, "spec": []}
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_malformed_answer_is_waited_out_and_said_in_one_line_never_a_traceback(name: str):
+    """Before: AttributeError or TypeError out of the provider on most of these."""
+    cluster = FakeCluster({**serving(), **MALFORMED[name]})
+    with pytest.raises(RuntimeError) as err:
+        wait_for_kaito(cluster, [WORKSPACES], True, 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    said = str(err.value)
+    assert said.isprintable(), said
+    assert " after 1m: " in said, said
+    assert 60 <= cluster.now < 71
+
+
+def test_a_webhook_whose_service_is_not_a_map_is_not_a_traceback():
+    config = webhook_configuration()
+    config["webhooks"][0]["clientConfig"] = {"service": "kaito-workspace", "caBundle": "LS0t"}
+    cluster = FakeCluster(serving([config]))
+    with pytest.raises(RuntimeError) as err:
+        wait_for_kaito(cluster, [WORKSPACES], True, 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert str(err.value).startswith(
+        "KAITO's admission webhook validation.workspace.kaito.sh calls service /, which does not exist after 1m"
+    )

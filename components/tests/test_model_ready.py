@@ -302,3 +302,39 @@ def test_nodeclaims_it_may_not_read_leave_kaitos_own_words():
     with pytest.raises(RuntimeError) as err:
         wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
     assert str(err.value).startswith("Workspace default/phi-0 is not ready: InferenceReady=False (Pending) after 1m")
+
+
+MALFORMED = {
+    "metadata that is a list": {"metadata": [], "status": {"conditions": []}},
+    "a status that is text": {"metadata": {"name": "phi-0"}, "status": "Ready"},
+    "conditions that are a map": {"metadata": {}, "status": {"conditions": {"type": "InferenceReady"}}},
+    "conditions that are text": {"metadata": {}, "status": {"conditions": ["InferenceReady", None, 5]}},
+    "a generation that is text": {
+        "metadata": {"generation": "2"},
+        "status": {"conditions": [{"type": "InferenceReady", "status": "False", "observedGeneration": 1}]},
+    },
+    "a reason that is a map": {
+        "metadata": {"generation": 1},
+        "status": {"conditions": [{"type": "InferenceReady", "status": "False", "reason": {"a": 1}}]},
+    },
+    "an object with nothing": {},
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_malformed_object_is_waited_for_and_said_in_one_line_never_a_traceback(name: str):
+    """Before: KeyError, TypeError or AttributeError out of the provider on most of these."""
+    cluster = Cluster(MALFORMED[name])
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    said = str(err.value)
+    assert said.isprintable(), said
+    assert said.startswith("Workspace default/phi-0 "), said
+    assert " after 1m: " in said
+
+
+def test_an_object_that_says_true_in_odd_company_still_serves():
+    odd = {"metadata": [], "status": {"conditions": ["x", {"type": "InferenceReady", "status": "True"}]}}
+    cluster = Cluster(odd)
+    wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert cluster.now == 0

@@ -510,6 +510,21 @@ def test_the_drain_wait_ends_when_kaitos_nodeclaims_are_gone():
     wait_until_gone(no_crd, 600, sleep=no_crd.sleep, clock=no_crd.clock)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [{"items": 5}, {"items": [5]}, {"items": [{"metadata": []}]}, {"items": [{"metadata": {"name": None}}]}],
+    ids=["items not a list", "items not objects", "metadata a list", "no name"],
+)
+def test_a_malformed_nodeclaim_list_is_waited_out_and_said_in_one_line(answer: dict[str, Any]):
+    """Before: a KeyError or TypeError out of the provider (or a list read as empty: gpu-provisioner removed
+    while NodeClaims may remain)."""
+    cluster = NodeClaims(answer)
+    with pytest.raises(RuntimeError) as err:
+        wait_until_gone(cluster, 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    assert str(err.value).startswith("no usable answer from the API server (the API server's list of NodeClaims ")
+    assert " after 1m: " in str(err.value)
+
+
 def test_nodeclaims_that_stay_fail_the_destroy_naming_them():
     cluster = NodeClaims(claims("ws1a2b3c4d5", "ws9f8e7d6c5"))
     with pytest.raises(RuntimeError) as err:

@@ -275,8 +275,9 @@ class StandInKaito(StandIn):
     InferenceReady and each RAGEngine's RAGEngineSucceeded condition as KAITO would once it
     serves: True `delay` seconds after it first sees the object, or False with a reason for
     names in `failing`. A Workspace with an instanceType (node auto-provisioning) first goes
-    through KAITO's node stages: ResourceReady False (NodeClaimNotReady) while its node is made,
-    then True, then InferenceReady. It records when, so a test can check that `pulumi up` waited."""
+    through KAITO's node stages: ResourceReady False (NodeClaimNotReady) while its node is made
+    (`delay` seconds, or for names in `provisioning` until the test takes them out), then True,
+    then InferenceReady `delay` seconds later. It records when, so a test can check that `pulumi up` waited."""
 
     KINDS = (
         ("kaito.sh/v1beta1", "workspaces", "InferenceReady"),
@@ -288,6 +289,8 @@ class StandInKaito(StandIn):
         self.delay = delay
         self.failing: dict[str, str] = {}
         self.held: set[str] = set()  # names it leaves alone for now, as a controller that has not got to them
+        self.provisioning: set[str] = set()  # auto-provisioned names whose node is not made until taken out
+        self.node_made: dict[str, float] = {}  # key -> when its node was made
         self.ready_at: dict[str, float] = {}
         self.seen: dict[str, float] = {}
         self.conditions: dict[str, list[tuple[str, str, str]]] = {}  # key -> (type, status, reason) as set
@@ -324,7 +327,9 @@ class StandInKaito(StandIn):
                 continue
             conditions: list[dict[str, Any]] = []
             if auto:  # KAITO makes a node first; ResourceReady tells how that goes
-                node_ready = waited >= self.delay
+                if key not in self.node_made and waited >= self.delay and meta["name"] not in self.provisioning:
+                    self.node_made[key] = time.time()
+                node_ready = key in self.node_made
                 conditions.append(
                     self._condition(
                         "ResourceReady",
@@ -338,7 +343,7 @@ class StandInKaito(StandIn):
                     if had.get("ResourceReady", {}).get("status") != "False":
                         self._patch(api, plural, meta, key, conditions)
                     continue
-                if waited < 2 * self.delay:  # then the model starts on it
+                if time.time() - self.node_made[key] < self.delay:  # then the model starts on it
                     if had.get("ResourceReady", {}).get("status") != "True":
                         self._patch(api, plural, meta, key, conditions)
                     continue
@@ -610,6 +615,16 @@ class Project:
         python = str(ROOT / ".venv" / "bin" / "python")
         return self.sh(python, "-m", "stacks", "status", self.stack, *args, check=False, quiet=True)
 
+    def watch_status(self, *args: str) -> Watching:
+        """`python -m stacks status --watch` of this stack, running while the test goes on; its
+        output read as it prints it (each change is flushed into the pipe)."""
+        python = str(ROOT / ".venv" / "bin" / "python")
+        env = {k: v for k, v in self.env.items() if k != "PYTHONUNBUFFERED"}  # the command flushes by itself
+        cmd = [python, "-m", "stacks", "status", self.stack, "--watch", *args]
+        return Watching(
+            subprocess.Popen(cmd, cwd=self.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+
     def init(self) -> None:
         self.sh(str(self.bin / "pulumi"), "stack", "init", self.stack, "--non-interactive", quiet=True)
 
@@ -634,6 +649,60 @@ class Project:
         for step in json.loads(self.pulumi("preview", "--json", quiet=True).stdout).get("steps", []):
             ops.setdefault(step["op"], []).append(step)
         return ops
+
+
+class Watching:
+    """A command running in the background whose output lines are collected as they come, so a
+    test can act on what it has printed (not on how long it may take to print it)."""
+
+    def __init__(self, process: subprocess.Popen[str]):
+        self.process = process
+        self.started = time.monotonic()
+        self.lines: list[str] = []
+        self.after: list[float] = []  # seconds from the start to each line
+        self.ended = False
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self._changed:
+                self.lines.append(line)
+                self.after.append(time.monotonic() - self.started)
+                self._changed.notify_all()
+        with self._changed:
+            self.ended = True
+            self._changed.notify_all()
+
+    def until(self, shown: Callable[[str], bool], what: str, seconds: float) -> None:
+        """Return once the output so far satisfies `shown`; fail after `seconds` or if it ends first."""
+        deadline = time.monotonic() + seconds
+        with self._changed:
+            while not shown("".join(self.lines)):
+                left = deadline - time.monotonic()
+                if left <= 0 or self.ended:
+                    self.process.kill()
+                    raise AssertionError(f"it did not show {what} within {seconds:.0f} s:\n{''.join(self.lines)}")
+                self._changed.wait(left)
+
+    def finish(self, seconds: float) -> subprocess.CompletedProcess[str]:
+        """Its exit, output and errors once it ends by itself (killed after `seconds`)."""
+        try:
+            code = self.process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"it did not end within {seconds:.0f} s:\n{''.join(self.lines)}") from None
+        self._reader.join()
+        errors = self.process.stderr.read() if self.process.stderr is not None else ""
+        return subprocess.CompletedProcess(self.process.args, code, "".join(self.lines), errors)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
 
 
 def names(steps: list[dict[str, Any]]) -> set[str]:

@@ -11,13 +11,14 @@ in render) and never reach the outputs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi import dynamic
 
+from kaito_aks.problems import bounded
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 
 # The credentials stay secret in the outputs too, should a provider ever echo them.
@@ -35,6 +36,25 @@ class Check:
     found: dict[str, Any] | None = None
 
 
+def _nothing() -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One thing a wait waits for: how to look at it, its own time limit (None: the wait's), and
+    what more to say when that runs out (`detail`: only adds to the error, so it never raises)."""
+
+    look: Callable[[], Check]
+    limit: float | None = None
+    detail: Callable[[], str] = _nothing
+
+
+UNANSWERED_HINT = (
+    "is the cluster reachable, and is it its API server that answers (not a proxy or load balancer in front of it)?"
+)
+
+
 def poll(
     look: Callable[[], Check],
     timeout_seconds: float,
@@ -43,27 +63,78 @@ def poll(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """Look until done; raise "<what is missing> after <timeout>: <hint>" when time runs out.
-    An unreachable API server is waited out (AKS upgrades restart it); 401/403 fail at once
-    with `forbidden` (what the credentials must be allowed)."""
+    """Look until done; raise "<what is missing> after <timeout>: <hint>" when time runs out."""
+    return poll_each([Watch(look)], timeout_seconds, forbidden=forbidden, sleep=sleep, clock=clock)[0]
+
+
+def poll_each(
+    watches: Sequence[Watch],
+    timeout_seconds: float,
+    *,
+    forbidden: str,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[dict[str, Any]]:
+    """Look at each watch until it is done or out of its own time; then fail naming every one
+    that is not, all at once (one wait may watch a whole stack's models, which then take as long
+    as the slowest, not the sum), a line each. What a look calls fatal fails it at once; 401/403
+    and what retrying cannot fix (an untrusted certificate, a redirect) fail the wait at once, 401/403
+    with `forbidden` (what the credentials must be allowed). An API server that does not answer
+    usefully (unreachable, 5xx, cut off, not JSON, an answer of the wrong shape) is waited out:
+    AKS upgrades restart it. Returns what each watch found."""
     start = clock()
-    while True:
-        try:
-            check = look()
-        except KubeApiError as err:
-            if err.status in (401, 403):
-                raise RuntimeError(f"the stack's Kubernetes credentials are refused ({err}): {forbidden}") from None
-            if err.fatal:
-                raise RuntimeError(str(err)) from None
-            check = Check(False, f"the API server did not answer ({err})", "is the cluster reachable?")
-        if check.done:
-            return check.found or {}
-        if check.fatal:
-            raise RuntimeError(f"{check.waiting_for}: {check.hint}")
-        waited = clock() - start
-        if waited >= timeout_seconds:
-            raise RuntimeError(f"{check.waiting_for} after {duration(timeout_seconds)}: {check.hint}")
-        sleep(min(1 + waited / 30, 10, max(timeout_seconds - waited, 0.1)))
+    found: dict[int, dict[str, Any]] = {}
+    pending = list(range(len(watches)))
+    failed: list[str] = []
+    while pending:
+        still: list[int] = []
+        for i in pending:
+            watch = watches[i]
+            check = _look(watch.look, forbidden)
+            limit = watch.limit if watch.limit is not None else timeout_seconds
+            if check.done:
+                found[i] = check.found or {}
+            elif check.fatal:
+                failed.append(f"{check.waiting_for}: {check.hint}")
+            elif clock() - start >= limit:
+                failed.append(f"{check.waiting_for}{watch.detail()} after {duration(limit)}: {check.hint}")
+            else:
+                still.append(i)
+        pending = still
+        if pending:
+            waited = clock() - start
+            nearest = min(_limit(watches[i], timeout_seconds) for i in pending) - waited
+            sleep(min(1 + waited / 30, 10, max(nearest, 0.1)))
+    if failed:
+        raise RuntimeError("\n".join(bounded(line) for line in failed))
+    return [found[i] for i in range(len(watches))]
+
+
+def _limit(watch: Watch, timeout_seconds: float) -> float:
+    return watch.limit if watch.limit is not None else timeout_seconds
+
+
+def _look(look: Callable[[], Check], forbidden: str) -> Check:
+    """One look; what the API server's answers say becomes a Check, or fails the wait."""
+    try:
+        return look()
+    except KubeApiError as err:
+        if err.status in (401, 403):
+            raise RuntimeError(
+                bounded(f"the stack's Kubernetes credentials are refused ({err}): {forbidden}")
+            ) from None
+        if err.fatal:
+            raise RuntimeError(str(err)) from None
+        return Check(False, f"no usable answer from the API server ({err})", UNANSWERED_HINT)
+    except KubeconfigError as err:  # renewing the credentials (a token file, an exec plugin) failed
+        raise RuntimeError(bounded(f"the stack's Kubernetes credentials could not be renewed: {err}")) from None
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+        # An answer of a shape the readers did not expect: waited out like any unusable answer,
+        # and said (escaped) if it stays.
+        what = f"{type(err).__name__}: {err}"
+        return Check(
+            False, f"an answer from the API server has a shape this wait cannot read ({what})", UNANSWERED_HINT
+        )
 
 
 def duration(seconds: float) -> str:
@@ -92,13 +163,29 @@ class ClusterWaitProvider(dynamic.ResourceProvider):
     def id_of(self, props: dict[str, Any]) -> str:
         raise NotImplementedError
 
+    def limit_seconds(self, props: dict[str, Any]) -> float:
+        """How long the wait may take in all: every call it makes to the cluster ends by then."""
+        return float(props["timeoutSeconds"])
+
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        try:
-            client = KubeClient.from_kubeconfig(
-                props.get("kubeconfig"), props.get("kubeconfigPath"), props.get("context")
-            )
-        except (KubeconfigError, OSError) as err:
-            raise RuntimeError(f"cannot use the stack's kubeconfig: {err}") from None
+        client = cluster_client(props, self.limit_seconds(props))
         found = self.wait(client, props)
         # Everything but the credentials goes to the outputs (diff compares outputs with inputs).
         return {**{k: v for k, v in props.items() if k != "kubeconfig"}, **found}
+
+
+# The wait's last look comes at its limit; its calls get this long to end (a server that answers
+# at all answers in milliseconds), so the error names what the cluster last said.
+LAST_LOOK_SECONDS = 5.0
+
+
+def cluster_client(props: dict[str, Any], limit_seconds: float, doing: str = "") -> KubeClient:
+    """The client a wait reads the cluster with (the stack's credentials, in `props`), every call
+    of it ending within `limit_seconds` (and the last look's few seconds) from now. `doing`: what
+    the error says it was for."""
+    try:
+        client = KubeClient.from_kubeconfig(props.get("kubeconfig"), props.get("kubeconfigPath"), props.get("context"))
+    except (KubeconfigError, OSError) as err:
+        raise RuntimeError(bounded(f"cannot use the stack's kubeconfig{doing}: {err}")) from None
+    client.deadline = time.monotonic() + limit_seconds + LAST_LOOK_SECONDS
+    return client

@@ -24,8 +24,9 @@ from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.vocabulary import GpuDemand, selector_text
+from kaito_aks.waits.answers import conditions_of, field_at, items_of, labels_of, text_at
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
-from kaito_aks.waits.kube_client import KubeClient
+from kaito_aks.waits.kube_client import Reader
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
 GPU_COUNT = "nvidia.com/gpu.count"
@@ -44,21 +45,17 @@ GFD_HINT = (
 
 
 def _names(nodes: list[dict[str, Any]]) -> str:
-    names = sorted(n["metadata"]["name"] for n in nodes)
+    names = sorted(str(text_at(n, "metadata", "name")) for n in nodes)
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 def _is_ready(node: dict[str, Any]) -> bool:
-    status: dict[str, Any] = node.get("status") or {}
-    conditions: list[dict[str, Any]] = status.get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions_of(node))
 
 
 def _gpus_allocatable(node: dict[str, Any]) -> bool:
-    status: dict[str, Any] = node.get("status") or {}
-    resources: dict[str, Any] = status.get("allocatable") or status.get("capacity") or {}
-    value = resources.get(GPU_RESOURCE, "0")
-    return str(value).isdigit() and int(value) > 0
+    value = field_at(node, "status", "allocatable", GPU_RESOURCE) or field_at(node, "status", "capacity", GPU_RESOURCE)
+    return isinstance(value, str | int) and str(value).isdigit() and int(value) > 0
 
 
 def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDemand | list[GpuDemand] | None) -> Check:
@@ -77,13 +74,13 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
             "Workspace until a matching node exists, and a pool at zero never scales up for a Workspace it denied",
         )
     for label in GFD_LABELS:
-        unlabelled = [n for n in nodes if label not in (n["metadata"].get("labels") or {})]
+        unlabelled = [n for n in nodes if label not in labels_of(n)]
         if unlabelled:
             return Check(False, f"node(s) {_names(unlabelled)} matching {sel} do not carry {label}", GFD_HINT)
 
     hardware: dict[str, NodeGpus] = {}
     for n in nodes:
-        labels, name = n["metadata"]["labels"], n["metadata"]["name"]
+        labels, name = labels_of(n), str(text_at(n, "metadata", "name"))
         if not (labels[GPU_COUNT].isdigit() and labels[GPU_MEMORY].isdigit()):
             return Check(
                 False,
@@ -139,7 +136,7 @@ FORBIDDEN = "KAITO lists nodes at admission and so does this wait: grant `list` 
 
 
 def wait_for_gpu_nodes(
-    client: KubeClient,
+    client: Reader,
     selector: dict[str, str],
     demand: GpuDemand | list[GpuDemand] | None,
     timeout_seconds: float,
@@ -149,7 +146,7 @@ def wait_for_gpu_nodes(
     query = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
 
     def look() -> Check:
-        return survey(client.get("/api/v1/nodes", labelSelector=query)["items"], selector, demand)
+        return survey(items_of(client.get("/api/v1/nodes", labelSelector=query), "nodes", named=True), selector, demand)
 
     return poll(look, timeout_seconds, forbidden=FORBIDDEN, **clock)
 
@@ -160,7 +157,7 @@ class GpuNodesProvider(ClusterWaitProvider):
 
     compared = ("selector", "demand", "demands", "workspaces")  # a new Workspace re-checks, as KAITO will
 
-    def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
+    def wait(self, client: Reader, props: dict[str, Any]) -> dict[str, Any]:
         given: list[dict[str, Any]] = props.get("demands") or []
         demands = [GpuDemand.from_props(d) for d in given]
         if props.get("demand"):

@@ -28,8 +28,10 @@ from pulumi import dynamic
 
 from kaito_aks import catalog
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.waits.answers import conditions_of, field_at, items_of, segment, text_at
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
-from kaito_aks.waits.kube_client import KubeApiError, KubeClient
+from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 GROUP = "kaito.sh"
 CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -74,19 +76,16 @@ def judge_crd(crd: dict[str, Any] | None, kind: KaitoKind) -> Check:
     if crd is None:
         where = WHERE_RAGENGINE_RUNS if kind.plural == "ragengines" else WHERE_KAITO_RUNS
         return Check(False, f"the CustomResourceDefinition {kind.crd} does not exist", where)
-    status: dict[str, Any] = crd.get("status") or {}
-    conditions: list[dict[str, Any]] = status.get("conditions") or []
-    established = next((c for c in conditions if c.get("type") == "Established"), None)
+    established = next((c for c in conditions_of(crd) if c.get("type") == "Established"), None)
     if established is None or established.get("status") != "True":
-        said = ": ".join(x for x in ((established or {}).get("reason"), (established or {}).get("message")) if x)
+        said = ": ".join(str(x) for x in ((established or {}).get("reason"), (established or {}).get("message")) if x)
         return Check(
             False,
             f"the CustomResourceDefinition {kind.crd} is not Established" + (f" ({said})" if said else ""),
             f"kubectl describe crd {kind.crd}",
         )
-    spec: dict[str, Any] = crd.get("spec") or {}
-    versions: list[dict[str, Any]] = spec.get("versions") or []
-    served = [str(v.get("name")) for v in versions if v.get("served")]
+    versions = field_at(crd, "spec", "versions")
+    served = [str(v.get("name")) for v in (versions if is_list(versions) else []) if is_dict(v) and v.get("served")]
     if kind.version not in served:
         return Check(
             False,
@@ -98,15 +97,16 @@ def judge_crd(crd: dict[str, Any] | None, kind: KaitoKind) -> Check:
     return Check(True)
 
 
+def _texts(value: object) -> set[str]:
+    return {v for v in value if isinstance(v, str)} if is_list(value) else set()
+
+
 def _covers(rule: dict[str, Any], plurals: set[str]) -> bool:
     """Whether a webhook rule applies to creating one of `plurals` in kaito.sh (wildcards too)."""
-    groups: list[str] = rule.get("apiGroups") or []
-    resources: list[str] = rule.get("resources") or []
-    operations: list[str] = rule.get("operations") or []
     return (
-        bool({GROUP, "*"} & set(groups))
-        and bool(({"*", "*/*"} | plurals) & set(resources))
-        and bool({"CREATE", "*"} & set(operations))
+        bool({GROUP, "*"} & _texts(rule.get("apiGroups")))
+        and bool(({"*", "*/*"} | plurals) & _texts(rule.get("resources")))
+        and bool({"CREATE", "*"} & _texts(rule.get("operations")))
     )
 
 
@@ -120,7 +120,7 @@ class Gate:
 
     @property
     def label(self) -> str:
-        name = self.webhook.get("name", "")
+        name = text_at(self.webhook, "name") or ""
         return self.configuration if name == self.configuration else f"{self.configuration} ({name})"
 
 
@@ -129,12 +129,13 @@ def gates(configurations: list[dict[str, Any]], plurals: set[str]) -> list[Gate]
     `plurals` on CREATE and they fail closed (failurePolicy Fail, v1's default)."""
     found: list[Gate] = []
     for config in configurations:
-        name = str(config.get("metadata", {}).get("name", ""))
-        entries: list[dict[str, Any]] = config.get("webhooks") or []
-        for webhook in entries:
+        name = text_at(config, "metadata", "name") or ""
+        entries = config.get("webhooks")
+        for webhook in (w for w in (entries if is_list(entries) else []) if is_dict(w)):
             if webhook.get("failurePolicy", "Fail") != "Fail":
                 continue
-            rules: list[dict[str, Any]] = webhook.get("rules") or []
+            found_rules = webhook.get("rules")
+            rules = [r for r in found_rules if is_dict(r)] if is_list(found_rules) else []
             covered = sorted(p for p in plurals if any(_covers(r, {p}) for r in rules))
             if covered:
                 found.append(Gate(name, webhook, tuple(covered)))
@@ -146,37 +147,36 @@ def _ready_endpoints(slices: list[dict[str, Any]]) -> int:
     (unset means ready, as Kubernetes documents)."""
     count = 0
     for s in slices:
-        endpoints: list[dict[str, Any]] = s.get("endpoints") or []
-        for e in endpoints:
-            conditions: dict[str, Any] = e.get("conditions") or {}
-            if e.get("addresses") and conditions.get("ready") is not False:
+        endpoints = s.get("endpoints")
+        for e in (e for e in (endpoints if is_list(endpoints) else []) if is_dict(e)):
+            if e.get("addresses") and field_at(e, "conditions", "ready") is not False:
                 count += 1
     return count
 
 
-def judge_gate(client: KubeClient, gate: Gate) -> Check:
+def judge_gate(client: Reader, gate: Gate) -> Check:
     """Whether the API server can call one webhook: its Service exists, has a ready endpoint, and
     the configuration carries the CA (KAITO writes it when its webhook starts)."""
-    config: dict[str, Any] = gate.webhook.get("clientConfig") or {}
     what = f"KAITO's admission webhook {gate.label}"
-    service: dict[str, Any] | None = config.get("service")
-    if service is None:  # a URL: served outside the cluster, nothing here to look at
+    if field_at(gate.webhook, "clientConfig", "service") is None:  # a URL: served outside the cluster
         return Check(True)
-    namespace, name = service.get("namespace", ""), service.get("name", "")
+    namespace = text_at(gate.webhook, "clientConfig", "service", "namespace") or ""
+    name = text_at(gate.webhook, "clientConfig", "service", "name") or ""
     where = f"service {namespace}/{name}"
-    if _get_or_none(client, f"/api/v1/namespaces/{namespace}/services/{name}") is None:
+    if _get_or_none(client, f"/api/v1/namespaces/{segment(namespace)}/services/{segment(name)}") is None:
         return Check(False, f"{what} calls {where}, which does not exist", WHERE_KAITO_RUNS)
-    slices = client.get(
-        f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+    answer = client.get(
+        f"/apis/discovery.k8s.io/v1/namespaces/{segment(namespace)}/endpointslices",
         labelSelector=f"kubernetes.io/service-name={name}",
-    )["items"]
+    )
+    slices = items_of(answer, f"EndpointSlices of {where}")
     if _ready_endpoints(slices) == 0:
         return Check(
             False,
             f"{what} ({where}) has no ready endpoint: its pod is not serving yet",
             f"{WHERE_KAITO_RUNS}; kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={name}",
         )
-    if not config.get("caBundle"):
+    if not field_at(gate.webhook, "clientConfig", "caBundle"):
         return Check(
             False,
             f"{what} has no caBundle yet (KAITO writes its certificate into it when the webhook starts)",
@@ -185,7 +185,7 @@ def judge_gate(client: KubeClient, gate: Gate) -> Check:
     return Check(True)
 
 
-def _get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:
+def _get_or_none(client: Reader, path: str) -> dict[str, Any] | None:
     try:
         return client.get(path)
     except KubeApiError as err:
@@ -194,14 +194,14 @@ def _get_or_none(client: KubeClient, path: str) -> dict[str, Any] | None:
         raise
 
 
-def look(client: KubeClient, kinds: list[KaitoKind], require_webhook: bool) -> Check:
+def look(client: Reader, kinds: list[KaitoKind], require_webhook: bool) -> Check:
     """One look: every CRD, then the webhook. Credentials that may not read CRDs or webhook
     configurations skip that part (recorded in `unchecked`): namespace-scoped credentials got
     by without this wait before, and must not fail now."""
     unchecked: list[str] = []
     try:
         for kind in kinds:
-            check = judge_crd(_get_or_none(client, f"{CRD_API}/{kind.crd}"), kind)
+            check = judge_crd(_get_or_none(client, f"{CRD_API}/{segment(kind.crd)}"), kind)
             if not check.done:
                 return check
     except KubeApiError as err:
@@ -209,7 +209,7 @@ def look(client: KubeClient, kinds: list[KaitoKind], require_webhook: bool) -> C
             raise
         unchecked.append(f"CRDs ({err})")
     try:
-        configurations: list[dict[str, Any]] = client.get(WEBHOOKS_API)["items"]
+        configurations = items_of(client.get(WEBHOOKS_API), "ValidatingWebhookConfigurations")
         plurals = {k.plural for k in kinds}
         found = gates(configurations, plurals)
         if require_webhook and not any("workspaces" in g.plurals for g in found):
@@ -249,7 +249,7 @@ def add_on_release_check(kubernetes_version: str, expected: str) -> Check:
 
 
 def wait_for_kaito(
-    client: KubeClient,
+    client: Reader,
     kinds: list[KaitoKind],
     require_webhook: bool,
     timeout_seconds: float,
@@ -276,7 +276,7 @@ class KaitoReadyProvider(ClusterWaitProvider):
     def id_of(self, props: dict[str, Any]) -> str:
         return "kaito-ready-" + hashlib.sha256(json.dumps(props["kinds"], sort_keys=True).encode()).hexdigest()[:12]
 
-    def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
+    def wait(self, client: Reader, props: dict[str, Any]) -> dict[str, Any]:
         kinds = [KaitoKind(k["plural"], k["version"]) for k in props["kinds"]]
         release, version = props.get("addOnRelease"), props.get("kubernetesVersion")
         add_on = (str(version), str(release)) if release and version else None

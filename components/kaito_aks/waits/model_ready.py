@@ -15,15 +15,17 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
-from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, duration
+from kaito_aks.waits.answers import conditions_of, field_at, list_items, segment, text_at
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, Watch, poll_each
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
+
+__all__ = ["conditions_of", "field_at", "list_items"]  # read here by status, and by programs that did
 
 KAITO_API = "/apis/kaito.sh"
 FORBIDDEN = "this wait reads the KAITO objects it created: grant `get` on them, or turn the wait off (wait_for_ready / waitForReady)"
@@ -52,7 +54,8 @@ class Watched:
     @property
     def path(self) -> str:
         version = self.api_version.split("/", 1)[1]
-        return f"{KAITO_API}/{version}/namespaces/{self.namespace}/{self.kind.lower()}s/{self.name}"
+        where = f"namespaces/{segment(self.namespace)}/{self.kind.lower()}s/{segment(self.name)}"
+        return f"{KAITO_API}/{version}/{where}"
 
     def props(self) -> dict[str, Any]:
         props: dict[str, Any] = {
@@ -85,9 +88,8 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
     hint = CONTROLLER_HINTS.get(watched.kind, NO_CONTROLLER_HINT).format(kind=watched.kind.lower(), name=watched.name)
     if obj is None:
         return Check(False, f"{label} does not exist", "was it deleted?")
-    generation = obj["metadata"].get("generation")
-    status: dict[str, Any] = obj.get("status") or {}
-    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    generation = field_at(obj, "metadata", "generation")
+    conditions = conditions_of(obj)
     condition = next((c for c in conditions if c.get("type") == watched.condition), None)
     nodes = _node_progress(conditions)
     if condition is None:
@@ -97,14 +99,18 @@ def judge(obj: dict[str, Any] | None, watched: Watched) -> Check:
         # reason or message change (UpdateStatusConditionIfNotMatch), so after an edit a True
         # condition keeps the older generation for good.
         return Check(True)
-    observed = condition.get("observedGeneration", status.get("observedGeneration"))
-    if generation is not None and observed is not None and observed < generation:
+    observed = condition.get("observedGeneration", field_at(obj, "status", "observedGeneration"))
+    if _number(generation) and _number(observed) and observed < generation:
         return Check(False, f"KAITO has not reconciled {label} generation {generation} (at {observed})", hint)
     return Check(
         False,
         f"{label} is not ready: {_said(condition)}" + nodes,
         f"kubectl describe {watched.kind.lower()} -n {watched.namespace} {watched.name}",
     )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # Where KAITO says how getting the nodes goes: ResourceReady copies the first of its node
@@ -137,7 +143,7 @@ def _said(condition: dict[str, Any]) -> str:
 
 
 def wait_for_models(
-    client: KubeClient,
+    client: Reader,
     watched: list[Watched],
     timeout_seconds: float,
     *,
@@ -145,40 +151,19 @@ def wait_for_models(
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Poll every object until each reports its condition or runs out of its own time; then
-    fail naming every object that did not, with KAITO's reason (all at once: one wait may
-    watch a whole stack's models, which then take as long as the slowest, not the sum)."""
-    start = clock()
-    pending = list(watched)
-    failed: list[str] = []
-    while pending:
-        waiting: list[Watched] = []
-        for w in pending:
-            obj: dict[str, Any] | None = None
-            try:
-                obj = read_watched(client, w)
-                check = judge(obj, w)
-            except KubeApiError as err:
-                if err.status in (401, 403):
-                    raise RuntimeError(f"the stack's Kubernetes credentials are refused ({err}): {FORBIDDEN}") from None
-                if err.fatal:
-                    raise RuntimeError(str(err)) from None
-                check = Check(False, f"the API server did not answer ({err})", "is the cluster reachable?")
-            if check.done:
-                continue
-            limit = w.timeout_seconds if w.timeout_seconds is not None else timeout_seconds
-            if check.fatal:
-                failed.append(f"{check.waiting_for}: {check.hint}")
-            elif clock() - start >= limit:
-                detail = provisioning_detail(client, obj, w)
-                failed.append(f"{check.waiting_for}{detail} after {duration(limit)}: {check.hint}")
-            else:
-                waiting.append(w)
-        pending = waiting
-        if pending:
-            waited = clock() - start
-            sleep(min(1 + waited / 30, 10))
-    if failed:
-        raise RuntimeError("\n".join(failed))
+    fail naming every object that did not, with KAITO's reason and what its children or
+    NodeClaims say (all at once: one wait may watch a whole stack's models)."""
+    poll_each([_watch(client, w) for w in watched], timeout_seconds, forbidden=FORBIDDEN, sleep=sleep, clock=clock)
+
+
+def _watch(client: Reader, w: Watched) -> Watch:
+    last: list[dict[str, Any] | None] = [None]
+
+    def look() -> Check:
+        last[0] = read_watched(client, w)
+        return judge(last[0], w)
+
+    return Watch(look, w.timeout_seconds, lambda: provisioning_detail(client, last[0], w))
 
 
 # Where KAITO keeps what went wrong with a node it asked for. An InferenceSet reports only its
@@ -193,7 +178,7 @@ NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 NODECLAIM_STAGES = ("Launched", "Registered", "Initialized")
 
 
-def provisioning_detail(client: KubeClient, obj: dict[str, Any] | None, w: Watched) -> str:
+def provisioning_detail(client: Reader, obj: dict[str, Any] | None, w: Watched) -> str:
     """What KAITO's children and NodeClaims say of a model that is not serving ('' when
     nothing, or when the credentials may not read them: this only adds to the error)."""
     if obj is None:
@@ -203,12 +188,12 @@ def provisioning_detail(client: KubeClient, obj: dict[str, Any] | None, w: Watch
             return _children_detail(client, w)
         if w.kind == "Workspace" and field_at(obj, "resource", "instanceType"):
             return _nodeclaims_detail(client, w.namespace, w.name)
-    except (KubeApiError, OSError, ValueError, KeyError, TypeError):
+    except (KubeApiError, OSError, ValueError, KeyError, TypeError, AttributeError):
         return ""
     return ""
 
 
-def _children_detail(client: KubeClient, w: Watched) -> str:
+def _children_detail(client: Reader, w: Watched) -> str:
     path, query = children_query(w)
     said: list[str] = []
     for child in list_items(client.get(path, **query)):
@@ -216,23 +201,23 @@ def _children_detail(client: KubeClient, w: Watched) -> str:
         serving = any(c.get("type") == "InferenceReady" and c.get("status") == "True" for c in conditions)
         progress = _node_progress(conditions)
         if not serving and progress:
-            said.append(f"its Workspace {child['metadata']['name']}: {progress.removeprefix('; ')}")
+            said.append(f"its Workspace {text_at(child, 'metadata', 'name')}: {progress.removeprefix('; ')}")
     return f"; {'; '.join(said)}" if said else ""
 
 
-def _nodeclaims_detail(client: KubeClient, namespace: str, name: str) -> str:
+def _nodeclaims_detail(client: Reader, namespace: str, name: str) -> str:
     said: list[str] = []
     for claim in list_items(client.get(NODECLAIMS, **nodeclaims_query(namespace, name))):
         stage, condition = nodeclaim_stage(claim)
         if stage != "Ready" and (condition.get("reason") or condition.get("message")):
-            said.append(f"NodeClaim {claim['metadata']['name']}: {_said(condition)}")
+            said.append(f"NodeClaim {text_at(claim, 'metadata', 'name')}: {_said(condition)}")
     return f"; {'; '.join(said)}" if said else ""
 
 
 def children_query(w: Watched) -> tuple[str, dict[str, str]]:
     """Where an InferenceSet's Workspaces are listed: its namespace's, labelled with its name."""
     version = w.api_version.split("/", 1)[1]
-    path = f"{KAITO_API}/{version}/namespaces/{w.namespace}/workspaces"
+    path = f"{KAITO_API}/{version}/namespaces/{segment(w.namespace)}/workspaces"
     return path, {"labelSelector": f"{CREATED_BY_LABEL}={w.name}"}
 
 
@@ -267,24 +252,6 @@ def nodeclaim_stage(claim: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "Ready", {}
 
 
-def list_items(answer: dict[str, Any]) -> list[dict[str, Any]]:
-    items = answer.get("items")
-    return [i for i in items if is_dict(i)] if is_list(items) else []
-
-
-def conditions_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    status = obj.get("status")
-    found = status.get("conditions") if is_dict(status) else None
-    return [c for c in found if is_dict(c)] if is_list(found) else []
-
-
-def field_at(obj: dict[str, Any], *path: str) -> object:
-    node: object = obj
-    for key in path:
-        node = cast(dict[str, Any], node).get(key) if is_dict(node) else None
-    return node
-
-
 def read_watched(client: Reader, w: Watched) -> dict[str, Any] | None:
     try:
         return client.get(w.path)
@@ -299,6 +266,10 @@ class ModelReadyProvider(ClusterWaitProvider):
 
     def id_of(self, props: dict[str, Any]) -> str:
         return "model-ready-" + hashlib.sha256(json.dumps(props["watched"], sort_keys=True).encode()).hexdigest()[:12]
+
+    def limit_seconds(self, props: dict[str, Any]) -> float:
+        limits = [float(p["timeoutSeconds"]) for p in props["watched"] if p.get("timeoutSeconds") is not None]
+        return max([float(props["timeoutSeconds"]), *limits])
 
     def wait(self, client: KubeClient, props: dict[str, Any]) -> dict[str, Any]:
         watched = [Watched.from_props(p) for p in props["watched"]]

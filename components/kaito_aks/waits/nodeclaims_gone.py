@@ -16,9 +16,9 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
-from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, poll
-from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
+from kaito_aks.waits.answers import items_of, text_at
+from kaito_aks.waits.base import SECRET_OUTPUTS, Check, cluster_client, poll
+from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 # KAITO labels every NodeClaim it makes with its fake node pool (pkg/utils/nodeclaim/nodeclaim.go).
@@ -27,7 +27,7 @@ DEFAULT_TIMEOUT_MINUTES = 30
 FORBIDDEN = "this wait lists karpenter.sh NodeClaims before gpu-provisioner is removed: grant `list` on them"
 
 
-def nodeclaims_left(client: KubeClient) -> Check:
+def nodeclaims_left(client: Reader) -> Check:
     """Done when no NodeClaim KAITO made remains (or the cluster has no NodeClaim CRD)."""
     try:
         answer = client.get(NODECLAIMS, labelSelector=KAITO_NODECLAIMS)
@@ -35,12 +35,7 @@ def nodeclaims_left(client: KubeClient) -> Check:
         if err.status == 404:
             return Check(True)
         raise
-    items = answer.get("items")
-    names = sorted(
-        str(i["metadata"]["name"])
-        for i in (items if is_list(items) else [])
-        if is_dict(i) and is_dict(i.get("metadata"))
-    )
+    names = sorted(str(text_at(i, "metadata", "name")) for i in items_of(answer, "NodeClaims", named=True))
     if not names:
         return Check(True)
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
@@ -70,17 +65,13 @@ class NodeClaimsGoneProvider(dynamic.ResourceProvider):
         return dynamic.UpdateResult(dict(news))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        try:
-            client = KubeClient.from_kubeconfig(
-                props.get("kubeconfig"), props.get("kubeconfigPath"), props.get("context")
-            )
-        except (KubeconfigError, OSError) as err:
-            raise RuntimeError(f"cannot use the stack's kubeconfig to see KAITO's NodeClaims go: {err}") from None
-        wait_until_gone(client, float(props.get("timeoutSeconds") or DEFAULT_TIMEOUT_MINUTES * 60))
+        limit = float(props.get("timeoutSeconds") or DEFAULT_TIMEOUT_MINUTES * 60)
+        client = cluster_client(props, limit, " to see KAITO's NodeClaims go")
+        wait_until_gone(client, limit)
 
 
 def wait_until_gone(
-    client: KubeClient,
+    client: Reader,
     timeout_seconds: float,
     *,
     sleep: Callable[[float], None] = time.sleep,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaito_aks.parsed import is_list
+from kaito_aks.waits.answers import conditions_of, field_at, items_of, segment
 from kaito_aks.waits.gpu_nodes import GPU_COUNT, GPU_PRODUCT
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 from kaito_aks.waits.model_ready import (
@@ -20,10 +21,7 @@ from kaito_aks.waits.model_ready import (
     WORKSPACE_LABEL,
     Watched,
     children_query,
-    conditions_of,
-    field_at,
     judge,
-    list_items,
     nodeclaim_stage,
     nodeclaims_query,
     read_watched,
@@ -234,8 +232,10 @@ def read_model(reader: Reader, watched: Iterable[Watched], *, clock: Callable[[]
 def _children(p: _Pass, w: Watched) -> list[ObjectStatus]:
     """An InferenceSet's Workspaces (labelled with its name, made from its template)."""
     path, query = children_query(w)
-    answer = p.get(path, f"workspaces.kaito.sh in {w.namespace}", **query)
-    children = sorted(list_items(answer or {}), key=lambda o: str(field_at(o, "metadata", "name")))
+    what = f"workspaces.kaito.sh in {w.namespace}"
+    children = sorted(
+        items_of(p.get(path, what, **query) or {}, what), key=lambda o: str(field_at(o, "metadata", "name"))
+    )
     return [
         _object_status(
             p, child, Watched("Workspace", w.api_version, w.namespace, child["metadata"]["name"], "InferenceReady")
@@ -306,12 +306,13 @@ def _waiting_for(obj: dict[str, Any] | None, w: Watched, conditions: tuple[Condi
 def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str, str]:
     """Ready pods, pods, the nodes they run on, why a container will not start, and why a pod
     is not scheduled (the scheduler's message, e.g. no node matches or fits) ('' when none)."""
-    path = f"/api/v1/namespaces/{w.namespace}/pods"
-    answer = p.get(path, f"pods in {w.namespace}", labelSelector=f"{WORKSPACE_LABEL}={w.name}")
+    path = f"/api/v1/namespaces/{segment(w.namespace)}/pods"
+    what = f"pods in {w.namespace}"
+    answer = items_of(p.get(path, what, labelSelector=f"{WORKSPACE_LABEL}={w.name}") or {}, what)
     ready = total = 0
     on: list[str] = []
     stuck = pending = ""
-    for pod in list_items(answer or {}):
+    for pod in answer:
         total += 1
         name = field_at(pod, "metadata", "name")
         conditions = conditions_of(pod)
@@ -336,7 +337,7 @@ def _pods(p: _Pass, w: Watched) -> tuple[int, int, list[str], str, str]:
 
 def _node(p: _Pass, name: str) -> Node | None:
     if name not in p.nodes:
-        obj = p.get(f"/api/v1/nodes/{name}", "nodes")
+        obj = p.get(f"/api/v1/nodes/{segment(name)}", "nodes")
         if obj is None:
             p.nodes[name] = Node(name, None, None, read=False) if "nodes" in p.unreadable else None
         else:
@@ -347,9 +348,10 @@ def _node(p: _Pass, name: str) -> Node | None:
 
 
 def _node_claims(p: _Pass, w: Watched) -> tuple[NodeClaim, ...]:
-    answer = p.get(NODECLAIMS, "nodeclaims.karpenter.sh", **nodeclaims_query(w.namespace, w.name))
+    what = "nodeclaims.karpenter.sh"
+    answer = p.get(NODECLAIMS, what, **nodeclaims_query(w.namespace, w.name))
     out: list[NodeClaim] = []
-    for claim in list_items(answer or {}):
+    for claim in items_of(answer or {}, what):
         stage, c = nodeclaim_stage(claim)
         out.append(NodeClaim(str(field_at(claim, "metadata", "name")), stage, reason_and_message(c)))
     return tuple(out)
