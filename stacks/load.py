@@ -251,6 +251,7 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None)
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
+    warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
@@ -272,9 +273,9 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
         has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=knows_pools,
+        warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
     )
-    warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
-    return dataclasses.replace(cfg, warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version))), tied
+    return cfg, tied
 
 
 def _cluster(
