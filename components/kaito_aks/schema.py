@@ -451,21 +451,7 @@ def metadata(tp: Any) -> list[Any]:
 
 def is_input(tp: Any) -> bool:
     """Whether `tp` (through Optional) is an Input: may come from another resource."""
-    while True:
-        if LATER in metadata(tp):
-            return True
-        if get_origin(tp) is Annotated:
-            tp = get_args(tp)[0]
-            continue
-        inner = optional_of(tp)
-        if inner is None:
-            return False
-        tp = inner
-
-
-def input_of(tp: Any) -> Any | None:
-    """T for an Input[T] (its plain type), else None."""
-    return plain_of(unannotated(tp)) if LATER in metadata(tp) else None
+    return any(LATER in metadata(layer) for layer in _layers(tp))
 
 
 def _layers(tp: Any) -> Iterable[Any]:
