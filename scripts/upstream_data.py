@@ -16,6 +16,10 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     python scripts/upstream_data.py nvidia-device-plugin --git <k8s-device-plugin repo> --tag v0.17.4
     # the node provisioner KAITO's auto-provisioning mode drives on AKS
     python scripts/upstream_data.py gpu-provisioner --git <gpu-provisioner repo> --tag v0.4.3
+    # the CRDs of the serving pieces, from each release's Go module (the module proxy and
+    # checksum database, through `go mod download`): gateway-api, istio-api, keda, authorino,
+    # authorino-operator, prometheus-operator
+    python scripts/upstream_data.py gateway-api --go-module --tag v1.4.1
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -24,7 +28,9 @@ subset directory has no Go sources):
     provenance.yaml     repository, tag, commit, and the sha256 of every source file read
     chart.yaml          the chart's name, version, appVersion and dependencies
     chart-values.yaml   every value path of the chart's values.yaml with its type and default
-    crds/<name>.yaml    KAITO's CRDs as applied to a cluster, descriptions stripped
+    crds/<name>.yaml    KAITO's CRDs (and the gateway extension's its chart ships) as applied to a
+                        cluster, descriptions stripped; for a Go module project, its CRDs
+    flux2/chart-values.yaml, flux2/chart.yaml   the flux2 chart KAITO bundles for its gateway extension
     ragengine/chart.yaml, ragengine/chart-values.yaml   the same for KAITO's ragengine chart
     presets.yaml        KAITO's preset table: supported_models.yaml and the model catalog (0.11+)
     preset-definitions.yaml  the numbers in the presets' Go definitions (before 0.11)
@@ -42,9 +48,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
+import json
 import re
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +68,12 @@ REPOSITORIES = {
     "gpu-operator": "https://github.com/NVIDIA/gpu-operator",
     "nvidia-device-plugin": "https://github.com/NVIDIA/k8s-device-plugin",
     "gpu-provisioner": "https://github.com/Azure/gpu-provisioner",
+    "gateway-api": "https://github.com/kubernetes-sigs/gateway-api",
+    "istio-api": "https://github.com/istio/api",
+    "keda": "https://github.com/kedacore/keda",
+    "authorino": "https://github.com/Kuadrant/authorino",
+    "authorino-operator": "https://github.com/Kuadrant/authorino-operator",
+    "prometheus-operator": "https://github.com/prometheus-operator/prometheus-operator",
 }
 
 
@@ -87,6 +102,13 @@ class Source:
                 self.read_files[upstream] = hashlib.sha256(data).hexdigest()
                 return upstream, data.decode()
         return None
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """A binary file (a bundled chart archive) at its upstream path, remembered like `read`."""
+        data = self._read(path)
+        if data is not None:
+            self.read_files[path] = hashlib.sha256(data).hexdigest()
+        return data
 
     def listdir(self, path: str) -> list[str]:
         if self.git is not None:
@@ -195,6 +217,14 @@ KAITO_CRDS = {
     "inferencesets.kaito.sh": (
         "charts/kaito/workspace/crds/kaito.sh_inferencesets.yaml",
         "config/crd/bases/kaito.sh_inferencesets.yaml",
+    ),
+    # The Gateway API Inference Extension's CRDs KAITO's chart ships in crds/ (0.8 to 0.12,
+    # bundle-version v1.0.1): Helm installs them with KAITO's first install.
+    "inferencepools.inference.networking.k8s.io": (
+        "charts/kaito/workspace/crds/inference.networking.k8s.io_inferencepools.yaml",
+    ),
+    "inferenceobjectives.inference.networking.x-k8s.io": (
+        "charts/kaito/workspace/crds/inference.networking.x-k8s.io_inferenceobjectives.yaml",
     ),
     # the ragengine chart's CRD: under its crds/ up to 0.9.0, a template since 0.9.1 (identical
     # to config/crd/bases, which the reference folders hold)
@@ -548,6 +578,32 @@ def derive_kaito(src: Source) -> dict[str, Any]:
     gates = kaito_feature_gates(src)
     if gates is not None:
         files["feature-gates.yaml"] = gates
+    files.update(bundled_chart(src, KAITO_SUBCHARTS, "flux2"))
+    return files
+
+
+KAITO_SUBCHARTS = "charts/kaito/workspace/charts"
+
+
+def bundled_chart(src: Source, charts_dir: str, name: str) -> dict[str, Any]:
+    """A subchart bundled as an archive (charts/<name>-<version>.tgz): its values and Chart.yaml,
+    under <name>/ (KAITO bundles flux2 for its gateway extension)."""
+    archives = [f for f in src.listdir(charts_dir) if re.fullmatch(rf"{re.escape(charts_dir)}/{name}-[\w.]+\.tgz", f)]
+    if len(archives) != 1:
+        return {}
+    data = src.read_bytes(archives[0])
+    if data is None:
+        return {}
+    files: dict[str, Any] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
+        for member, out in ((f"{name}/values.yaml", "chart-values.yaml"), (f"{name}/Chart.yaml", "chart.yaml")):
+            extracted = archive.extractfile(member)
+            if extracted is None:
+                continue
+            text = extracted.read().decode()
+            files[f"{name}/{out}"] = (
+                {"values": value_paths(yaml.safe_load(text))} if out == "chart-values.yaml" else chart_facts(text)
+            )
     return files
 
 
@@ -590,11 +646,129 @@ def derive_gpu_provisioner(src: Source) -> dict[str, Any]:
     return files
 
 
+# ---------------------------------------------------------------------------------- CRDs of Go modules
+
+# The CRDs the serving objects are checked against (and the e2e API server installs), from the Go
+# module of each project's release: the module proxy serves it, the checksum database vouches for
+# it (go mod download), and it holds the CRDs the release's charts and manifests install.
+#   project: (module, [(file, CRD names kept (all when empty), JSON patches applied)])
+GO_MODULE_CRDS: dict[str, tuple[str, list[tuple[str, tuple[str, ...], tuple[str, ...]]]]] = {
+    "gateway-api": (
+        "sigs.k8s.io/gateway-api",
+        [
+            (f"config/crd/standard/gateway.networking.k8s.io_{kind}.yaml", (), ())
+            for kind in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
+        ],
+    ),
+    # Istio's CRDs in one file (= its base chart's files/crd-all.gen.yaml): the two our objects use
+    "istio-api": (
+        "istio.io/api",
+        [
+            (
+                "kubernetes/customresourcedefinitions.gen.yaml",
+                ("destinationrules.networking.istio.io", "authorizationpolicies.security.istio.io"),
+                (),
+            )
+        ],
+    ),
+    "keda": ("github.com/kedacore/keda/v2", [("config/crd/bases/keda.sh_scaledobjects.yaml", (), ())]),
+    # the AuthConfig CRD as its kustomization applies it (with the oneOf patch the operator chart's copy has)
+    "authorino": (
+        "github.com/kuadrant/authorino",
+        [
+            (
+                "install/crd/authorino.kuadrant.io_authconfigs.yaml",
+                (),
+                ("install/crd/patches/oneof_in_authconfigs.yaml",),
+            )
+        ],
+    ),
+    "authorino-operator": (
+        "github.com/kuadrant/authorino-operator",
+        [("config/crd/bases/operator.authorino.kuadrant.io_authorinos.yaml", (), ())],
+    ),
+    # kube-prometheus-stack 88.5.3 runs prometheus-operator v0.93.1
+    "prometheus-operator": (
+        "github.com/prometheus-operator/prometheus-operator",
+        [("example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml", (), ())],
+    ),
+}
+# AKS's managed Prometheus reads the same ServiceMonitor in its own group ("the same ... except for
+# a change in the group name", learn.microsoft.com/azure/azure-monitor/containers/prometheus-metrics-scrape-crd);
+# its CRD's repository (Azure/prometheus-collector) is not a module the proxy serves, so it is
+# derived from prometheus-operator's by renaming the group, and its provenance says so.
+RENAMED_GROUPS = {"prometheus-operator": {"monitoring.coreos.com": "azmonitoring.coreos.com"}}
+
+
+def json_patch(doc: Any, patch: list[dict[str, Any]]) -> Any:
+    """RFC 6902 `add` and `replace` (what kustomize patches of CRDs use)."""
+    for op in patch:
+        if op["op"] not in ("add", "replace"):
+            raise SystemExit(f"unsupported JSON patch op {op['op']!r}")
+        *parents, leaf = [part.replace("~1", "/").replace("~0", "~") for part in op["path"].split("/")[1:]]
+        node = doc
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node.insert(len(node) if leaf == "-" else int(leaf), op["value"])
+        else:
+            node[leaf] = op["value"]
+    return doc
+
+
+def go_module_deriver(project: str) -> Callable[[Source], dict[str, Any]]:
+    _, files = GO_MODULE_CRDS[project]
+
+    def derive(src: Source) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for path, keep, patches in files:
+            found = src.read(path)
+            if found is None:
+                continue
+            for doc in yaml.safe_load_all(found[1]):
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                if keep and doc["metadata"]["name"] not in keep:
+                    continue
+                for patch_path in patches:
+                    patch = src.read(patch_path)
+                    if patch is None:
+                        raise SystemExit(f"{patch_path}: missing (it patches {path})")
+                    doc = json_patch(doc, yaml.safe_load(patch[1]))
+                crd = crd_manifest(yaml.safe_dump(doc))
+                out[f"crds/{crd['metadata']['name']}.yaml"] = crd
+                for old, new in RENAMED_GROUPS.get(project, {}).items():
+                    if crd["spec"]["group"] == old:
+                        renamed = json.loads(json.dumps(crd))
+                        renamed["spec"]["group"] = new
+                        renamed["metadata"]["name"] = crd["metadata"]["name"].replace(old, new)
+                        out[f"crds/{renamed['metadata']['name']}.yaml"] = renamed
+        return out
+
+    return derive
+
+
+def go_module_source(project: str, tag: str) -> tuple[Source, dict[str, Any]]:
+    """The project's module at `tag`, downloaded through the Go module proxy and verified against
+    the checksum database by `go mod download` (into the Go module cache), as a directory source;
+    and what the download says of it (its go.sum hash, its origin when the proxy names it)."""
+    module = GO_MODULE_CRDS[project][0]
+    result = subprocess.run(
+        ["go", "mod", "download", "-json", f"{module}@{tag}"], capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"go mod download {module}@{tag} failed: {result.stdout or result.stderr}")
+    info = json.loads(result.stdout)
+    facts = {"module": module, "goSum": info["Sum"], "origin": (info.get("Origin") or {}).get("Hash")}
+    return Source(tag=tag, commit=info["Sum"], directory=Path(info["Dir"])), facts
+
+
 PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     "kaito": derive_kaito,
     "gpu-operator": chart_deriver("deployments/gpu-operator"),
     "nvidia-device-plugin": chart_deriver("deployments/helm/nvidia-device-plugin"),
     "gpu-provisioner": derive_gpu_provisioner,
+    **{project: go_module_deriver(project) for project in GO_MODULE_CRDS},
 }
 
 
@@ -605,13 +779,26 @@ def dump(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True)
 
 
-def provenance(project: str, src: Source, version: str) -> dict[str, Any]:
-    return {
+def provenance(project: str, src: Source, version: str, module: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Where the data comes from. For a Go module, `commit` is its go.sum hash (h1:, what the
+    checksum database verified), `origin` the commit the proxy names when it does."""
+    facts: dict[str, Any] = {
         "project": project,
-        "repository": REPOSITORIES[project],
+        "repository": REPOSITORIES.get(project) or f"https://proxy.golang.org/{(module or {}).get('module')}",
         "tag": src.tag,
         "version": version,
         "commit": src.commit,
+    }
+    if module is not None:
+        facts |= {"module": module["module"], "origin": module["origin"]}
+        renamed = RENAMED_GROUPS.get(project)
+        if renamed:
+            facts["derived"] = {
+                f"crds/*.{new}.yaml": f"the {old} CRD with its group renamed to {new} (its own repository is not a "
+                "module the proxy serves)"
+                for old, new in renamed.items()
+            }
+    return facts | {
         "derivedBy": "scripts/upstream_data.py",
         "sources": [{"path": p, "sha256": h} for p, h in sorted(src.read_files.items())],
     }
@@ -623,13 +810,25 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--git", type=Path, help="a git repository (mirror or clone) of the upstream project")
     where.add_argument("--dir", type=Path, help="upstream files at the tag, at their repository paths")
+    where.add_argument(
+        "--go-module",
+        action="store_true",
+        help="the project's Go module at the tag, through the Go module proxy (go mod download; projects: "
+        + ", ".join(GO_MODULE_CRDS)
+        + ")",
+    )
     parser.add_argument("--tag", required=True, help="the release tag, e.g. v0.8.1")
     parser.add_argument("--commit", help="the tag's commit (read from the repository with --git)")
     parser.add_argument("--out", type=Path, default=OUT, help=f"where the data goes (default: {OUT})")
     parser.add_argument("--check", action="store_true", help="compare with the committed data; write nothing")
     args = parser.parse_args(argv)
 
-    if args.git is not None:
+    module = None
+    if args.go_module:
+        if args.project not in GO_MODULE_CRDS:
+            raise SystemExit(f"--go-module: {args.project} is not one of {', '.join(GO_MODULE_CRDS)}")
+        src, module = go_module_source(args.project, args.tag)
+    elif args.git is not None:
         commit = _git(args.git, "rev-parse", f"{args.tag}^{{commit}}").strip()
         if args.commit and not commit.startswith(args.commit):
             raise SystemExit(f"--commit {args.commit} is not {args.tag} ({commit})")
@@ -647,8 +846,8 @@ def main(argv: list[str] | None = None) -> int:
     rendered = {path: dump(data) for path, data in files.items()}
 
     if args.check:
-        return check(target, rendered, provenance(args.project, src, version))
-    rendered["provenance.yaml"] = dump(provenance(args.project, src, version))
+        return check(target, rendered, provenance(args.project, src, version, module))
+    rendered["provenance.yaml"] = dump(provenance(args.project, src, version, module))
     for path, text in rendered.items():
         out = target / path
         out.parent.mkdir(parents=True, exist_ok=True)

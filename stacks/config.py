@@ -31,6 +31,10 @@ from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
 from kaito_aks.problems import PathPart, Problem, camel
 from kaito_aks.rag.spec import RagEngineArgs
 from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields
+from kaito_aks.serving.dashboard import VllmDashboardArgs
+from kaito_aks.serving.gateway import InferenceGatewayArgs
+from kaito_aks.serving.keda import KedaAutoscalingArgs
+from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import RETIRED_KEYS, SECTION_FIELDS, SOFT
 from kaito_aks.vocabulary import GpuDiscovery
 
@@ -44,6 +48,11 @@ FROM_CLUSTER_ID = (
     "Microsoft.ContainerService/managedClusters/(from-the-cluster)"
 )
 SECRET_KEYS = ("hfToken", "kubeconfig")
+# Keys that hold secrets inside them (set with `pulumi config set --path --secret`; Pulumi then
+# marks the whole key secret): the config paths where a secret may be, by key.
+NESTED_SECRETS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gateway": (("apiKeys", "*"), ("tls", "certificate"), ("tls", "key")),
+}
 SECRET_DOCS = {
     "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
     "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
@@ -153,6 +162,8 @@ WAITS = ("wait_for_ready", "ready_timeout_minutes", "wait_for_gpu_nodes", "gpu_n
 # What the stack fills in for every model (kaito.*, its pools, the secret hfToken, the cluster's
 # credentials), and the stack-wide waits (kaito.*; readyTimeoutMinutes may be given per model too).
 MODEL_FILLED = (
+    "gateway",  # (a workspace's own `gateway` and `metrics` say whether it is routed and scraped)
+    "metrics",
     "kaito_version",
     "node_provisioning",
     "hf_token",
@@ -182,7 +193,7 @@ AKS = Section(
     (
         Take(
             AksClusterArgs,
-            without=("existing",),
+            without=("existing", "keda"),  # (the KEDA add-on: autoscaling.keda addon)
             docs={
                 "location": "Azure region; default: `azure-native:location`",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
@@ -313,6 +324,79 @@ WORKSPACE = Section(
             },
         ),
     ),
+    own={
+        "gateway": Own(
+            bool | None,
+            "Route the model through the stack's gateway (its model id picks its route); default: true for a vLLM "
+            "preset when the stack has a gateway.",
+        ),
+        "metrics": Own(
+            bool | None,
+            "Have Prometheus scrape the model's vLLM metrics; default: true for a vLLM preset when the stack has "
+            "metrics.",
+        ),
+    },
+)
+GATEWAY = Section(
+    "gateway",
+    "One OpenAI-compatible gateway for the stack's models, with authentication at its door (KAITO 0.12: Istio with "
+    "KAITO's gateway extension, body-based routing by `model`, Authorino). Each workspace that is a vLLM preset is "
+    "routed through it (workspaces[].gateway).",
+    (
+        Take(
+            InferenceGatewayArgs,
+            without=("model_namespaces",),
+            decided=("exposure",),
+            docs={
+                "exposure": "internal: an Azure internal load balancer (the VNet); public: an Azure public load "
+                "balancer, from sourceRanges only, with tls (warned); cluster: a ClusterIP Service (kubectl "
+                "port-forward). Default: internal on AKS (cluster.aks, cluster.existing), cluster with "
+                "cluster.kubeconfig.",
+                "api_keys": "API keys by name, each a secret: `pulumi config set --path --secret "
+                "'kaito-aks:gateway.apiKeys.<name>' <key>` (at least 32 characters, e.g. `openssl rand -hex 32`); "
+                "clients send `Authorization: Bearer <key>`. Rotate a key by setting it again; add or remove names "
+                "freely.",
+                "tls": "Serve HTTPS on 443 (required with exposure public); certificate and key are secrets: `pulumi "
+                "config set --path --secret 'kaito-aks:gateway.tls.key' < key.pem`.",
+            },
+        ),
+    ),
+)
+AUTOSCALING = Section(
+    "autoscaling",
+    "KEDA and keda-kaito-scaler, installed when a workspace has autoscale (KAITO 0.12): where KEDA comes from.",
+    (Take(KedaAutoscalingArgs, without=("kaito_version",)),),
+)
+METRICS = Section(
+    "metrics",
+    "Prometheus scrapes every vLLM model's metrics (a ServiceMonitor on its Service; workspaces[].metrics), and a "
+    "Grafana dashboard of them.",
+    (
+        Take(
+            ModelMetricsArgs,
+            decided=("flavour", "labels"),
+            docs={
+                "flavour": "azureManagedPrometheus (AKS's managed Prometheus) or prometheusOperator (e.g. "
+                "kube-prometheus-stack); default: azureManagedPrometheus with cluster.aks.managedPrometheus, else "
+                "prometheusOperator.",
+                "labels": "Labels on the ServiceMonitors; default with prometheusOperator: release: "
+                "kube-prometheus-stack (kube-prometheus-stack selects only ServiceMonitors labelled with its Helm "
+                "release's name; say yours), none with azureManagedPrometheus.",
+            },
+        ),
+    ),
+    own={
+        "dashboard": Own(
+            bool,
+            "With prometheusOperator: the Grafana dashboard as a ConfigMap its sidecar loads (label "
+            'grafana_dashboard: "1") in dashboardNamespace. Azure Managed Grafana: import `python -m stacks '
+            "dashboard` instead.",
+            True,
+        ),
+        "dashboard_namespace": Own(
+            str | None, "The dashboard ConfigMap's namespace (it must exist); default: monitoring."
+        ),
+    },
 )
 RAG_ENGINE_OPERATOR = Section(
     "ragEngineOperator",
@@ -353,7 +437,7 @@ RAG_ENGINE = Section(
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
 SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, WORKSPACE, RAG_ENGINE_OPERATOR)
-SECTIONS += (RAG_ENGINE,)
+SECTIONS += (RAG_ENGINE, GATEWAY, AUTOSCALING, METRICS)
 
 
 def _empty_if_null(value: Any) -> Any:
@@ -379,6 +463,9 @@ FILE_KEYS: dict[str, Any] = {
     "rag_engine_operator": RAG_ENGINE_OPERATOR.schema,
     "rag_engines": Annotated[list[RAG_ENGINE.schema], SOFT],
     "create_namespaces": Annotated[bool, SOFT],
+    "gateway": GATEWAY.schema,
+    "autoscaling": AUTOSCALING.schema,
+    "metrics": METRICS.schema,
 }
 TOP_KEYS = {camel(k) for k in FILE_KEYS}
 _FILE = typed_dict("file", FILE_KEYS, FILE_KEYS, extra="ignore")  # (the other keys: stacks/load.py says them)
@@ -452,6 +539,12 @@ class StackConfig:
     # What cannot be checked before KAITO sees it (e.g. a Hugging Face id outside KAITO's
     # catalog), at config paths: `validate` prints them; under `pulumi up` each model logs its own.
     warnings: tuple[Problem, ...] = ()
+    # Serving the models as one service: the gateway (the models it routes carry its name in
+    # their args), KEDA for the autoscaled models, Prometheus scraping and the dashboard.
+    gateway: InferenceGatewayArgs | None = None
+    autoscaling: KedaAutoscalingArgs | None = None
+    metrics: ModelMetricsArgs | None = None
+    dashboard: VllmDashboardArgs | None = None
 
     @property
     def models(self) -> tuple[KaitoModelArgs, ...]:

@@ -17,7 +17,7 @@ from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VER
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime
 from kaito_aks.problems import Key, PathPart
-from kaito_aks.vocabulary import GpuDiscovery, NodeProvisioning
+from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioning
 from stacks.config import DEFAULT_KAITO_VERSION
 from stacks.errors import secret_key
 
@@ -40,6 +40,9 @@ class Written:
     workspaces: tuple[Section | None, ...] = ()
     rag_engines: tuple[Section | None, ...] = ()
     create_namespaces: bool = True
+    gateway: Section | None = None  # None: not written (no gateway)
+    autoscaling: Section | None = None
+    metrics: Section | None = None
 
     @property
     def is_azure(self) -> bool:
@@ -186,3 +189,60 @@ def cpu_model_on_system_pool(args: KaitoModelArgs, is_azure: bool) -> dict[str, 
     """On AKS a CPU model that says nothing of where it runs stays on the system pool (never on a
     GPU node): its node_selector, or None to leave it as written."""
     return dict(AKS_SYSTEM_POOL_LABELS) if is_azure and off_gpu_by_default(args) else None
+
+
+# ---------------------------------------------------------------- serving: gateway, autoscaling, metrics
+
+
+def gateway_exposure(gateway: Section, cluster_kind: str | None) -> Exposure:
+    """An Azure internal load balancer on AKS; a ClusterIP Service elsewhere (the internal load
+    balancer's annotation is Azure's)."""
+    return gateway.get("exposure") or ("internal" if cluster_kind in ("aks", "existing") else "cluster")
+
+
+def served_by_vllm(args: KaitoModelArgs) -> bool:
+    """A preset that serves with vLLM: what KAITO routes through its gateway extension, and what
+    serves vLLM's metrics."""
+    return bool(args.model) and args.tuning is None and args.runtime != "transformers"
+
+
+def routed(entry_gateway: bool | None, args: KaitoModelArgs, has_gateway: bool) -> bool:
+    """A workspace goes through the gateway when it says so, else when it is a vLLM preset."""
+    return entry_gateway if entry_gateway is not None else has_gateway and served_by_vllm(args)
+
+
+def scraped(entry_metrics: bool | None, args: KaitoModelArgs, has_metrics: bool) -> bool:
+    """A workspace's metrics are scraped when it says so, else when it is a vLLM preset."""
+    return entry_metrics if entry_metrics is not None else has_metrics and served_by_vllm(args)
+
+
+def metrics_flavour(metrics: Section, cluster: AksClusterArgs | None) -> MetricsFlavour:
+    """AKS's managed Prometheus on a cluster this stack creates with it, else a prometheus-operator."""
+    if metrics.get("flavour"):
+        return metrics["flavour"]
+    managed = cluster is not None and not cluster.existing and cluster.managed_prometheus
+    return "azureManagedPrometheus" if managed else "prometheusOperator"
+
+
+KUBE_PROMETHEUS_STACK = {"release": "kube-prometheus-stack"}
+
+
+def metrics_labels(metrics: Section, flavour: MetricsFlavour) -> dict[str, str] | None:
+    """kube-prometheus-stack selects the ServiceMonitors labelled release: <its release name>
+    (serviceMonitorSelectorNilUsesHelmValues, values.yaml:4476 at 88.5.3): its default name."""
+    if "labels" in metrics:
+        return metrics["labels"]
+    return dict(KUBE_PROMETHEUS_STACK) if flavour == "prometheusOperator" else None
+
+
+def dashboard_namespace(metrics: Section) -> str:
+    return metrics.get("dashboard_namespace") or "monitoring"
+
+
+def with_gateway_gate(kaito: Section, chart: catalog.KaitoChart | None) -> dict[str, bool]:
+    """The feature gates KAITO runs with when the stack has a gateway: its gateway extension on
+    (where the release has one this program serves through), unless written."""
+    gates = dict(kaito.get("feature_gates", {}))
+    if chart is not None and chart.serving is not None:
+        gates.setdefault(chart.serving.gate, True)
+    return gates

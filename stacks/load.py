@@ -32,11 +32,13 @@ from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, rageng
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
+from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import collect, unusable
-from stacks import budget, defaults, rules
+from stacks import budget, defaults, rules, serving
 from stacks.config import (
     FROM_CLUSTER,
     FROM_CLUSTER_ID,
+    NESTED_SECRETS,
     PROJECT,
     SECRET_KEYS,
     STACK_FILE,
@@ -127,7 +129,7 @@ def key_problems(
             close = did_you_mean(key, [*TOP_KEYS, *SECRET_KEYS])
             hint = f"did you mean {PROJECT}:{close[0]}?" if close else f"known keys: {', '.join(sorted(TOP_KEYS))}"
             problems.append(Problem(at, f"unknown config key; {hint}", "unknown"))
-        elif key in encrypted:
+        elif key in encrypted and key not in NESTED_SECRETS:
             token = (
                 " (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes Secret named "
                 "in accessSecret)"
@@ -160,6 +162,9 @@ def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> 
         if isinstance(value, Mapping):
             kept: dict[Any, Any] = {}
             for k, v in value.items():
+                if isinstance(v, Mapping) and set(v) == {"secure"} and nested_secret((*path, Key(str(k)))):
+                    kept[k] = SECRET_PRESENT  # (its value is known to the engine only)
+                    continue
                 if isinstance(v, Mapping) and set(v) == {"secure"}:
                     problems.append(
                         Problem(
@@ -177,6 +182,55 @@ def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> 
         return value
 
     return {k: strip(v, (Key(k),)) for k, v in raw.items()}
+
+
+def nested_secret(path: tuple[PathPart, ...]) -> bool:
+    """Whether a config path is one where a key holds a secret inside it (NESTED_SECRETS)."""
+    if not path:
+        return False
+    inside = tuple(str(p) for p in path[1:])
+    patterns = NESTED_SECRETS.get(str(path[0]), ())
+    return any(len(q) == len(inside) and all(a in ("*", b) for a, b in zip(q, inside, strict=True)) for q in patterns)
+
+
+def plaintext_nested_secrets(raw: Mapping[str, Any], encrypted: Collection[str] | None = None) -> list[Problem]:
+    """Secrets written in plain text where a key holds them (an API key, a TLS key), refused with
+    the command that sets them as secrets. `raw`: a stack file's values (a secret there is a map of
+    one `secure:`), or with `encrypted` the engine's, decrypted (then a key Pulumi does not mark
+    secret holds none)."""
+    problems: list[Problem] = []
+    for key, patterns in NESTED_SECRETS.items():
+        value = raw.get(key)
+        if not isinstance(value, Mapping) or (encrypted is not None and key in encrypted):
+            continue
+        for pattern in patterns:
+            for path, found in _at_pattern(value, pattern):
+                if isinstance(found, str) and found != SECRET_PRESENT:
+                    where = ".".join((key, *path))
+                    problems.append(
+                        Problem(
+                            (key, *(Key(p) for p in path)),
+                            f"must be a secret: run `pulumi config set --path --secret '{PROJECT}:{where}' ...` "
+                            "(plaintext ends up in the stack file)",
+                            "plaintext-secret",
+                        )
+                    )
+    return problems
+
+
+def _at_pattern(value: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    if not pattern:
+        return [((), value)]
+    head, rest = pattern[0], pattern[1:]
+    found: list[tuple[tuple[str, ...], Any]] = []
+    keys = list(value) if head == "*" else [head] if head in value else []
+    for k in keys:
+        v = value[k]
+        if not rest:
+            found.append(((str(k),), v))
+        elif isinstance(v, Mapping):
+            found += [((str(k), *p), x) for p, x in _at_pattern(v, rest)]
+    return found
 
 
 # ---------------------------------------------------------------- the file, read in one call
@@ -211,9 +265,19 @@ def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
             workspaces=tuple(values.get("workspaces") or ()),
             rag_engines=tuple(values.get("rag_engines") or ()),
             create_namespaces=values.get("create_namespaces", True) is not False,
+            gateway=_section(values.get("gateway")),
+            autoscaling=_section(values.get("autoscaling")),
+            metrics=_section(values.get("metrics")),
         ),
         problems,
     )
+
+
+def _section(value: Any) -> dict[str, Any] | None:
+    """A section as written (`gateway:` with nothing under it: its defaults), or None: not written."""
+    if value is None:
+        return None
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def beside_shape(found: list[Problem], shape: list[Problem]) -> list[Problem]:
@@ -237,18 +301,24 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     provisioning = defaults.node_provisioning(written.kaito, add_on)
     kaito_install = defaults.kaito_installed(written.kaito, add_on)
     gpu_operator_on = defaults.gpu_operator_on(written, provisioning == "auto")
+    version = defaults.kaito_version(written.kaito, aks_cluster)
+    gates = written.kaito.get("feature_gates", {})
+    if written.gateway is not None and kaito_install:
+        gates = defaults.with_gateway_gate(written.kaito, catalog.kaito_charts().get(version))
     kaito = KaitoOperatorArgs(
-        version=defaults.kaito_version(written.kaito, aks_cluster),
+        version=version,
         node_provisioning=provisioning,
         node_provisioner=written.kaito.get("node_provisioner", "gpu-provisioner"),
-        feature_gates=written.kaito.get("feature_gates", {}),
+        feature_gates=gates,
         values=written.kaito.get("values", {}),
         gpu_discovery=defaults.gpu_discovery(written.kaito, gpu_operator_on),
         node_groups=groups,
         cluster_name=aks_cluster.name if aks_cluster is not None else None,
     )
     knows_pools = defaults.pools_known(written, provisioning, len(pools))
-    workspaces = _models(written, kaito, secrets, groups if knows_pools else None)
+    metrics = serving.metrics_args(written, aks_cluster)
+    workspaces = _models(written, kaito, secrets, groups if knows_pools else None, metrics)
+    served = serving.serving_args(written, kaito, [w.args for w in workspaces])
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
     warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
@@ -274,7 +344,12 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
         azure_location=azure_location,
         pools_known=knows_pools,
         warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
+        gateway=served.gateway,
+        autoscaling=served.autoscaling,
+        metrics=served.metrics,
+        dashboard=served.dashboard,
     )
+    cfg = dataclasses.replace(cfg, warnings=(*cfg.warnings, *serving.warnings(cfg, written)))
     return cfg, tied
 
 
@@ -352,10 +427,15 @@ def _written_settings(written: Written) -> frozenset[str]:
 
 
 def _models(
-    written: Written, kaito: KaitoOperatorArgs, secrets: Secrets, node_groups: list[Any] | None
+    written: Written,
+    kaito: KaitoOperatorArgs,
+    secrets: Secrets,
+    node_groups: list[Any] | None,
+    metrics: ModelMetricsArgs | None = None,
 ) -> list[ModelConfig]:
     """Each usable workspace entry as a model's args: the entry's keys over the stack-wide ones
-    (kaito.*, the secret hfToken, the pools of a cluster it creates), each placed where written."""
+    (kaito.*, the secret hfToken, the pools of a cluster it creates, its route and ServiceMonitor),
+    each placed where written."""
     stack_wide = defaults.stack_wide_model_args(kaito, written.kaito)
     paths = defaults.stack_wide_paths(kaito)
     hf_token = secrets.value("hfToken")
@@ -363,12 +443,13 @@ def _models(
     for i, entry in enumerate(written.workspaces):
         if entry is None:
             continue
-        given = {k: v for k, v in entry.items() if v is not None}
+        given = {k: v for k, v in entry.items() if v is not None and k not in serving.OWN_KEYS}
         args = KaitoModelArgs(
             **defaults.model_defaults(stack_wide, given) | given,
             hf_token=hf_token,
             node_groups=list(node_groups) if node_groups is not None else None,
         )
+        args = serving.model_serving(entry, args, written, metrics)
         system_pool = defaults.cpu_model_on_system_pool(args, written.is_azure)
         if system_pool is not None:
             args = dataclasses.replace(args, node_selector=system_pool)
@@ -496,6 +577,7 @@ def judge(cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[
     for engine in cfg.rag_engines:  # (with the add-on, ragEngines are refused as a whole)
         found += [p for p in map(engine.placed.where, check_rag_engine(engine.args)[1]) if not _add_on_release(cfg, p)]
     found += rules.check(cfg)
+    found += serving.check(cfg, written) + list(serving.own_key_problems(cfg, written))
     found += budget.check(cfg, sound)
     found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
     if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
@@ -583,6 +665,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     ]
     present = [k for k in SECRET_KEYS if k in encrypted or k in raw]
     plaintext = [k for k in SECRET_KEYS if k in raw]
+    problems += plaintext_nested_secrets(raw)
     try:
         cfg = stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
@@ -699,6 +782,11 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
     )
     source = source if source is not None else _own_stack_file()
     problems = stack_file_problems(source)
+    problems += plaintext_nested_secrets(raw, encrypted)  # the engine's values: marked secret, or plain
+    if source is not None:  # one key Pulumi marks secret may hold another in plain text beside it
+        problems += plaintext_nested_secrets(
+            {k.removeprefix(prefix): v for k, v in source.config.items() if k.startswith(prefix)}
+        )
     cfg: StackConfig | None = None
     try:
         cfg = stack_config(

@@ -22,12 +22,17 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
+from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
 from kaito_aks.rag.component import RagEngine, watched_object
+from kaito_aks.serving.dashboard import VllmDashboard
+from kaito_aks.serving.gateway import InferenceGateway
+from kaito_aks.serving.keda import KedaAutoscaling
+from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
@@ -102,16 +107,48 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # provisioner, so nothing asks for a node before something can make it (and on destroy the
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
-    operators = (r for r in (kaito, gpu_operator, provisioner) if r is not None)
+    serving = _serving(cfg, cluster)
+    operators = (r for r in (kaito, gpu_operator, provisioner, serving.keda) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
-        [(f"{args.namespace}/{args.name}", Judged(args)) for args in cfg.models],  # judged by load_stack
+        [(f"{args.namespace}/{args.name}", Judged(_through(args, serving.gateway))) for args in cfg.models],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
-    )
+    )  # (judged by load_stack)
     rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
+    _export_serving(cfg, group, serving)
+
+
+@dataclasses.dataclass(frozen=True)
+class Serving:
+    gateway: InferenceGateway | None
+    keda: KedaAutoscaling | None
+    dashboard: VllmDashboard | None
+
+
+def _serving(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> Serving:
+    """The gateway, KEDA and the dashboard. The gateway goes up beside the models (each model's
+    route names it by its outputs, so the routes wait for it); the autoscaled models' InferenceSets
+    are among the models, which wait for KEDA (and go before it on destroy, while KEDA can still
+    drop the ScaledObjects its finalizer guards)."""
+    opts = pulumi.ResourceOptions(providers=[cluster.provider])
+    gateway = InferenceGateway("gateway", cfg.gateway, opts=opts) if cfg.gateway is not None else None
+    for warning in (w for w in cfg.warnings if w.path[:1] == ("gateway",) and gateway is not None):
+        pulumi.log.warn(warning.text("schema"), resource=gateway)
+    # issue 29 seam: the model NetworkPolicies must let the gateway's pods (serving.gateway_clients)
+    # and keda-kaito-scaler (serving.keda.scaler_clients) reach the models' pods.
+    keda = KedaAutoscaling("autoscaling", cfg.autoscaling, opts=opts) if cfg.autoscaling is not None else None
+    dashboard = VllmDashboard("dashboard", cfg.dashboard, opts=opts) if cfg.dashboard is not None else None
+    return Serving(gateway, keda, dashboard)
+
+
+def _through(args: KaitoModelArgs, gateway: InferenceGateway | None) -> KaitoModelArgs:
+    """A routed model's args naming the Gateway by its outputs (its route then waits for it)."""
+    if args.gateway is None or gateway is None:
+        return args
+    return dataclasses.replace(args, gateway=GatewayRefArgs(name=gateway.gateway_name, namespace=gateway.namespace))
 
 
 def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:
@@ -274,7 +311,46 @@ def _export(
                 "instanceType": m.instance_type,
                 # the objects whose condition says it serves: what `python -m stacks status` reads
                 "kaito": [w.props() for w in watched_objects(m.plan)],
+                **({"route": m.route} if m.plan.route is not None else {}),
+                **({"autoscaling": m.autoscaling} if m.plan.autoscale is not None else {}),
             }
             for key, m in group.models.items()
         },
     )
+
+
+def _export_serving(cfg: StackConfig, group: ModelGroup, serving: Serving) -> None:
+    """The gateway's URL and what it routes, KEDA's pieces, the metrics' flavour."""
+    if serving.gateway is not None:
+        gateway = serving.gateway
+        pulumi.export("gatewayUrl", gateway.url)
+        pulumi.export(
+            "gateway",
+            {
+                "url": gateway.url,
+                "name": gateway.gateway_name,
+                "namespace": gateway.namespace,
+                "service": gateway.service,
+                "authentication": gateway.authentication,
+                "exposure": cfg.gateway.exposure if cfg.gateway is not None else None,
+                "istio": catalog.serving_charts().istio.version,
+                "models": {key: m.route for key, m in group.models.items() if m.plan.route is not None},
+            },
+        )
+    if serving.keda is not None:
+        pulumi.export(
+            "autoscaling",
+            {
+                "namespace": serving.keda.namespace,
+                "keda": serving.keda.keda_version,
+                "kedaKaitoScaler": serving.keda.scaler_version,
+            },
+        )
+    if cfg.metrics is not None:
+        pulumi.export(
+            "metrics",
+            {
+                "flavour": cfg.metrics.flavour,
+                "dashboard": serving.dashboard.config_map if serving.dashboard is not None else None,
+            },
+        )

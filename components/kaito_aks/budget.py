@@ -14,7 +14,7 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.placement import match_labels
-from kaito_aks.model.spec import KaitoModelArgs, is_gpu
+from kaito_aks.model.spec import KaitoModelArgs, is_gpu, serving_replicas
 from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
 from kaito_aks.problems import Problem
 from kaito_aks.rag import rules as rag_rules
@@ -82,11 +82,13 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
         )
     except sizing.SizingError:
         return None
+    replicas = serving_replicas(args)
+    scaled = " (autoscale.max_replicas)" if args.autoscale is not None else ""
     return Demand(
         who,
         pools,
-        per_instance * args.replicas,
-        f"{args.replicas} replica(s) x {_nodes(per_instance)}, KAITO's vLLM estimate",
+        per_instance * replicas,
+        f"{replicas} replica(s){scaled} x {_nodes(per_instance)}, KAITO's vLLM estimate",
     )
 
 

@@ -75,6 +75,12 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.rag.component import TYPE as RAG
     from kaito_aks.rag.component import RagEngine
     from kaito_aks.rag.spec import RagEngineArgs
+    from kaito_aks.serving.dashboard import TYPE as DASHBOARD
+    from kaito_aks.serving.dashboard import VllmDashboard, VllmDashboardArgs
+    from kaito_aks.serving.gateway import TYPE as GATEWAY
+    from kaito_aks.serving.gateway import InferenceGateway, InferenceGatewayArgs
+    from kaito_aks.serving.keda import TYPE as KEDA
+    from kaito_aks.serving.keda import KedaAutoscaling, KedaAutoscalingArgs
 
     return {
         AKS: (AksCluster, AksClusterArgs),
@@ -87,6 +93,9 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
         MODEL: (KaitoModel, KaitoModelArgs),
         RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs),
         RAG: (RagEngine, RagEngineArgs),
+        GATEWAY: (InferenceGateway, InferenceGatewayArgs),
+        KEDA: (KedaAutoscaling, KedaAutoscalingArgs),
+        DASHBOARD: (VllmDashboard, VllmDashboardArgs),
     }
 
 

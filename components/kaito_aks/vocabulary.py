@@ -33,6 +33,22 @@ install (the NVIDIA GPU Operator) runs them and KAITO's copies are switched off.
 GpuDriver = Literal["operator", "aks"]
 """operator: AKS skips the driver (gpuProfile.driver None) and the NVIDIA GPU Operator installs
 it; aks: AKS installs the driver and container toolkit."""
+Installed = Literal["install", "existing"]
+"""install: this program installs the piece from its pinned chart or release; existing: the
+cluster has it already (a platform team's, an AKS add-on's), and nothing is installed."""
+Exposure = Literal["internal", "public", "cluster"]
+"""Where a gateway is reached from: internal (an Azure internal load balancer: the VNet), public
+(an Azure public load balancer, from the source ranges given), cluster (a ClusterIP Service:
+inside the cluster, or through `kubectl port-forward`)."""
+MetricsFlavour = Literal["azureManagedPrometheus", "prometheusOperator"]
+"""Which Prometheus scrapes the models: AKS's managed Prometheus (azmonitoring.coreos.com
+ServiceMonitors) or a prometheus-operator such as kube-prometheus-stack (monitoring.coreos.com)."""
+KedaSource = Literal["chart", "addon", "existing"]
+"""Where KEDA comes from: its pinned chart, the AKS KEDA add-on (a cluster this program creates),
+or already there."""
+MetricType = Literal["gauge", "histogram"]
+"""How keda-kaito-scaler reads a metric: a gauge averaged per replica, a histogram averaged over
+a window."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 import upstream_facts
 from kaito_aks import catalog
 from kaito_aks.catalog import generator
-from upstream_facts import kaito
+from upstream_facts import kaito, serving_crd_folders
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
@@ -30,6 +30,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
     wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
+    wanted |= set(serving_crd_folders().values())
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
@@ -258,6 +259,12 @@ def test_kaito_chart_table_matches_the_charts_values(version):
         assert key in values[section]
     for toggle in chart.subchart_toggles:  # a value or a dependency condition of the bundled chart
         subchart, _, key = toggle.partition(".")
+        if subchart == "flux2":  # the gateway extension's Flux, bundled as an archive (its values derived)
+            node = upstream_facts.chart_values("kaito", version, "flux2")
+            for part in key.split(".")[:-1]:
+                node = node.get(part, {})
+            assert key.split(".")[-1] in node, toggle
+            continue
         assert subchart == "gpu-feature-discovery", toggle
         bundled = _bundled_gfd(version)
         assert bundled is not None

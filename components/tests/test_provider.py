@@ -30,6 +30,9 @@ from kaito_aks.nodes import NodeGroup
 from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, schema, schema_text, to_wire
 from kaito_aks.rag.spec import RagEngineArgs
 from kaito_aks.schema import fields, walk_types
+from kaito_aks.serving.dashboard import VllmDashboard
+from kaito_aks.serving.gateway import InferenceGateway
+from kaito_aks.serving.keda import KedaAutoscaling
 from kaito_aks.testing import MOCK_KUBECONFIG, Secret, run
 
 KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")
@@ -45,6 +48,9 @@ COMPONENTS = {
     "KaitoModel": KaitoModel,
     "RagEngineOperator": RagEngineOperator,
     "RagEngine": RagEngine,
+    "InferenceGateway": InferenceGateway,
+    "KedaAutoscaling": KedaAutoscaling,
+    "VllmDashboard": VllmDashboard,
 }
 
 
@@ -119,6 +125,8 @@ def test_outputs_are_declared():
         "replicas",
         "gpuNodes",
         "instanceType",
+        "route",
+        "autoscaling",
     }
     assert set(resources["kaito-aks:index:GpuNodePool"]["properties"]) == {"name", "vmSize", "nodeGroup"}
     assert set(resources["kaito-aks:index:KubeconfigCluster"]["properties"]) == {"clusterName", "kubeconfig", "context"}
@@ -218,8 +226,26 @@ def test_construct_builds_the_component_from_wire_values():
     workspaces = ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
     assert len(workspaces) == 2
     assert workspaces[0].inputs["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}}
-    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes", "instanceType"}
-    assert set(states[0]) == {"endpoint", "model", "source", "replicas", "gpuNodes", "instanceType"}
+    assert set(states[0]) == {
+        "endpoint",
+        "model",
+        "source",
+        "replicas",
+        "gpuNodes",
+        "instanceType",
+        "route",
+        "autoscaling",
+    }
+    assert set(states[0]) == {
+        "endpoint",
+        "model",
+        "source",
+        "replicas",
+        "gpuNodes",
+        "instanceType",
+        "route",
+        "autoscaling",
+    }
 
 
 def test_construct_builds_a_rag_engine_from_wire_values():

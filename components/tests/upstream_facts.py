@@ -60,3 +60,31 @@ def crd(version: str, name: str) -> dict[str, Any]:
 def kaito(version: str, name: str) -> dict[str, Any]:
     """presets, preset-definitions, skus or feature-gates of a KAITO release."""
     return load("kaito", version, f"{name}.yaml")
+
+
+def serving_crd_folders() -> dict[str, str]:
+    """project -> the folder of the CRDs the serving objects are checked against, at the releases
+    catalog/serving_charts.yaml pins (and the ones they run)."""
+    from kaito_aks import catalog
+
+    pins = catalog.serving_charts()
+    return {
+        "gateway-api": f"gateway-api-{pins.gateway_api_crds.version}",
+        "istio-api": f"istio-api-v{pins.istio.version}",
+        "keda": f"keda-v{pins.keda.version}",
+        "authorino": f"authorino-{pins.authorino.runs}",
+        "authorino-operator": f"authorino-operator-v{pins.authorino.version}",
+        "prometheus-operator": f"prometheus-operator-{pins.prometheus_operator.version}",
+    }
+
+
+def serving_crd(project: str, name: str) -> dict[str, Any]:
+    """A serving piece's CRD at the pinned release, e.g. serving_crd("gateway-api", "httproutes.gateway.networking.k8s.io")."""
+    folder_name = serving_crd_folders()[project]
+    project_name, _, version = folder_name.rpartition("-")
+    return load(project_name, version, f"crds/{name}.yaml")
+
+
+def serving_crd_files() -> list[Path]:
+    """Every serving CRD file, for an API server to install."""
+    return sorted(f for name in serving_crd_folders().values() for f in (UPSTREAM / name / "crds").glob("*.yaml"))

@@ -10,6 +10,7 @@ from typing import Annotated
 import pulumi
 from pulumi_azure_native import containerservice, resources
 
+from kaito_aks.azure.monitoring import managed_prometheus
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
@@ -73,13 +74,20 @@ class AksClusterArgs:
     """The AKS AI toolchain operator add-on: AKS runs KAITO (its own version, with node
     auto-provisioning in the control plane) and no KAITO Helm release may be installed. With
     `existing`, the cluster must already have it (checked at deploy time)."""
+    managed_prometheus: bool = False
+    """Azure Monitor managed Prometheus for a created cluster: its metrics add-on, an Azure Monitor
+    workspace (<name>-prometheus) and the data collection endpoint, rule and associations that
+    send the metrics there; it scrapes azmonitoring.coreos.com ServiceMonitors."""
+    keda: bool = False
+    """The AKS KEDA add-on for a created cluster (workloadAutoScalerProfile.keda): KEDA in
+    kube-system, its version AKS's choice for the cluster's Kubernetes minor."""
 
 
 def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
     problems: list[Problem] = []
     if args.existing:
         defaults = AksClusterArgs(resource_group=args.resource_group, name=args.name, existing=True)
-        for name in ("location", "kubernetes_version", "system_pool", "tags"):
+        for name in ("location", "kubernetes_version", "system_pool", "tags", "managed_prometheus", "keda"):
             if getattr(args, name) != getattr(defaults, name):
                 problems.append(
                     Problem.at(
@@ -181,6 +189,16 @@ class AksCluster(pulumi.ComponentResource):
                 )
                 if args.ai_toolchain_operator
                 else None,
+                azure_monitor_profile=containerservice.ManagedClusterAzureMonitorProfileArgs(
+                    metrics=containerservice.ManagedClusterAzureMonitorProfileMetricsArgs(enabled=True)
+                )
+                if args.managed_prometheus
+                else None,
+                workload_auto_scaler_profile=containerservice.ManagedClusterWorkloadAutoScalerProfileArgs(
+                    keda=containerservice.ManagedClusterWorkloadAutoScalerProfileKedaArgs(enabled=True)
+                )
+                if args.keda
+                else None,
                 network_profile=containerservice.ContainerServiceNetworkProfileArgs(
                     network_plugin=containerservice.NetworkPlugin.AZURE,
                     network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
@@ -204,6 +222,10 @@ class AksCluster(pulumi.ComponentResource):
                 # the system pool is therefore made on the pool in Azure, not here.)
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["agentPoolProfiles"])),
             )
+            if args.managed_prometheus:
+                managed_prometheus(
+                    name, args.name, cluster.id, group.name, cluster.location, args.tags, child_options(self, opts)
+                )
             self.cluster_name = cluster.name
             self.resource_group_name = group.name
             self.node_resource_group = cluster.node_resource_group.apply(lambda g: g or "")

@@ -116,6 +116,27 @@ class Toleration(CamelModel):
     effect: str | None = None
 
 
+class EndpointPicker(CamelModel):
+    """The endpoint picker KAITO runs beside each InferencePool: its Service and how to reach it."""
+
+    suffix: str
+    name_max: int  # the chart truncates the pool name to this many characters before the suffix
+    port: int
+    tls: Literal["disable", "simple"]  # plaintext, or TLS with a certificate nobody can check
+    pod_label: str  # the label key its pods carry (value: its Service's name)
+
+
+class ServingSupport(CamelModel):
+    """What this program serves through one gateway and autoscales on one KAITO release."""
+
+    gate: str
+    inference_pool_api_version: str
+    pool_suffix: str
+    max_routed_name: int
+    endpoint_picker: EndpointPicker
+    keda_kaito_scaler: str
+
+
 class KaitoChart(CamelModel):
     """What kaito-aks knows about one KAITO release: its workspace chart, and the rules and
     arithmetic its controller and webhook apply to Workspaces."""
@@ -142,6 +163,8 @@ class KaitoChart(CamelModel):
     bundled_gfd_tolerations: list[Toleration]
     bundled_nfd_worker_tolerations: list[Toleration]
     value_keys: list[str]
+    gaie_gate_values: dict[str, Any] = Field(default_factory=dict[str, Any])  # dotted path -> value
+    serving: ServingSupport | None = None
 
     @property
     def minor(self) -> tuple[int, int]:
@@ -633,3 +656,118 @@ class AksAddOn(CamelModel):
 def aks_add_on() -> AksAddOn:
     """The KAITO release the AKS add-on runs, by Kubernetes minor, with where Microsoft says so."""
     return AksAddOn.model_validate(_load("aks_add_on.yaml"))
+
+
+# ---------------------------------------------------------------- serving: gateway, authentication, autoscaling
+
+
+class HelmChartPin(CamelModel):
+    """A chart from a repository (or an OCI reference in `chart`), pinned, with its release name
+    and namespace (None: the caller's)."""
+
+    repository: str | None = None
+    chart: str
+    version: str
+    release_name: str
+    namespace: str | None = None
+
+
+class GatewayApiCrds(CamelModel):
+    version: str
+    channel: str
+    url: str
+
+
+class IstioPin(CamelModel):
+    repository: str
+    version: str
+    namespace: str
+    base: str
+    istiod: str
+    gateway_class: str
+    inference_env: str
+
+    def chart(self, which: Literal["base", "istiod"]) -> HelmChartPin:
+        name = self.base if which == "base" else self.istiod
+        return HelmChartPin(
+            repository=self.repository, chart=which, version=self.version, release_name=name, namespace=self.namespace
+        )
+
+
+class BodyBasedRoutingPin(HelmChartPin):
+    model_header: str
+
+
+class AuthorinoPin(HelmChartPin):
+    runs: str  # the Authorino release the operator deploys
+    authorization_port: int
+    api_key_label: str
+    api_key_label_value: str
+    api_key_data_key: str
+
+
+class KedaPin(HelmChartPin):
+    add_on_namespace: str
+
+
+class PrometheusOperatorPin(CamelModel):
+    version: str
+    kube_prometheus_stack: str
+
+
+class ScalerSource(CamelModel):
+    repository: str
+    chart: str
+    release_name: str
+
+
+class ServingCharts(CamelModel):
+    """catalog/serving_charts.yaml: every piece that serves the models as one service, pinned."""
+
+    gateway_api_crds: GatewayApiCrds
+    istio: IstioPin
+    body_based_routing: BodyBasedRoutingPin
+    authorino: AuthorinoPin
+    keda: KedaPin
+    prometheus_operator: PrometheusOperatorPin
+    keda_kaito_scaler: ScalerSource
+
+
+@cache
+def serving_charts() -> ServingCharts:
+    return ServingCharts.model_validate(_load("serving_charts.yaml"))
+
+
+@cache
+def vllm_metrics() -> dict[str, Literal["gauge", "histogram"]]:
+    """vLLM metric name -> gauge or histogram (catalog/vllm_metrics.yaml)."""
+    return dict(cast(dict[str, dict[str, Literal["gauge", "histogram"]]], _load("vllm_metrics.yaml"))["metrics"])
+
+
+def serving_refusal(chart: KaitoChart) -> str | None:
+    """Why this program cannot serve a KAITO release's models through the gateway or autoscale
+    them (None: it can). KAITO wires both per InferenceSet only (the gateway extension in the
+    InferenceSet controller, kaito@v0.12.0:pkg/inferenceset/inferenceset_controller.go:537-570;
+    keda-kaito-scaler scales InferenceSets)."""
+    if chart.serving is not None:
+        return None
+    supported = [v for v, c in kaito_charts().items() if c.serving is not None]
+    fix = f"use KAITO {_either(supported)}"
+    if not chart.helm_install:
+        return (
+            f"KAITO {chart.version} is what {chart.installed_by} runs: it takes no feature gates and has no InferenceSet, "
+            f"through which KAITO routes and scales; {fix}, installed by this program"
+        )
+    if chart.replicas == "workspacePerReplica":
+        gate = (
+            " (behind its enableInferenceSetController gate)"
+            if not chart.feature_gates.get("enableInferenceSetController")
+            else ""
+        )
+        return (
+            "KAITO routes through the gateway extension, and keda-kaito-scaler scales, only InferenceSets, and on KAITO "
+            f"{chart.version} this program serves replicas as one Workspace each (that release's InferenceSet{gate} "
+            "requires an instanceType, which bring-your-own nodes forbid). Stricter than KAITO, which routes and scales "
+            f"an InferenceSet made by other means on {chart.version}; {fix}"
+        )
+    return f"KAITO {chart.version} has no serving support in this program; {fix}"

@@ -31,6 +31,7 @@ SERVICE_PORT = 80
 # Serving readiness is KAITO's to report (Workspace conditions); the Service is usable as soon
 # as it exists, and model downloads can outlast Pulumi's await timeout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+AUTOSCALED_PATH = "spec.replicas"  # an autoscaled InferenceSet's: the autoscaler's to set
 
 
 def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem]]:
@@ -65,6 +66,12 @@ class KaitoModel(pulumi.ComponentResource):
     instance_type: pulumi.Output[str | None]
     """The Azure VM size KAITO creates this model's nodes of (node auto-provisioning); none with
     bring-your-own nodes."""
+    route: pulumi.Output[dict[str, Any] | None]
+    """Its route through the gateway: the model ids it matches, its HTTPRoute and the
+    InferencePool KAITO makes for it; none without `gateway`."""
+    autoscaling: pulumi.Output[dict[str, Any] | None]
+    """What its autoscaler is told: min and max replicas, the metric and its thresholds; none
+    without `autoscale` (`replicas` is then its count)."""
 
     plan: ModelPlan
     """The objects it creates, as data."""
@@ -97,7 +104,8 @@ class KaitoModel(pulumi.ComponentResource):
         # delete the old object before creating the new one.
         serving = child_options(self, opts, depends_on=prerequisites, delete_before_replace=True)
         manifests = plan.manifests()
-        self.kaito_objects = [_kaito_object(name, m, serving) for m in manifests]
+        autoscaled = plan.autoscale is not None
+        self.kaito_objects = [_kaito_object(name, m, serving, autoscaled) for m in manifests]
         self.ready: ModelReady | None = None
         if plan.readiness is not None and args.wait_for_ready:
             assert access is not None
@@ -110,11 +118,14 @@ class KaitoModel(pulumi.ComponentResource):
                 opts=child_options(self, opts, depends_on=self.kaito_objects),
             )
         self.endpoint = self._service(name, args, plan, child)
+        self.serving_objects = self._serving(name, args, plan, child)
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
         self.gpu_nodes = self.gpu_nodes_wait.found() if self.gpu_nodes_wait else pulumi.Output.from_input(None)
         self.instance_type = pulumi.Output.from_input(plan.instance_type)
+        self.route = pulumi.Output.from_input(route_outputs(plan))
+        self.autoscaling = pulumi.Output.from_input(plan.autoscale.describe() if plan.autoscale else None)
         self.register_outputs(
             {
                 "endpoint": self.endpoint,
@@ -123,6 +134,8 @@ class KaitoModel(pulumi.ComponentResource):
                 "replicas": self.replicas,
                 "gpuNodes": self.gpu_nodes,
                 "instanceType": self.instance_type,
+                "route": self.route,
+                "autoscaling": self.autoscaling,
             }
         )
 
@@ -159,9 +172,12 @@ class KaitoModel(pulumi.ComponentResource):
             return pulumi.Output.from_input(None)
         # Plain dicts rather than the typed *Args classes: the same inputs, registered with
         # noticeably less SDK work, which counts for stacks with hundreds of models.
+        metadata: Any = {"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT}
+        if plan.service.labels:
+            metadata["labels"] = plan.service.labels
         service = k8s.core.v1.Service(
             f"{name}/{plan.service.name}",
-            metadata={"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT},
+            metadata=metadata,
             spec={
                 "type": "LoadBalancer" if plan.service.load_balancer else "ClusterIP",
                 "selector": plan.service.selector,
@@ -173,6 +189,40 @@ class KaitoModel(pulumi.ComponentResource):
         )
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
+
+    def _serving(
+        self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
+    ) -> list[KubernetesObject]:
+        """Its route through the gateway (the HTTPRoute names the Gateway by the outputs it was
+        given, so it waits for the Gateway, and the DestinationRule for the route) and its
+        ServiceMonitor."""
+        made: list[KubernetesObject] = []
+        if plan.route is not None and args.gateway is not None:
+            route = KubernetesObject(
+                f"{name}/route", plan.route.http_route(args.gateway.name, args.gateway.namespace), opts=child
+            )
+            picker = KubernetesObject(
+                f"{name}/endpoint-picker",
+                plan.route.destination_rule(),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[route])),
+            )
+            made += [route, picker]
+        if plan.service_monitor is not None:
+            made.append(KubernetesObject(f"{name}/service-monitor", plan.service_monitor, opts=child))
+        return made
+
+
+def route_outputs(plan: ModelPlan) -> dict[str, Any] | None:
+    """A routed model as the stack's outputs and `status` name it."""
+    if plan.route is None:
+        return None
+    return {
+        "models": list(plan.route.model_ids),
+        "httpRoute": plan.route.name,
+        "inferencePool": plan.route.pool,
+        "endpointPicker": plan.route.endpoint_picker,
+        "namespace": plan.namespace,
+    }
 
 
 def _checked(
@@ -200,13 +250,21 @@ def _checked(
     return checked, access
 
 
-def _kaito_object(name: str, manifest: dict[str, Any], serving: pulumi.ResourceOptions) -> KubernetesObject:
-    """A Workspace or InferenceSet; what cannot change in place replaces it."""
+def _kaito_object(
+    name: str, manifest: dict[str, Any], serving: pulumi.ResourceOptions, autoscaled: bool = False
+) -> KubernetesObject:
+    """A Workspace or InferenceSet; what cannot change in place replaces it. An autoscaled
+    InferenceSet's replica count is the autoscaler's: Pulumi sets it once (the minimum) and then
+    neither diffs nor applies it (pulumi-kubernetes keeps the live value for an ignored field,
+    or leaves it out of the apply when another field manager, the HPA, owns it)."""
     immutable = WORKSPACE_IMMUTABLE_PATHS if manifest["kind"] == "Workspace" else INFERENCE_SET_IMMUTABLE_PATHS
+    ignored = [AUTOSCALED_PATH] if autoscaled and manifest["kind"] == "InferenceSet" else None
     return KubernetesObject(
         f"{name}/{manifest['metadata']['name']}",
         manifest,
-        opts=pulumi.ResourceOptions.merge(serving, pulumi.ResourceOptions(replace_on_changes=list(immutable))),
+        opts=pulumi.ResourceOptions.merge(
+            serving, pulumi.ResourceOptions(replace_on_changes=list(immutable), ignore_changes=ignored)
+        ),
     )
 
 

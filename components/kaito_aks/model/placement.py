@@ -11,7 +11,7 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing
 from kaito_aks.kaito.meta import RESERVED_SELECTOR_LABELS
 from kaito_aks.model.config import max_model_len, max_model_len_value
-from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, chart_of, is_gpu
+from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs, chart_of, is_gpu, serving_replicas
 from kaito_aks.nodes import (
     AKS_SYSTEM_POOL_LABELS,
     GPU_PRESENT_LABEL,
@@ -554,9 +554,9 @@ def _serving_fit(
             per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
         except sizing.SizingError:
             per_instance = 0
-        serve = per_instance * args.replicas
+        serve = per_instance * serving_replicas(args)
         needs = (
-            f"it needs {serve} nodes in all (KAITO's vLLM estimate: {args.replicas} replica(s) x {per_instance}), "
+            f"it needs {serve} nodes in all (KAITO's vLLM estimate: {_replicas(args)} x {per_instance}), "
             f"{admit} of them there by then"
             if serve > admit
             else f"it needs {admit} to exist"
@@ -581,12 +581,21 @@ def _serving_fit(
         return Problem.at(
             "model", f"KAITO {chart.version}'s vLLM node estimator refuses it on {size}: {err}", "estimator"
         )
-    if per_instance * args.replicas > most:
+    replicas = serving_replicas(args)
+    if per_instance * replicas > most:
+        scaled = args.autoscale is not None
         return Problem.at(
-            "replicas",
-            f"{args.replicas} replica(s) x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
-            f"{per_instance * args.replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
-            "Pending: lower replicas or give the pool more nodes",
+            ("autoscale", "max_replicas") if scaled else "replicas",
+            f"{_replicas(args)} x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
+            f"{per_instance * replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
+            f"Pending: lower {'autoscale.max_replicas' if scaled else 'replicas'} or give the pool more nodes",
             "replicas-fit",
         )
     return None
+
+
+def _replicas(args: KaitoModelArgs) -> str:
+    """How many replicas the model runs at most, in words."""
+    if args.autoscale is not None:
+        return f"up to {args.autoscale.max_replicas} replicas (autoscale.max_replicas)"
+    return f"{args.replicas} replica(s)"

@@ -27,10 +27,15 @@ from kaito_aks.kaito.workspace import (
 )
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.placement import match_labels
+from kaito_aks.model.serving import routed_plan, scaled_plan
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
+from kaito_aks.serving.metrics import service_labels, service_monitor
+from kaito_aks.serving.route import RoutePlan
+from kaito_aks.serving.scaler import PATCH_FORCE, AutoscalePlan
 from kaito_aks.vocabulary import GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
+SERVICE_PORT_NAME = "http"  # the model's Service port (80 -> the serving port)
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Resources of a custom (CPU) serving container when none are given.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
@@ -57,6 +62,7 @@ class ServicePlan:
     selector: dict[str, str]
     target_port: int
     load_balancer: bool
+    labels: dict[str, str] | None = None  # (for its ServiceMonitor to select it)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,9 @@ class ModelPlan:
     gpu_nodes: GpuNodesPlan | None = None  # what KAITO's webhook will look for before admitting it
     readiness: ReadinessPlan | None = None  # what says it serves
     instance_type: str | None = None  # the VM size KAITO provisions (auto mode)
+    route: RoutePlan | None = None  # its route through the gateway
+    autoscale: AutoscalePlan | None = None  # what the scaler is told (its InferenceSet's replicas are the scaler's)
+    service_monitor: dict[str, Any] | None = None  # Prometheus scraping its Service
 
     @property
     def key(self) -> str:
@@ -150,7 +159,9 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     hf_secret = _hf_token_secret(args, preset)
     config_maps, inference = _inference(args, args.model_access_secret or hf_secret)
-    workspaces, inference_set = _replicas(args, chart, resource, annotations, inference)
+    autoscale = scaled_plan(args)
+    workspaces, inference_set = _replicas(args, chart, resource, annotations, inference, autoscale)
+    monitored = args.metrics is not None
     return ModelPlan(
         name=name,
         namespace=args.namespace,
@@ -165,11 +176,17 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
             target_port=PRESET_PORT if args.model else args.port,
             load_balancer=args.load_balancer,
+            labels=service_labels(name) if monitored else None,
         ),
         served_model=served_model_id(args, chart),
         gpu_nodes=_gpu_nodes(args, chart, preset, resource),
         readiness=ReadinessPlan("InferenceSetReady" if inference_set else "InferenceReady", ready_timeout(args)),
         instance_type=resource.instance_type,
+        route=routed_plan(args, chart),
+        autoscale=autoscale,
+        service_monitor=service_monitor(name, args.namespace, SERVICE_PORT_NAME, args.metrics)
+        if args.metrics is not None
+        else None,
     )
 
 
@@ -260,17 +277,20 @@ def _replicas(
     resource: ResourceSpec,
     annotations: dict[str, str] | None,
     inference: InferenceSpec,
+    autoscale: AutoscalePlan | None = None,
 ) -> tuple[tuple[Workspace, ...], InferenceSet | None]:
     """The serving replicas as the release runs them: one InferenceSet (0.12), or a Workspace per
-    replica labelled as one group (one Service selects every replica's pods)."""
+    replica labelled as one group (one Service selects every replica's pods). An autoscaled
+    InferenceSet starts at its minimum and carries the scaler's annotations."""
     name = args.name or ""
     if chart.replicas == "inferenceSet":
         auto = args.node_provisioning == "auto"
+        scaler = {**autoscale.annotations, **PATCH_FORCE} if autoscale is not None else None
         inference_set = InferenceSet(
             api_version=chart.inference_set_api_version or "",
-            metadata=_meta(name, args.namespace, {}, None),
+            metadata=_meta(name, args.namespace, {}, scaler),
             spec=InferenceSetSpec(
-                replicas=args.replicas,
+                replicas=autoscale.min_replicas if autoscale is not None else args.replicas,
                 label_selector=resource.label_selector,
                 template=InferenceSetTemplate(
                     metadata={"annotations": annotations} if annotations else None,

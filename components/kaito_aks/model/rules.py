@@ -19,6 +19,7 @@ from kaito_aks.model.placement import (
     placement_problems,
     pool_problems,
 )
+from kaito_aks.model.serving import serving_problems, serving_warnings
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, chart_of, is_hugging_face_id
 from kaito_aks.nodes import node_groups_problems
 from kaito_aks.problems import Problem, shown
@@ -36,6 +37,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_source(args, chart),
         *placement_problems(args, chart),
         *tuning_problems(args, chart),
+        *serving_problems(args),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
@@ -60,7 +62,7 @@ def model_warnings(args: KaitoModelArgs) -> list[Problem]:
     chart = chart_of(args)
     model = args.model or ""
     if args.image:
-        return list(may_use_gpu_nodes(args))
+        return [*may_use_gpu_nodes(args), *serving_warnings(args)]
     if chart is None or not model or not is_hugging_face_id(model, chart):
         return []
     if catalog.find_preset(model, chart.preset_catalog) is not None:

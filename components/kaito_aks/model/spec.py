@@ -13,6 +13,7 @@ from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, Secret, args_class
+from kaito_aks.serving.spec import GatewayRefArgs, ModelAutoscaleArgs, ModelMetricsArgs
 from kaito_aks.vocabulary import NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
@@ -216,6 +217,18 @@ class KaitoModelArgs:
     ready_timeout_minutes: Annotated[int, MINUTES] | None = None
     """How long to wait for that (large downloads take 20+ minutes); default: 30 minutes, 45 with
     `node_provisioning` auto (KAITO's new node takes about 7 minutes to be ready)."""
+    gateway: GatewayRefArgs | None = None
+    """Serve the model through this Gateway (an InferenceGateway's): an HTTPRoute to the
+    InferencePool KAITO makes for its InferenceSet, matched on its model id, and the rule that
+    reaches the pool's endpoint picker. KAITO 0.12 with its gateway extension on, a vLLM preset.
+    Default: none (reach the model through its Service)."""
+    autoscale: ModelAutoscaleArgs | None = None
+    """Replicas that follow the load (KAITO 0.12 InferenceSets, through KEDA and
+    keda-kaito-scaler), instead of `replicas`: the InferenceSet starts at `min_replicas`, and
+    Pulumi leaves its replica count to the autoscaler. Default: a fixed `replicas`."""
+    metrics: ModelMetricsArgs | None = None
+    """Have Prometheus scrape the model's vLLM metrics (a ServiceMonitor on its Service). Default:
+    none."""
 
 
 HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -236,6 +249,12 @@ READY_TIMEOUT_MINUTES = {"byo": 30, "auto": 45}
 def ready_timeout(args: KaitoModelArgs) -> int:
     """Minutes to wait for the model to serve: the one given, else the mode's default."""
     return args.ready_timeout_minutes or READY_TIMEOUT_MINUTES[args.node_provisioning]
+
+
+def serving_replicas(args: KaitoModelArgs) -> int:
+    """The most replicas the model runs at once: `replicas`, or with `autoscale` its maximum (the
+    nodes they need must be there to scale into)."""
+    return args.autoscale.max_replicas if args.autoscale is not None else args.replicas
 
 
 def is_gpu(args: KaitoModelArgs) -> bool:

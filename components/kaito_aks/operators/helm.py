@@ -8,13 +8,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.catalog import ChartSource
+from kaito_aks.catalog import ChartSource, HelmChartPin
 from kaito_aks.parsed import is_dict, is_list
 
 
 @dataclass(frozen=True)
 class ChartRelease:
-    repository: str  # chart repository URL
+    repository: str | None  # chart repository URL; None: `chart` is an OCI reference (oci://...)
     chart: str
     version: str  # pinned chart version
     release_name: str  # fixed, so the chart's object names are predictable
@@ -24,6 +24,11 @@ class ChartRelease:
     @classmethod
     def of(cls, source: ChartSource, version: str, values: dict[str, Any]) -> ChartRelease:
         return cls(source.repository, source.chart, version, source.release_name, source.namespace, values)
+
+    @classmethod
+    def pinned(cls, pin: HelmChartPin, namespace: str, values: dict[str, Any]) -> ChartRelease:
+        """A chart of catalog/serving_charts.yaml, in its own namespace if it names one, else `namespace`."""
+        return cls(pin.repository, pin.chart, pin.version, pin.release_name, pin.namespace or namespace, values)
 
 
 def pinned_release(
@@ -37,7 +42,7 @@ def pinned_release(
             name=release.release_name,
             chart=release.chart,
             version=release.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository),
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
             namespace=release.namespace,
             create_namespace=True,
             values=release.values,

@@ -32,6 +32,7 @@ FORMER_TYPES = ("kaito-aks:kubernetes:KaitoOperator",)
 # Helm waits for the controller and its admission webhook to be ready; pulling the image on a
 # fresh node takes a while.
 INSTALL_TIMEOUT_SECONDS = 900
+GATEWAY_EXTENSION_GATE = "gatewayAPIInferenceExtension"
 
 # Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
 KARPENTER_REFUSED = (
@@ -211,7 +212,34 @@ def kaito_chart_values(args: KaitoOperatorArgs) -> dict[str, Any]:
     if chart.spot_toleration and any(g.spot for g in args.node_groups):
         # KAITO's preset pods get the AKS spot toleration only when asked.
         set_path(values, chart.spot_toleration, True)
+    if gateway_extension_on(args, chart):
+        # The gate installs flux2, whose NetworkPolicies would block KAITO's webhook (kaito#1731).
+        for path, value in chart.gaie_gate_values.items():
+            set_path(values, path, value)
     return deep_merge(values, args.values)
+
+
+def gateway_extension_on(args: KaitoOperatorArgs, chart: catalog.KaitoChart) -> bool:
+    """Whether KAITO starts with its Gateway API Inference Extension gate on (it then installs
+    Flux and renders an InferencePool per InferenceSet)."""
+    return effective_gates(args, chart).get(GATEWAY_EXTENSION_GATE) is True
+
+
+def kaito_operator_warnings(args: KaitoOperatorArgs) -> list[Problem]:
+    """What the release's args allow but ask to be said: the gateway extension's Flux."""
+    chart = catalog.kaito_charts().get(args.version)
+    if chart is None or not gateway_extension_on(args, chart):
+        return []
+    return [
+        Problem.at(
+            ("feature_gates", Key(GATEWAY_EXTENSION_GATE)),
+            "KAITO's gateway extension installs Flux's helm-controller and source-controller in KAITO's namespace, bound "
+            "to cluster-admin (flux2 2.16.3's cluster-reconciler; Flux cannot be left out, kaito#2252), and they pull "
+            "the InferencePool chart from ghcr.io and the endpoint picker from mcr.microsoft.com at run time (no "
+            "registry override: kaito#2218, so air-gapped clusters cannot use it)",
+            "gateway-extension-flux",
+        )
+    ]
 
 
 def kaito_release(args: KaitoOperatorArgs) -> ChartRelease:
@@ -235,6 +263,8 @@ class KaitoOperator(pulumi.ComponentResource):
             "KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems, also=provider_problems(opts)
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        for warning in kaito_operator_warnings(checked):
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))
         self.namespace = self.release.status.namespace
         self.chart_version = self.release.status.version
