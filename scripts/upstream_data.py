@@ -259,12 +259,14 @@ def crd_manifest(text: str) -> dict[str, Any]:
         else v
         for v in spec["versions"]
     ]
-    return {
-        "apiVersion": crd["apiVersion"],
-        "kind": crd["kind"],
-        "metadata": {"name": crd["metadata"]["name"]},
-        "spec": spec,
-    }
+    metadata: dict[str, Any] = {"name": crd["metadata"]["name"]}
+    approved = (crd["metadata"].get("annotations") or {}).get(API_APPROVED)
+    if approved is not None:  # the API server refuses a CRD of a *.k8s.io group without it
+        metadata["annotations"] = {API_APPROVED: approved}
+    return {"apiVersion": crd["apiVersion"], "kind": crd["kind"], "metadata": metadata, "spec": spec}
+
+
+API_APPROVED = "api-approved.kubernetes.io"
 
 
 def go_string_consts(text: str) -> dict[str, str]:

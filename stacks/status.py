@@ -23,6 +23,14 @@ from typing import Any
 
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded, escaped
+from kaito_aks.serving.status import (
+    AutoscalerStatus,
+    GatewayStatus,
+    RouteStatus,
+    read_autoscaler,
+    read_gateway,
+    read_route,
+)
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import ModelStatus, Node, ObjectStatus, StatusReadError, read_model
@@ -46,6 +54,8 @@ class Served:
     kind: str  # model, ragEngine
     outputs: dict[str, Any]
     status: ModelStatus
+    route: RouteStatus | None = None  # through the stack's gateway
+    autoscaler: AutoscalerStatus | None = None
 
     @property
     def ready(self) -> tuple[int, int]:
@@ -64,10 +74,15 @@ class StackStatus:
     cluster: str  # how it was reached, never the credentials
     served: tuple[Served, ...]
     read_at: float
+    gateway: dict[str, Any] | None = None  # the stack's `gateway` output
+    gateway_status: GatewayStatus | None = None
+    autoscaling: dict[str, Any] | None = None  # the stack's `autoscaling` output
 
     @property
     def code(self) -> int:
-        return SERVING if all(s.status.state == "serving" for s in self.served) else NOT_SERVING
+        gateway_up = self.gateway_status is None or self.gateway_status.programmed.status == "True"
+        serving = all(s.status.state == "serving" for s in self.served)
+        return SERVING if serving and gateway_up else NOT_SERVING
 
 
 # ---------------------------------------------------------------- what was deployed, and how to reach it
@@ -219,6 +234,8 @@ class Deployed:
     cluster: str
     client: KubeClient
     entries: tuple[tuple[str, str, dict[str, Any], tuple[Watched, ...]], ...]  # kind, key, outputs, objects
+    gateway: dict[str, Any] | None = None  # the `gateway` output
+    autoscaling: dict[str, Any] | None = None  # the `autoscaling` output
 
 
 def deployed(stack: str, root: Path) -> Deployed:
@@ -251,7 +268,16 @@ def deployed(stack: str, root: Path) -> Deployed:
     for key, p in (planned or {}).items():
         if key not in known:
             entries.append((p.kind, key, {**p.outputs, "inOutputs": False}, p.watched))
-    return Deployed(stack, version if isinstance(version, str) else None, cluster, client, tuple(entries))
+    gateway, autoscaling = outputs.get("gateway"), outputs.get("autoscaling")
+    return Deployed(
+        stack,
+        version if isinstance(version, str) else None,
+        cluster,
+        client,
+        tuple(entries),
+        dict(gateway) if is_dict(gateway) else None,
+        dict(autoscaling) if is_dict(autoscaling) else None,
+    )
 
 
 def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackStatus:
@@ -260,8 +286,13 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
     d.client.deadline = time.monotonic() + READ_SECONDS
     try:
         served = tuple(
-            Served(key, kind, entry, read_model(d.client, watched, clock=clock))
+            Served(key, kind, entry, read_model(d.client, watched, clock=clock), *_serving(d, key, entry))
             for kind, key, entry, watched in d.entries
+        )
+        gateway = (
+            read_gateway(d.client, str(d.gateway["namespace"]), str(d.gateway["name"]))
+            if d.gateway is not None and isinstance(d.gateway.get("name"), str)
+            else None
         )
     except StatusReadError as err:
         raise StatusError(f"{d.cluster}: {err}") from None
@@ -274,7 +305,19 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
         raise StatusError(
             f"{d.cluster}: an answer from the API server has a shape status cannot read ({what})"
         ) from None
-    return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock())
+    return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock(), d.gateway, gateway, d.autoscaling)
+
+
+def _serving(d: Deployed, key: str, entry: dict[str, Any]) -> tuple[RouteStatus | None, AutoscalerStatus | None]:
+    """A model's route and autoscaler as the cluster reports them (None: it has none)."""
+    route, scaled = entry.get("route"), entry.get("autoscaling")
+    namespace, _, name = key.partition("/")
+    try:
+        found_route = read_route(d.client, dict(route)) if is_dict(route) else None
+    except (KeyError, TypeError):
+        raise StatusError(f"the stack output for {key} does not name its route as kaito-aks writes it") from None
+    found_scaler = read_autoscaler(d.client, namespace, name) if is_dict(scaled) else None
+    return found_route, found_scaler
 
 
 # ---------------------------------------------------------------- printing
@@ -331,6 +374,7 @@ def text(status: StackStatus) -> list[str]:
     version = f"KAITO {status.kaito_version}, " if status.kaito_version else ""
     stamp = time.strftime("%H:%M:%S UTC", time.gmtime(status.read_at))
     lines = [f"{status.stack}: {version}{status.cluster}; {serving} of {len(status.served)} serving (read {stamp})"]
+    lines += _gateway_lines(status)
     for s in status.served:
         served, of = s.ready
         o = s.outputs
@@ -356,7 +400,69 @@ def text(status: StackStatus) -> list[str]:
             lines.append("    no KAITO objects known for it (its outputs name none, nor does the stack file)")
         if s.status.unreadable:
             lines.append(f"    (the credentials may not read {', '.join(s.status.unreadable)})")
+        lines += _route_lines(s) + _autoscaler_lines(s, status.autoscaling)
     return lines
+
+
+def _gateway_lines(status: StackStatus) -> list[str]:
+    g, found = status.gateway, status.gateway_status
+    if g is None:
+        return []
+    given = g.get("authentication")
+    auth: dict[str, Any] = dict(given) if is_dict(given) else {}
+    keys = auth.get("apiKeys") if is_list(auth.get("apiKeys")) else []
+    entra = auth.get("entra") if is_dict(auth.get("entra")) else None
+    said = [f"API keys ({', '.join(map(str, keys))})"] if keys else []
+    if entra is not None:
+        said.append(f"Entra tenant {entra.get('tenantId')} ({', '.join(map(str, entra.get('audiences') or []))})")
+    who = ", ".join(said) or "none (unauthenticated)"
+    state = "not found" if found is None or not found.found else found.programmed.text("Programmed")
+    url = g.get("url") or (f"http://{found.address}" if found is not None and found.address else "(no address yet)")
+    return [
+        f"  gateway {url}  {g.get('exposure')} · Istio {g.get('istio')} · auth: {who}  {state}",
+        f"    call: POST {url}/v1/chat/completions, Authorization: Bearer <key or token>, "
+        '{"model": <a model id below>, ...}',
+    ]
+
+
+def _route_lines(s: Served) -> list[str]:
+    route, found = s.outputs.get("route"), s.route
+    if not is_dict(route) or found is None:
+        return []
+    ids = ", ".join(map(str, route.get("models") or []))
+    if not found.found:
+        return [f"    route {route.get('httpRoute')} not found (not created yet, or deleted)  model ids {ids}"]
+    pool = f"pool {route.get('inferencePool')} " + (
+        found.pool_accepted.text("Accepted") if found.pool_found else "not made yet (KAITO makes it through Flux)"
+    )
+    return [
+        f"    route {route.get('httpRoute')} {found.accepted.text('Accepted')}, {found.resolved.text('ResolvedRefs')} · "
+        f"{pool} · model ids {ids}"
+    ]
+
+
+def _autoscaler_lines(s: Served, autoscaling: dict[str, Any] | None) -> list[str]:
+    plan, found = s.outputs.get("autoscaling"), s.autoscaler
+    if not is_dict(plan) or found is None:
+        return []
+    served, of = s.ready
+    rule = (
+        f"up when {plan.get('metric')} > {plan.get('upThreshold')}, down < {plan.get('downThreshold')} "
+        f"({plan.get('metricType')})"
+    )
+    scaler = (
+        f"ScaledObject {found.ready.text('Ready')}, {found.active.text('Active')}"
+        if found.scaled_object
+        else "no ScaledObject yet (keda-kaito-scaler makes it)"
+    )
+    hpa = f" · HPA current {found.current}, desired {found.desired}" if found.current is not None else ""
+    where = f" (KEDA in {autoscaling.get('namespace')})" if autoscaling else ""
+    line = (
+        f"    autoscaling {served}/{of} ready · min {plan.get('minReplicas')} · max {plan.get('maxReplicas')} · "
+        f"{rule} · {scaler}{hpa}{where}"
+    )
+    unreadable = [f"    (the credentials may not read {', '.join(found.unreadable)})"] if found.unreadable else []
+    return [line, *unreadable]
 
 
 def as_json(status: StackStatus) -> dict[str, Any]:
@@ -376,9 +482,53 @@ def as_json(status: StackStatus) -> dict[str, Any]:
                 "inOutputs": s.outputs.get("inOutputs", True),
                 **s.status.to_json(),
                 "ready": "{}/{}".format(*s.ready),
+                **({"route": _route_json(s)} if s.route is not None else {}),
+                **({"autoscaling": _autoscaler_json(s)} if s.autoscaler is not None else {}),
             }
             for s in status.served
         ],
+        **({"gateway": _gateway_json(status)} if status.gateway is not None else {}),
+    }
+
+
+def _said_json(said: Any) -> dict[str, str]:
+    return {"status": said.status, "reason": said.reason, "message": said.message}
+
+
+def _gateway_json(status: StackStatus) -> dict[str, Any]:
+    found = status.gateway_status
+    return {
+        **(status.gateway or {}),
+        "found": found is not None and found.found,
+        "programmed": _said_json(found.programmed) if found is not None else None,
+        "address": found.address if found is not None else "",
+    }
+
+
+def _route_json(s: Served) -> dict[str, Any]:
+    found = s.route
+    assert found is not None
+    return {
+        **(s.outputs.get("route") or {}),
+        "found": found.found,
+        "accepted": _said_json(found.accepted),
+        "resolvedRefs": _said_json(found.resolved),
+        "poolFound": found.pool_found,
+        "poolAccepted": _said_json(found.pool_accepted),
+    }
+
+
+def _autoscaler_json(s: Served) -> dict[str, Any]:
+    found = s.autoscaler
+    assert found is not None
+    return {
+        **(s.outputs.get("autoscaling") or {}),
+        "scaledObject": found.scaled_object,
+        "ready": _said_json(found.ready),
+        "active": _said_json(found.active),
+        "currentReplicas": found.current,
+        "desiredReplicas": found.desired,
+        "unreadable": list(found.unreadable),
     }
 
 

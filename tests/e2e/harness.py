@@ -746,3 +746,359 @@ def stack_project(bin_dir: Path, cluster: Cluster, work: Path, name: str, stack:
     (project.path / ".venv").symlink_to(ROOT / ".venv")
     project.install_kubernetes_plugin(provider_version)
     return project
+
+
+# ---------------------------------------------------------------------------------- serving stand-ins
+
+SERVING_ADDRESS = "10.224.0.42"  # what the stand-in for Istio reports as the gateway's address
+POOL_API = "inference.networking.k8s.io/v1"
+SCALER_PREFIX = "scaledobject.kaito.sh/"
+
+
+class StandInServing(StandIn):
+    """Stands in for what serves the models as one service, none of which runs here (no Istio,
+    Flux, endpoint picker, Authorino, KEDA or keda-kaito-scaler), each in its own words:
+
+    - KAITO 0.12 with its gateway extension (through Flux and the llm-d-router-gateway chart): per
+      InferenceSet of a preset, the InferencePool `<name>-inferencepool` selecting the
+      set's leader pods on port 5000 (pkg/workspace/manifests/manifests.go:421-491) and the
+      endpoint picker's Service `<pool[:40]>-epp`, gRPC 9002;
+    - Istio: each Gateway Accepted and Programmed with SERVING_ADDRESS; each HTTPRoute's parent
+      Accepted, and ResolvedRefs once its InferencePool exists; the pool Accepted by the Gateway;
+    - the Authorino operator: each Authorino Ready;
+    - keda-kaito-scaler 0.6.2: for each InferenceSet whose scaledobject.kaito.sh/* annotations it
+      would accept (auto_provision_controller.go:357-423, provisioner.go:249-340), the ScaledObject
+      named after it (provisioner.go:512-550), which KEDA's real CRD then judges;
+    - KEDA: the HPA keda-hpa-<name> it would make, and, when told (`scale`), what that HPA does:
+      PATCH the InferenceSet's /scale as its own field manager;
+    - the namespace controller (kube-controller-manager does not run here): its namespace, once
+      deleted, is finalized."""
+
+    def __init__(self, cluster: Cluster, namespace: str):
+        super().__init__(cluster)
+        self.namespace = namespace
+        self.pools: dict[str, dict[str, Any]] = {}
+        self.scaled_objects: dict[str, dict[str, Any]] = {}
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.3):
+            for step in (self._pools, self._gateways, self._routes, self._authorino, self._scaler, self._finalize):
+                with contextlib.suppress(OSError, ValueError, KeyError):
+                    step()
+
+    def _list(self, api: str, plural: str) -> list[dict[str, Any]]:
+        prefix = "/api/v1" if api == "v1" else f"/apis/{api}"
+        return list(self.cluster.api("GET", f"{prefix}/namespaces/{self.namespace}/{plural}")["items"])
+
+    def _status(self, api: str, plural: str, name: str, status: dict[str, Any]) -> None:
+        path = f"/apis/{api}/namespaces/{self.namespace}/{plural}/{name}/status"
+        self.cluster.api("PATCH", path, {"status": status})
+
+    @staticmethod
+    def _condition(kind: str, status: str, reason: str, generation: int, message: str = "") -> dict[str, Any]:
+        return {
+            "type": kind,
+            "status": status,
+            "reason": reason,
+            "message": message or reason,
+            "lastTransitionTime": now_rfc3339(),
+            "observedGeneration": generation,
+        }
+
+    def _finalize(self) -> None:
+        ns = self.cluster.api("GET", f"/api/v1/namespaces/{self.namespace}")
+        if ns["metadata"].get("deletionTimestamp") and (ns.get("spec") or {}).get("finalizers"):
+            body = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": self.namespace},
+                "spec": {"finalizers": []},
+            }
+            self.cluster.api("PUT", f"/api/v1/namespaces/{self.namespace}/finalize", body)
+
+    def _pools(self) -> None:
+        have = {p["metadata"]["name"] for p in self._list(POOL_API, "inferencepools")}
+        for iset in self._list("kaito.sh/v1beta1", "inferencesets"):
+            name = iset["metadata"]["name"]
+            if "preset" not in iset["spec"]["template"]["inference"]:
+                continue  # KAITO makes pools for presets only
+            pool = f"{name}-inferencepool"
+            picker = f"{pool[:40]}-epp"
+            if pool in have:
+                continue
+            body = {
+                "apiVersion": POOL_API,
+                "kind": "InferencePool",
+                "metadata": {"name": pool, "labels": {"app.kubernetes.io/managed-by": "Helm"}},
+                "spec": {
+                    "selector": {"matchLabels": {CREATED_BY: name, "apps.kubernetes.io/pod-index": "0"}},
+                    "targetPorts": [{"number": 5000}],
+                    "endpointPickerRef": {"name": picker, "port": {"number": 9002}, "failureMode": "FailOpen"},
+                },
+            }
+            self.pools[pool] = self.cluster.api(
+                "POST", f"/apis/{POOL_API}/namespaces/{self.namespace}/inferencepools", body
+            )
+            service = {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": picker},
+                "spec": {
+                    "selector": {"llm-d-router-gateway": picker},
+                    "ports": [{"name": "grpc-ext-proc", "port": 9002, "protocol": "TCP"}],
+                },
+            }
+            with contextlib.suppress(OSError):
+                self.cluster.api("POST", f"/api/v1/namespaces/{self.namespace}/services", service)
+
+    def _gateways(self) -> None:
+        for gw in self._list("gateway.networking.k8s.io/v1", "gateways"):
+            gen = gw["metadata"].get("generation", 1)
+            status = gw.get("status") or {}
+            if any(
+                c["type"] == "Programmed" and c.get("observedGeneration") == gen for c in status.get("conditions", [])
+            ):
+                continue
+            self._status(
+                "gateway.networking.k8s.io/v1",
+                "gateways",
+                gw["metadata"]["name"],
+                {
+                    "addresses": [{"type": "IPAddress", "value": SERVING_ADDRESS}],
+                    "conditions": [
+                        self._condition("Accepted", "True", "Accepted", gen),
+                        self._condition("Programmed", "True", "Programmed", gen),
+                    ],
+                },
+            )
+
+    def _routes(self) -> None:
+        pools = {p["metadata"]["name"] for p in self._list(POOL_API, "inferencepools")}
+        for route in self._list("gateway.networking.k8s.io/v1", "httproutes"):
+            gen = route["metadata"].get("generation", 1)
+            parent = route["spec"]["parentRefs"][0]
+            backends = [b["name"] for rule in route["spec"]["rules"] for b in rule.get("backendRefs", [])]
+            resolved = all(b in pools for b in backends)
+            conditions = [
+                self._condition("Accepted", "True", "Accepted", gen),
+                self._condition(
+                    "ResolvedRefs",
+                    "True" if resolved else "False",
+                    "ResolvedRefs" if resolved else "BackendNotFound",
+                    gen,
+                ),
+            ]
+            had = (route.get("status") or {}).get("parents") or []
+            if had and [(c["type"], c["status"]) for c in had[0]["conditions"]] == [
+                (c["type"], c["status"]) for c in conditions
+            ]:
+                continue
+            self._status(
+                "gateway.networking.k8s.io/v1",
+                "httproutes",
+                route["metadata"]["name"],
+                {
+                    "parents": [
+                        {"parentRef": parent, "controllerName": "istio.io/gateway-controller", "conditions": conditions}
+                    ]
+                },
+            )
+            for pool in backends:
+                if pool in pools:
+                    self._status(
+                        POOL_API,
+                        "inferencepools",
+                        pool,
+                        {
+                            "parents": [
+                                {
+                                    "parentRef": {
+                                        "kind": "Gateway",
+                                        "name": parent["name"],
+                                        "namespace": parent["namespace"],
+                                    },
+                                    "conditions": [self._condition("Accepted", "True", "Accepted", 1)],
+                                }
+                            ]
+                        },
+                    )
+
+    def _authorino(self) -> None:
+        for obj in self._list("operator.authorino.kuadrant.io/v1beta1", "authorinos"):
+            if any(c["type"] == "Ready" for c in (obj.get("status") or {}).get("conditions", [])):
+                continue
+            self._status(
+                "operator.authorino.kuadrant.io/v1beta1",
+                "authorinos",
+                obj["metadata"]["name"],
+                {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "Provisioned",
+                            "lastTransitionTime": now_rfc3339(),
+                        }
+                    ]
+                },
+            )
+
+    def _scaler(self) -> None:
+        for iset in self._list("kaito.sh/v1beta1", "inferencesets"):
+            meta = iset["metadata"]
+            annotations = meta.get("annotations") or {}
+            if annotations.get(SCALER_PREFIX + "auto-provision") != "true":
+                continue
+            wanted = scaled_object(iset)
+            if wanted is None or self.scaled_objects.get(meta["name"]) == wanted:
+                continue
+            base = f"/apis/keda.sh/v1alpha1/namespaces/{self.namespace}/scaledobjects"
+            with contextlib.suppress(OSError):
+                self.cluster.api("DELETE", f"{base}/{meta['name']}")
+            self.cluster.api("POST", base, wanted)
+            self.scaled_objects[meta["name"]] = wanted
+            hpa = {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": f"keda-hpa-{meta['name']}"},
+                "spec": {
+                    "scaleTargetRef": {"apiVersion": "kaito.sh/v1beta1", "kind": "InferenceSet", "name": meta["name"]},
+                    "minReplicas": wanted["spec"]["minReplicaCount"],
+                    "maxReplicas": wanted["spec"]["maxReplicaCount"],
+                    "metrics": [
+                        {
+                            "type": "External",
+                            "external": {
+                                "metric": {"name": "s0-composite-metric"},
+                                "target": {"type": "Value", "value": "1"},
+                            },
+                        }
+                    ],
+                },
+            }
+            with contextlib.suppress(OSError):
+                self.cluster.api(
+                    "POST", f"/apis/autoscaling/v2/namespaces/{self.namespace}/horizontalpodautoscalers", hpa
+                )
+
+    def scale(self, name: str, replicas: int, manager: str = "e2e-hpa") -> None:
+        """What the HPA does when the metric says so: PATCH the InferenceSet's /scale as its own
+        field manager (then report it on the HPA)."""
+        path = f"/apis/kaito.sh/v1beta1/namespaces/{self.namespace}/inferencesets/{name}/scale?fieldManager={manager}"
+        self.cluster.api("PATCH", path, {"spec": {"replicas": replicas}})
+        with contextlib.suppress(OSError):
+            self.cluster.api(
+                "PATCH",
+                f"/apis/autoscaling/v2/namespaces/{self.namespace}/horizontalpodautoscalers/keda-hpa-{name}/status",
+                {"status": {"currentReplicas": replicas, "desiredReplicas": replicas}},
+            )
+
+
+def scaled_object(iset: dict[str, Any]) -> dict[str, Any] | None:
+    """The ScaledObject keda-kaito-scaler 0.6.2 makes from an InferenceSet's annotations, or None
+    where it would skip the InferenceSet (it says nothing then)."""
+    import yaml
+
+    meta = iset["metadata"]
+    a = meta.get("annotations") or {}
+    try:
+        most = int(a[SCALER_PREFIX + "max-replicas"])
+        least = max(1, int(a.get(SCALER_PREFIX + "min-replicas", "1")))
+        metrics = yaml.safe_load(a[SCALER_PREFIX + "metrics"])
+    except (KeyError, ValueError):
+        return None
+    if most <= 1 or most < least or not isinstance(metrics, list) or not metrics:
+        return None
+    triggers, up, down = [], [], []
+    for m in metrics:
+        if m.get("type") not in ("gauge", "histogram") or "upthreshold" not in m or "downthreshold" not in m:
+            return None
+        if float(m["downthreshold"]) > float(m["upthreshold"]):
+            return None
+        var = "".join(c if c.isalnum() or c == "_" else "_" for c in m["name"])
+        up.append(f"{var} > {m['upthreshold']}")
+        down.append(f"{var} < {m['downthreshold']}")
+        metadata = {
+            "inferenceSetName": meta["name"],
+            "inferenceSetNamespace": meta["namespace"],
+            "scalerAddress": "keda-kaito-scaler.keda.svc.cluster.local:10450",
+            "metricName": m["name"],
+            "metricSource": "modelpod",
+            "aggregation": "service-avg" if m["type"] == "gauge" else "windowed-avg",
+        }
+        if m["type"] == "histogram":
+            metadata["metricCacheWindow"] = str(m.get("metriccachewindow", 300))
+        triggers.append(
+            {
+                "type": "external",
+                "name": var,
+                "metadata": metadata,
+                "metricType": "Value",
+                "authenticationRef": {"name": "keda-kaito-scaler-creds", "kind": "ClusterTriggerAuthentication"},
+            }
+        )
+    triggers.append(
+        {
+            "type": "external",
+            "name": "readiness_gate",
+            "metadata": {
+                "inferenceSetName": meta["name"],
+                "inferenceSetNamespace": meta["namespace"],
+                "scalerAddress": "keda-kaito-scaler.keda.svc.cluster.local:10450",
+                "metricName": "readiness_gate",
+                "aggregation": "gate",
+            },
+            "metricType": "Value",
+            "authenticationRef": {"name": "keda-kaito-scaler-creds", "kind": "ClusterTriggerAuthentication"},
+        }
+    )
+    policy = {"type": "Pods", "value": 1, "periodSeconds": int(a.get(SCALER_PREFIX + "scaleupcooldown", "300"))}
+    down_policy = {"type": "Pods", "value": 1, "periodSeconds": int(a.get(SCALER_PREFIX + "scaledowncooldown", "300"))}
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {
+            "name": meta["name"],
+            "annotations": {"scaledobject.kaito.sh/managed-by": "keda-kaito-scaler"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "kaito.sh/v1beta1",
+                    "kind": "InferenceSet",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "kaito.sh/v1beta1", "kind": "InferenceSet", "name": meta["name"]},
+            "pollingInterval": 15,
+            "minReplicaCount": least,
+            "maxReplicaCount": most,
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {
+                        "scaleUp": {
+                            "stabilizationWindowSeconds": int(a.get(SCALER_PREFIX + "evaluationwindow", "60")),
+                            "selectPolicy": "Max",
+                            "policies": [policy],
+                            "tolerance": "0.1",
+                        },
+                        "scaleDown": {
+                            "stabilizationWindowSeconds": down_policy["periodSeconds"],
+                            "selectPolicy": "Max",
+                            "policies": [down_policy],
+                            "tolerance": "0.1",
+                        },
+                    }
+                },
+                "scalingModifiers": {
+                    "formula": f"(readiness_gate == 1 && {' && '.join(up)}) ? 2.0 : (({' && '.join(down)}) ? 0.5 : 1.0)",
+                    "target": "1",
+                    "metricType": "Value",
+                },
+            },
+            "triggers": triggers,
+        },
+    }

@@ -220,6 +220,7 @@ def route_outputs(plan: ModelPlan) -> dict[str, Any] | None:
         "models": list(plan.route.model_ids),
         "httpRoute": plan.route.name,
         "inferencePool": plan.route.pool,
+        "inferencePoolApiVersion": plan.route.pool_api_version,
         "endpointPicker": plan.route.endpoint_picker,
         "namespace": plan.namespace,
     }
