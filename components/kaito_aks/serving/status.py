@@ -97,11 +97,8 @@ def read_route(reader: Reader, route: dict[str, Any]) -> RouteStatus:
     namespace, name, pool = str(route["namespace"]), str(route["httpRoute"]), str(route["inferencePool"])
     pool_api_version = str(route["inferencePoolApiVersion"])
     obj = _get(reader, _path(HTTP_ROUTE_API, namespace, "httproutes", name))
-    parents = field_at(obj, "status", "parents")
-    parent = parents[0] if is_list(parents) and parents else {}
     pool_obj = _get(reader, _path(pool_api_version, namespace, "inferencepools", pool))
-    pool_parents = field_at(pool_obj, "status", "parents")
-    pool_parent = pool_parents[0] if is_list(pool_parents) and pool_parents else {}
+    parent, pool_parent = _first_parent(obj), _first_parent(pool_obj)
     return RouteStatus(
         obj is not None,
         _said({"status": parent}, "Accepted"),
@@ -109,6 +106,13 @@ def read_route(reader: Reader, route: dict[str, Any]) -> RouteStatus:
         pool_obj is not None,
         _said({"status": pool_parent}, "Accepted"),
     )
+
+
+def _first_parent(obj: object) -> object:
+    """The status of an object's first parent (a route's Gateway; a pool's Gateway)."""
+    parents = field_at(obj, "status", "parents")
+    first: object = parents[0] if is_list(parents) and parents else None
+    return first if is_dict(first) else {}
 
 
 def read_autoscaler(reader: Reader, namespace: str, name: str) -> AutoscalerStatus:
