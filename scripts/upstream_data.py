@@ -20,6 +20,9 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     # checksum database, through `go mod download`): gateway-api, istio-api, keda, authorino,
     # authorino-operator, prometheus-operator
     python scripts/upstream_data.py gateway-api --go-module --tag v1.4.1
+    # the charts whose values the gateway sets: GAIE's body-based router (its Go module) and istiod
+    python scripts/upstream_data.py body-based-routing --go-module --tag v1.3.0
+    python scripts/upstream_data.py istiod --git <istio repo> --tag 1.29.6
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -74,6 +77,8 @@ REPOSITORIES = {
     "authorino": "https://github.com/Kuadrant/authorino",
     "authorino-operator": "https://github.com/Kuadrant/authorino-operator",
     "prometheus-operator": "https://github.com/prometheus-operator/prometheus-operator",
+    "body-based-routing": "https://github.com/kubernetes-sigs/gateway-api-inference-extension",
+    "istiod": "https://github.com/istio/istio",
 }
 
 
@@ -750,11 +755,25 @@ def go_module_deriver(project: str) -> Callable[[Source], dict[str, Any]]:
     return derive
 
 
+# Projects read from a Go module that are charts, not CRDs: GAIE's body-based router (the values
+# the gateway sets must be the chart's).
+GO_MODULE_CHARTS = {
+    "body-based-routing": ("sigs.k8s.io/gateway-api-inference-extension", "config/charts/body-based-routing")
+}
+
+
+def go_module_of(project: str) -> str | None:
+    if project in GO_MODULE_CRDS:
+        return GO_MODULE_CRDS[project][0]
+    return GO_MODULE_CHARTS[project][0] if project in GO_MODULE_CHARTS else None
+
+
 def go_module_source(project: str, tag: str) -> tuple[Source, dict[str, Any]]:
     """The project's module at `tag`, downloaded through the Go module proxy and verified against
     the checksum database by `go mod download` (into the Go module cache), as a directory source;
     and what the download says of it (its go.sum hash, its origin when the proxy names it)."""
-    module = GO_MODULE_CRDS[project][0]
+    module = go_module_of(project)
+    assert module is not None
     result = subprocess.run(
         ["go", "mod", "download", "-json", f"{module}@{tag}"], capture_output=True, text=True, check=False
     )
@@ -771,6 +790,9 @@ PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     "nvidia-device-plugin": chart_deriver("deployments/helm/nvidia-device-plugin"),
     "gpu-provisioner": derive_gpu_provisioner,
     **{project: go_module_deriver(project) for project in GO_MODULE_CRDS},
+    **{project: chart_deriver(path) for project, (_, path) in GO_MODULE_CHARTS.items()},
+    # istiod's chart: the values the gateway sets on it
+    "istiod": chart_deriver("manifests/charts/istio-control/istio-discovery"),
 }
 
 
@@ -827,8 +849,10 @@ def main(argv: list[str] | None = None) -> int:
 
     module = None
     if args.go_module:
-        if args.project not in GO_MODULE_CRDS:
-            raise SystemExit(f"--go-module: {args.project} is not one of {', '.join(GO_MODULE_CRDS)}")
+        if go_module_of(args.project) is None:
+            raise SystemExit(
+                f"--go-module: {args.project} is not one of {', '.join([*GO_MODULE_CRDS, *GO_MODULE_CHARTS])}"
+            )
         src, module = go_module_source(args.project, args.tag)
     elif args.git is not None:
         commit = _git(args.git, "rev-parse", f"{args.tag}^{{commit}}").strip()

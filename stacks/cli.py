@@ -6,6 +6,7 @@ python -m stacks validate <stack>...             the config checks alone, every 
 python -m stacks status <stack>... [--watch] [--json]   what the deployed models are doing (reads the cluster)
 python -m stacks models list [--version V] [--json]
 python -m stacks models estimate <model> [--version V] [--pool VMSIZE] [--region R] [--json]
+python -m stacks dashboard                       the Grafana dashboard of the models' metrics (JSON)
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         "--write", action="store_true", help="write docs/configuration.md and the docs' example blocks (make docs)"
     )
 
+    sub.add_parser(
+        "dashboard",
+        help="print the Grafana dashboard of the models' vLLM metrics (JSON), e.g. to import into Azure Managed Grafana",
+        description="The dashboard a stack with kaito-aks:metrics delivers as a ConfigMap to kube-prometheus-stack's "
+        "Grafana: requests running and waiting, time to first token, tokens per second, KV cache use, replicas and "
+        "the autoscaler. Import it with `az grafana dashboard import -g <group> -n <grafana> --definition <file>`.",
+    )
     models = sub.add_parser("models", help="the models KAITO serves: presets, and from 0.11 its Hugging Face catalog")
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (
@@ -100,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             return UNREADABLE
         except KeyboardInterrupt:  # --watch stopped by hand
             return 130
+    if args.command == "dashboard":
+        from kaito_aks.serving.dashboard import dashboard_json
+
+        sys.stdout.write(dashboard_json())
+        return 0
     if args.command == "docs":
         from stacks.docs import config_reference, write
 

@@ -246,3 +246,8 @@ def with_gateway_gate(kaito: Section, chart: catalog.KaitoChart | None) -> dict[
     if chart is not None and chart.serving is not None:
         gates.setdefault(chart.serving.gate, True)
     return gates
+
+
+def keda_add_on(written: Written) -> bool:
+    """The AKS KEDA add-on is turned on for a cluster this stack creates when autoscaling asks for it."""
+    return written.cluster_kind == "aks" and (written.autoscaling or {}).get("keda") == "addon"

@@ -32,6 +32,7 @@ from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, rageng
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
+from kaito_aks.schema import SECRET_SHOWN
 from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import collect, unusable
 from stacks import budget, defaults, rules, serving
@@ -58,8 +59,10 @@ EMPTY_KUBECONFIG = (
     f"{EMPTY_CONTENTS}: `pulumi config set --secret kubeconfig < kubeconfig.yaml`, or `pulumi config rm kubeconfig` "
     "to use cluster.kubeconfig.path"
 )
+# The config values that may be secrets, as a problem names them.
+SECRETS_TEXT = ", ".join(SECRET_KEYS) + " and the gateway's apiKeys and tls"
 # Stands in for a secret where only its presence is known (validate, render).
-SECRET_PRESENT = "[secret]"
+SECRET_PRESENT = SECRET_SHOWN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,7 +140,7 @@ def key_problems(
             problems.append(
                 Problem(
                     at,
-                    f"is encrypted (set with --secret), but only {' and '.join(SECRET_KEYS)} are secrets; set it "
+                    f"is encrypted (set with --secret), but only {SECRETS_TEXT} are secrets; set it "
                     "without --secret" + (token if key == "ragEngines" else ""),
                     "secure-value",
                 )
@@ -169,7 +172,7 @@ def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> 
                     problems.append(
                         Problem(
                             (*path, Key(str(k))),
-                            f"is encrypted (set with --path --secret), but only {' and '.join(SECRET_KEYS)} are "
+                            f"is encrypted (set with --path --secret), but only {SECRETS_TEXT} are "
                             "secrets" + (ACCESS_SECRET_HINT if k == "accessToken" else "; set it without --secret"),
                             "secure-value",
                         )
@@ -295,6 +298,8 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     """The components' args from what the file writes and what the stack decides, each placed
     where it was written; the problems of tying a RAG engine to a workspace."""
     kubeconfig_cluster, aks_cluster = _cluster(written, secrets, azure_location)
+    if aks_cluster is not None and defaults.keda_add_on(written):
+        aks_cluster = dataclasses.replace(aks_cluster, keda=True)
     pools = _pools(written)
     groups = [node_group(p.args, p.args.name or "") for p in pools]
     add_on = defaults.runs_add_on(aks_cluster)

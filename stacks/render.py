@@ -5,6 +5,7 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
 
     <out>/kubernetes/<namespace>/<kind>-<name>.yaml   manifests as the API server receives them
     <out>/helm/<namespace>-<release>.yaml             chart, repository, version, namespace, values
+    <out>/manifests/<name>.yaml                       a release's manifest the provider applies (by URL)
     <out>/azure/<type>-<name>.yaml                    Azure resource type and properties
     <out>/waits/<name>.yaml                           what a wait (e.g. for GPU nodes) waits for
     <out>/order.yaml                                  creation waves and what waits on what, by file
@@ -37,6 +38,15 @@ REDACTED = "[secret]"
 MARKER = ".kaito-aks-render"
 MANIFEST_KEY_ORDER = ("apiVersion", "kind", "metadata")
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# A manifest the kubernetes provider fetches and applies itself (a component made by the
+# provider): rendered as what it is asked to apply, and ordered like a resource.
+CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
+
+
+def rendered_resource(r: Registration) -> bool:
+    return r.custom or r.type == CONFIG_FILE
+
+
 DYNAMIC_PREFIX = "pulumi-python:dynamic/"
 
 
@@ -93,10 +103,10 @@ def dependency_order(ev: Evaluation, names: dict[str, str]) -> dict[str, Any]:
     def _label(r: Registration) -> str:
         return names.get(r.urn, f"{r.type}::{r.name}")
 
-    custom = [r for r in ev.resources if r.custom]
+    custom = [r for r in ev.resources if rendered_resource(r)]
 
     def waits_on(r: Registration) -> set[str]:
-        deps = {d for d in r.dependencies if d in by_urn and by_urn[d].custom}
+        deps = {d for d in r.dependencies if d in by_urn and rendered_resource(by_urn[d])}
         if r.provider_urn in by_urn:
             deps.add(r.provider_urn)
         return deps
@@ -139,6 +149,8 @@ def _slug(text: str) -> str:
 
 def rendered_file(r: Registration) -> tuple[str, Any] | None:
     """(relative path, body) of one resource's file, or None for what is not rendered."""
+    if r.type == CONFIG_FILE:
+        return f"manifests/{_slug(r.name)}.yaml", {"type": r.type, "properties": redact(r.inputs)}
     if not r.custom:
         return None
     if r.type == HELM_RELEASE:

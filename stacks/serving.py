@@ -14,7 +14,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs
 from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
 from kaito_aks.serving.dashboard import VllmDashboardArgs
 from kaito_aks.serving.gateway import InferenceGatewayArgs, inference_gateway_warnings
@@ -201,9 +201,17 @@ def _workspaces(cfg: StackConfig) -> Iterator[Problem]:
             yield problem.under("workspaces")
 
 
+def _entry(written: Written, w: ModelConfig) -> Mapping[str, Any]:
+    """The workspaces[] entry a model was made from, as written."""
+    at = w.placed.at[1] if len(w.placed.at) > 1 else None
+    entry = written.workspaces[at] if isinstance(at, int) and at < len(written.workspaces) else None
+    return entry or {}
+
+
 def own_key_problems(cfg: StackConfig, written: Written) -> Iterator[Problem]:
     """A workspace that asks for a gateway or metrics the stack does not have."""
-    for w, entry in zip(cfg.workspaces, (e for e in written.workspaces if e is not None), strict=False):
+    for w in cfg.workspaces:
+        entry = _entry(written, w)
         if entry.get("gateway") is True and written.gateway is None:
             yield Problem((*w.placed.at, "gateway"), "the stack has no gateway: add one (kaito-aks:gateway)", "gateway")
         if entry.get("metrics") is True and written.metrics is None:
@@ -217,6 +225,8 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
     if cfg.gateway is None:
         return found
     found += [p.under("gateway") for p in inference_gateway_warnings(cfg.gateway)]
+    if cfg.kaito_install:  # the gate the stack turns on (the operator says it again at `up`)
+        found += [dataclasses.replace(p, path=("gateway",)) for p in kaito_operator_warnings(cfg.kaito)]
     if cfg.gateway.exposure == "internal" and cfg.kubeconfig_cluster is not None:
         found.append(
             Problem(
@@ -238,7 +248,8 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
             )
         )
     for w in cfg.workspaces:
-        if w.args.gateway is None and w.args.tuning is None:
+        entry = _entry(written, w)
+        if w.args.gateway is None and w.args.tuning is None and entry.get("gateway") is None:
             found.append(
                 Problem(
                     (*w.placed.at, "gateway"),

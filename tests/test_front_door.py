@@ -156,7 +156,8 @@ def test_a_kubeconfig_path_that_is_no_kubeconfig_is_refused(tmp_path, capsys, co
 @pytest.mark.parametrize("command", ["validate", "render"])
 def test_secure_values_on_keys_that_are_not_secrets_are_refused_by_both(tmp_path, capsys, command):
     text = "config:\n" + CLUSTER + "  kaito-aks:workspaces:\n    secure: v1:abc:def\n"
-    assert "is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it without --secret" in (
+    only = "only hfToken, kubeconfig and the gateway's apiKeys and tls are secrets"
+    assert f"is encrypted (set with --secret), but {only}; set it without --secret" in (
         check(tmp_path, capsys, text, command)
     )
 
@@ -173,8 +174,9 @@ def test_a_token_set_with_path_and_secret_is_refused_at_its_path_with_the_way_th
     kaito = "  kaito-aks:kaito: {version: 0.12.0}\n"
     out = check(tmp_path, capsys, "config:\n" + CLUSTER + kaito + PHI + engine, command)
     assert (
-        "ragEngines[0].inferenceService.accessToken: is encrypted (set with --path --secret), but only hfToken and "
-        "kubeconfig are secrets (a token: put it in a Kubernetes Secret and name that Secret in accessSecret)"
+        "ragEngines[0].inferenceService.accessToken: is encrypted (set with --path --secret), but only hfToken, "
+        "kubeconfig and the gateway's apiKeys and tls are secrets (a token: put it in a Kubernetes Secret and name "
+        "that Secret in accessSecret)"
     ) in out
     assert "must be text" not in out
     assert "v1:abc" not in out
@@ -189,7 +191,8 @@ def test_at_pulumi_up_a_key_made_secret_by_a_nested_token_says_where_the_token_g
             secrets={"kaito-aks:ragEngines": json.dumps(engines)},
         )
     assert err.value.lines[0] == (
-        "kaito-aks:ragEngines: is encrypted (set with --secret), but only hfToken and kubeconfig are secrets; set it "
+        "kaito-aks:ragEngines: is encrypted (set with --secret), but only hfToken, kubeconfig and the gateway's apiKeys "
+        "and tls are secrets; set it "
         "without --secret (or remove the token `--path --secret` put inside it: a token goes in a Kubernetes Secret "
         "named in accessSecret)"
     )
@@ -259,7 +262,7 @@ def test_a_stack_key_set_with_secret_is_read_and_said_once(tmp_path, capsys):
         evaluate(cfg, secrets={"kaito-aks:createNamespaces": "true"})
     lines = err.value.lines
     assert lines[0].startswith(
-        "kaito-aks:createNamespaces: is encrypted (set with --secret), but only hfToken and kubeconfig"
+        "kaito-aks:createNamespaces: is encrypted (set with --secret), but only hfToken, kubeconfig and the gateway's"
     )
     assert any(line.startswith("workspaces[0].model:") for line in lines), lines
 

@@ -83,7 +83,7 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
     except sizing.SizingError:
         return None
     replicas = serving_replicas(args)
-    scaled = " (autoscale.max_replicas)" if args.autoscale is not None else ""
+    scaled = " (`autoscale.max_replicas`)" if args.autoscale is not None else ""
     return Demand(
         who,
         pools,

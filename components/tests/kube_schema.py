@@ -48,6 +48,11 @@ def crd_validator(crd: dict[str, Any], version: str):
     served = {v["name"]: v for v in crd["spec"]["versions"]}
     schema = _strict(served[version]["schema"]["openAPIV3Schema"])
     schema["properties"]["metadata"] = OBJECT_META
+    for field in (
+        "apiVersion",
+        "kind",
+    ):  # the API server takes them whether the schema lists them or not (Istio's do not)
+        schema["properties"].setdefault(field, {"type": "string"})
     schema["properties"].pop("status", None)
     group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
     validator = jsonschema.Draft7Validator(schema)

@@ -8,7 +8,7 @@ import pytest
 import upstream_facts
 from kaito_aks import catalog
 from kaito_aks.catalog import generator
-from upstream_facts import kaito, serving_crd_folders
+from upstream_facts import kaito, serving_folders
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
@@ -30,7 +30,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     wanted = {f"kaito-{v}" for v in KAITO_VERSIONS} | {f"gpu-operator-{v}" for v in GPU_OPERATOR_VERSIONS}
     wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
-    wanted |= set(serving_crd_folders().values())
+    wanted |= set(serving_folders().values())
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 

@@ -62,9 +62,10 @@ def kaito(version: str, name: str) -> dict[str, Any]:
     return load("kaito", version, f"{name}.yaml")
 
 
-def serving_crd_folders() -> dict[str, str]:
-    """project -> the folder of the CRDs the serving objects are checked against, at the releases
-    catalog/serving_charts.yaml pins (and the ones they run)."""
+def serving_folders() -> dict[str, str]:
+    """project -> the folder of the CRDs the serving objects, and the charts the values the
+    serving releases set, are checked against, at the releases catalog/serving_charts.yaml pins
+    (and the ones they run)."""
     from kaito_aks import catalog
 
     pins = catalog.serving_charts()
@@ -75,16 +76,24 @@ def serving_crd_folders() -> dict[str, str]:
         "authorino": f"authorino-{pins.authorino.runs}",
         "authorino-operator": f"authorino-operator-v{pins.authorino.version}",
         "prometheus-operator": f"prometheus-operator-{pins.prometheus_operator.version}",
+        "body-based-routing": f"body-based-routing-{pins.body_based_routing.version}",
+        "istiod": f"istiod-{pins.istio.version}",
     }
 
 
 def serving_crd(project: str, name: str) -> dict[str, Any]:
     """A serving piece's CRD at the pinned release, e.g. serving_crd("gateway-api", "httproutes.gateway.networking.k8s.io")."""
-    folder_name = serving_crd_folders()[project]
+    folder_name = serving_folders()[project]
     project_name, _, version = folder_name.rpartition("-")
     return load(project_name, version, f"crds/{name}.yaml")
 
 
 def serving_crd_files() -> list[Path]:
     """Every serving CRD file, for an API server to install."""
-    return sorted(f for name in serving_crd_folders().values() for f in (UPSTREAM / name / "crds").glob("*.yaml"))
+    return sorted(f for name in serving_folders().values() for f in (UPSTREAM / name / "crds").glob("*.yaml"))
+
+
+def serving_chart_values(project: str) -> dict[str, Any]:
+    """The values.yaml defaults of a serving chart at its pin (istiod, body-based-routing)."""
+    project_name, _, version = serving_folders()[project].rpartition("-")
+    return chart_values(project_name, version)

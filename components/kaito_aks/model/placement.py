@@ -588,7 +588,7 @@ def _serving_fit(
             ("autoscale", "max_replicas") if scaled else "replicas",
             f"{_replicas(args)} x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
             f"{per_instance * replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
-            f"Pending: lower {'autoscale.max_replicas' if scaled else 'replicas'} or give the pool more nodes",
+            f"Pending: lower {'`autoscale.max_replicas`' if scaled else 'replicas'} or give the pool more nodes",
             "replicas-fit",
         )
     return None
@@ -597,5 +597,5 @@ def _serving_fit(
 def _replicas(args: KaitoModelArgs) -> str:
     """How many replicas the model runs at most, in words."""
     if args.autoscale is not None:
-        return f"up to {args.autoscale.max_replicas} replicas (autoscale.max_replicas)"
+        return f"up to {args.autoscale.max_replicas} replicas (`autoscale.max_replicas`)"
     return f"{args.replicas} replica(s)"

@@ -75,7 +75,7 @@ def _routable(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Probl
             "gateway",
             f"KAITO makes an InferencePool only for a preset served with vLLM, not {what} "
             "(kaito@v0.12.0:pkg/inferenceset/inferenceset_controller.go:557-561); reach the model through its Service "
-            "(kubectl port-forward), or remove gateway",
+            "(kubectl port-forward), or remove `gateway`",
             "not-routable",
         )
         return
@@ -117,13 +117,13 @@ def _autoscale(args: KaitoModelArgs, autoscale: ModelAutoscaleArgs, chart: catal
     if args.replicas != 1:
         yield Problem.at(
             "replicas",
-            "give replicas or autoscale, not both: an autoscaled model starts at autoscale.min_replicas",
+            "give `replicas` or `autoscale`, not both: an autoscaled model starts at `autoscale.min_replicas`",
             "autoscale-replicas",
         )
     if autoscale.min_replicas > autoscale.max_replicas:
         yield Problem.at(
             ("autoscale", "min_replicas"),
-            f"{autoscale.min_replicas} is above max_replicas ({autoscale.max_replicas}); keda-kaito-scaler would skip the "
+            f"{autoscale.min_replicas} is above `max_replicas` ({autoscale.max_replicas}); keda-kaito-scaler would skip the "
             "model (InvalidReplicaRange)",
             "autoscale-range",
         )
@@ -145,7 +145,7 @@ def _autoscale(args: KaitoModelArgs, autoscale: ModelAutoscaleArgs, chart: catal
     if autoscale.down_threshold > autoscale.up_threshold:
         yield Problem.at(
             ("autoscale", "down_threshold"),
-            f"{autoscale.down_threshold:g} is above up_threshold ({autoscale.up_threshold:g}); keda-kaito-scaler would "
+            f"{autoscale.down_threshold:g} is above `up_threshold` ({autoscale.up_threshold:g}); keda-kaito-scaler would "
             "skip the model",
             "autoscale-thresholds",
         )
@@ -199,8 +199,8 @@ def auto_provisioned_budget(models: Sequence[tuple[str, KaitoModelArgs]]) -> lis
         Problem.at(
             (),
             f"KAITO's auto-provisioned nodes at their most number {total} ({shares}); gpu-provisioner makes an AKS node "
-            f"pool for each and AKS allows {AKS_MAX_NODE_POOLS} per cluster, the system pool among them: lower max "
-            "replicas",
+            f"pool for each and AKS allows {AKS_MAX_NODE_POOLS} per cluster, the system pool among them: lower "
+            "`autoscale.max_replicas`",
             "autoscale-quota",
         )
     ]

@@ -26,7 +26,7 @@ from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Check, Input, Matches, MaxItems, Secret, args_class
+from kaito_aks.schema import SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import Exposure, Installed
 
@@ -60,6 +60,8 @@ def _cidr(value: str) -> str | None:
 
 
 def _long_enough(value: str) -> str | None:
+    if value == SECRET_SHOWN:
+        return None  # a secret its reader could not decrypt (a stack file read without the engine)
     if len(value) < MIN_KEY_CHARACTERS:
         return f"is {len(value)} characters; an API key is at least {MIN_KEY_CHARACTERS} (e.g. `openssl rand -hex 32`)"
     return None
@@ -141,14 +143,14 @@ def _auth(args: InferenceGatewayArgs) -> Iterator[Problem]:
     if not authenticated and not args.allow_unauthenticated:
         yield Problem.at(
             "api_keys",
-            "a gateway without authentication serves every model to anyone who reaches it: give api_keys or entra "
-            "(or allow_unauthenticated, which is warned)",
+            "a gateway without authentication serves every model to anyone who reaches it: give `api_keys` or `entra` "
+            "(or `allow_unauthenticated`, which is warned)",
             "gateway-auth",
         )
     if authenticated and args.allow_unauthenticated:
         yield Problem.at(
             "allow_unauthenticated",
-            "contradicts api_keys / entra, which require authentication: remove it",
+            "contradicts `api_keys` / `entra`, which require authentication: remove it",
             "gateway-auth",
         )
     if args.entra is not None and not args.entra.audiences:
@@ -164,19 +166,19 @@ def _exposure(args: InferenceGatewayArgs) -> Iterator[Problem]:
         if not args.source_ranges:
             yield Problem.at(
                 "source_ranges",
-                "required with exposure public: the address ranges allowed to reach the gateway (e.g. your office's)",
+                "required with `exposure` public: the address ranges allowed to reach the gateway (e.g. your office's)",
                 "gateway-exposure",
             )
         if args.tls is None:
             yield Problem.at(
                 "tls",
-                "required with exposure public: API keys and tokens would cross the internet in clear text",
+                "required with `exposure` public: API keys and tokens would cross the internet in clear text",
                 "gateway-exposure",
             )
     elif args.source_ranges is not None:
         yield Problem.at(
             "source_ranges",
-            f"only with exposure public (an {args.exposure} gateway takes no source ranges); remove it",
+            f"only with `exposure` public (an {args.exposure} gateway takes no source ranges); remove it",
             "gateway-exposure",
         )
 
@@ -205,7 +207,7 @@ def inference_gateway_warnings(args: InferenceGatewayArgs) -> list[Problem]:
         found.append(
             Problem.at(
                 "istio",
-                f"an existing Istio must list Authorino as ext_authz provider {AUTH_PROVIDER} (the mesh_config output) "
+                f"an existing Istio must list Authorino as ext_authz provider {AUTH_PROVIDER} (the `mesh_config` output) "
                 "or every request is refused; and run istiod with ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true",
                 "gateway-existing-istio",
             )
@@ -239,7 +241,8 @@ def istiod_values(args: InferenceGatewayArgs) -> dict[str, Any]:
     manifests/charts/istio-control/istio-discovery/files/kube-gateway.yaml:80-82)."""
     istio = catalog.serving_charts().istio
     values: dict[str, Any] = {
-        "pilot": {"env": {istio.inference_env: "true"}},
+        # (KAITO's guide sets pilot.env: the chart copies pilot.* to the top, zzy_descope_legacy.yaml)
+        "env": {istio.inference_env: "true"},
         "gateways": {"seccompProfile": {"type": "RuntimeDefault"}},
     }
     mesh = mesh_config(args)
