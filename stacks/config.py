@@ -53,6 +53,12 @@ SECRET_KEYS = ("hfToken", "kubeconfig")
 NESTED_SECRETS: dict[str, tuple[tuple[str, ...], ...]] = {
     "gateway": (("apiKeys", "*"), ("tls", "certificate"), ("tls", "key")),
 }
+NESTED_SECRET_DOCS = {
+    "gateway.apiKeys.<name>": "an API key of the gateway; `pulumi config set --path --secret "
+    "'kaito-aks:gateway.apiKeys.<name>' \"$(openssl rand -hex 32)\"`",
+    "gateway.tls.certificate, gateway.tls.key": "the gateway's HTTPS certificate and key (PEM); `pulumi config set --path "
+    "--secret 'kaito-aks:gateway.tls.key' < key.pem`",
+}
 SECRET_DOCS = {
     "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
     "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "

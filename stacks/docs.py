@@ -16,6 +16,8 @@ from kaito_aks.problems import camel, rename
 from kaito_aks.provider import SCHEMA_FILE, schema_text
 from kaito_aks.rag.spec import EmbeddingArgs, GuardrailsArgs, InferenceServiceArgs, RagComputeArgs, StorageArgs
 from kaito_aks.schema import Field, constraint_text, default_text, describe, fields, summary
+from kaito_aks.serving.gateway import EntraArgs, GatewayTlsArgs
+from kaito_aks.serving.spec import ModelAutoscaleArgs
 from stacks import config
 
 # The nested arg classes the reference documents under their section.
@@ -29,6 +31,9 @@ NESTED: list[tuple[str, type]] = [
     ("ragEngines[].storage", StorageArgs),
     ("ragEngines[].guardrails", GuardrailsArgs),
     ("ragEngines[].embedding", EmbeddingArgs),
+    ("workspaces[].autoscale", ModelAutoscaleArgs),
+    ("gateway.tls", GatewayTlsArgs),
+    ("gateway.entra", EntraArgs),
 ]
 
 
@@ -42,11 +47,16 @@ def _row(key: str, f: Field) -> str:
     return f"| `{key}` | {kind} | {default} | {text} |"
 
 
-def _table(every: dict[str, Field]) -> list[str]:
+def _table(every: dict[str, Field], path: str = "") -> list[str]:
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for name, f in every.items():
         row = _row(camel(name), f)
-        if f.secret:  # the stack keeps secrets only in its secret keys (stacks/load.py)
+        if f.secret and path.split(".")[0] in config.NESTED_SECRETS:  # a key that holds secrets (stacks/load.py)
+            row = (
+                row.removesuffix(" |")
+                + f" A secret: `pulumi config set --path --secret 'kaito-aks:{path}.{camel(name)}'`. |"
+            )
+        elif f.secret:  # the stack keeps secrets only in its secret keys (stacks/load.py)
             row = row.removesuffix(" |") + " Not in a stack file (plaintext or `--path --secret`): use accessSecret. |"
         rows.append(row)
     return rows
@@ -64,11 +74,14 @@ def config_reference() -> str:
     lines += _table(config.TOP.fields())[2:]
     lines += ["", "Secrets (set with `--secret`; never stored in plaintext):", "", "| key | meaning |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in config.SECRET_DOCS.items()]
+    lines += ["", "Secrets inside a key (set with `--path --secret`; Pulumi then keeps the whole key encrypted):", ""]
+    lines += ["| config path | meaning |", "|---|---|"]
+    lines += [f"| `{k}` | {v} |" for k, v in config.NESTED_SECRET_DOCS.items()]
     lines += ["", "`cluster`: exactly one of kubeconfig (any cluster), aks (create one), existing (adopt one)."]
     for section in config.SECTIONS:
         lines += ["", f"`{section.path}`: {section.doc}", "", *_table(section.fields())]
     for path, cls in NESTED:
-        lines += ["", f"`{path}`: {' '.join(summary(cls).split())}", "", *_table(fields(cls))]
+        lines += ["", f"`{path}`: {' '.join(rename(summary(cls), 'schema').split())}", "", *_table(fields(cls), path)]
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
+from stacks.serving import WARNINGS as SERVING_WARNINGS
 
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
 # program ends; at Python's default thresholds every collection rescans them all, which makes
@@ -135,11 +136,11 @@ def _serving(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> Servi
     drop the ScaledObjects its finalizer guards)."""
     opts = pulumi.ResourceOptions(providers=[cluster.provider])
     gateway = InferenceGateway("gateway", cfg.gateway, opts=opts) if cfg.gateway is not None else None
-    for warning in (w for w in cfg.warnings if w.path[:1] == ("gateway",) and gateway is not None):
-        pulumi.log.warn(warning.text("schema"), resource=gateway)
     # issue 29 seam: the model NetworkPolicies must let the gateway's pods (serving.gateway_clients)
     # and keda-kaito-scaler (serving.keda.scaler_clients) reach the models' pods.
     keda = KedaAutoscaling("autoscaling", cfg.autoscaling, opts=opts) if cfg.autoscaling is not None else None
+    for warning in (w for w in cfg.warnings if w.code in SERVING_WARNINGS):  # (validate says them too)
+        pulumi.log.warn(warning.text("schema"), resource=gateway or keda)
     dashboard = VllmDashboard("dashboard", cfg.dashboard, opts=opts) if cfg.dashboard is not None else None
     return Serving(gateway, keda, dashboard)
 

@@ -26,6 +26,19 @@ from stacks.defaults import Written
 
 # A model's own serving keys in the stack file (not KaitoModelArgs fields: the stack fills those).
 OWN_KEYS = ("gateway", "metrics")
+# The codes of the stack's serving warnings (`warnings`), which the program says at `pulumi up`.
+WARNINGS = frozenset(
+    {
+        "keda-addon-version",
+        "gateway-unauthenticated",
+        "gateway-public",
+        "gateway-existing-istio",
+        "gateway-internal",
+        "gateway-gate-elsewhere",
+        "not-routed",
+        "load-balancer-bypass",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,6 +235,15 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
     """What the stack allows about serving but says: the gateway's own, what is not routed, and
     a model's own public endpoint beside the gateway."""
     found: list[Problem] = []
+    if cfg.autoscaling is not None and cfg.autoscaling.keda == "addon":
+        found.append(
+            Problem(
+                ("autoscaling", "keda"),
+                "the AKS KEDA add-on's version is AKS's choice for the cluster's Kubernetes minor, not pinned; "
+                "keda-kaito-scaler 0.6.2 is built against KEDA 2.20",
+                "keda-addon-version",
+            )
+        )
     if cfg.gateway is None:
         return found
     found += [p.under("gateway") for p in inference_gateway_warnings(cfg.gateway)]
