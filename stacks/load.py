@@ -32,7 +32,6 @@ from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, rageng
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
-from kaito_aks.schema import SECRET_SHOWN
 from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import collect, unusable
 from stacks import budget, defaults, rules, serving
@@ -52,6 +51,7 @@ from stacks.config import (
 )
 from stacks.defaults import Written
 from stacks.errors import StackConfigError, secret_key
+from stacks.nested_secrets import SECRET_PRESENT, nested_secret, plaintext_nested_secrets
 from stacks.pulumi_yaml import decode
 from stacks.stackfile import StackFile, StackFileError, read_stack_file, yaml_path
 
@@ -61,8 +61,6 @@ EMPTY_KUBECONFIG = (
 )
 # The config values that may be secrets, as a problem names them.
 SECRETS_TEXT = ", ".join(SECRET_KEYS) + " and the gateway's apiKeys and tls"
-# Stands in for a secret where only its presence is known (validate, render).
-SECRET_PRESENT = SECRET_SHOWN
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,55 +183,6 @@ def _without_nested_secrets(raw: Mapping[str, Any], problems: list[Problem]) -> 
         return value
 
     return {k: strip(v, (Key(k),)) for k, v in raw.items()}
-
-
-def nested_secret(path: tuple[PathPart, ...]) -> bool:
-    """Whether a config path is one where a key holds a secret inside it (NESTED_SECRETS)."""
-    if not path:
-        return False
-    inside = tuple(str(p) for p in path[1:])
-    patterns = NESTED_SECRETS.get(str(path[0]), ())
-    return any(len(q) == len(inside) and all(a in ("*", b) for a, b in zip(q, inside, strict=True)) for q in patterns)
-
-
-def plaintext_nested_secrets(raw: Mapping[str, Any], encrypted: Collection[str] | None = None) -> list[Problem]:
-    """Secrets written in plain text where a key holds them (an API key, a TLS key), refused with
-    the command that sets them as secrets. `raw`: a stack file's values (a secret there is a map of
-    one `secure:`), or with `encrypted` the engine's, decrypted (then a key Pulumi does not mark
-    secret holds none)."""
-    problems: list[Problem] = []
-    for key, patterns in NESTED_SECRETS.items():
-        value = raw.get(key)
-        if not isinstance(value, Mapping) or (encrypted is not None and key in encrypted):
-            continue
-        for pattern in patterns:
-            for path, found in _at_pattern(value, pattern):
-                if isinstance(found, str) and found != SECRET_PRESENT:
-                    where = ".".join((key, *path))
-                    problems.append(
-                        Problem(
-                            (key, *(Key(p) for p in path)),
-                            f"must be a secret: run `pulumi config set --path --secret '{PROJECT}:{where}' ...` "
-                            "(plaintext ends up in the stack file)",
-                            "plaintext-secret",
-                        )
-                    )
-    return problems
-
-
-def _at_pattern(value: Mapping[str, Any], pattern: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
-    if not pattern:
-        return [((), value)]
-    head, rest = pattern[0], pattern[1:]
-    found: list[tuple[tuple[str, ...], Any]] = []
-    keys = list(value) if head == "*" else [head] if head in value else []
-    for k in keys:
-        v = value[k]
-        if not rest:
-            found.append(((str(k),), v))
-        elif isinstance(v, Mapping):
-            found += [((str(k), *p), x) for p, x in _at_pattern(v, rest)]
-    return found
 
 
 # ---------------------------------------------------------------- the file, read in one call
