@@ -17,8 +17,8 @@ from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
 from kaito_aks.serving.dashboard import VllmDashboardArgs
-from kaito_aks.serving.gateway import InferenceGatewayArgs, inference_gateway_warnings
-from kaito_aks.serving.keda import KedaAutoscalingArgs
+from kaito_aks.serving.gateway import InferenceGatewayArgs, gateway_clients, inference_gateway_warnings
+from kaito_aks.serving.keda import KedaAutoscalingArgs, scaler_clients
 from kaito_aks.serving.spec import GatewayRefArgs, ModelMetricsArgs
 from stacks import defaults
 from stacks.config import ModelConfig, StackConfig
@@ -71,6 +71,25 @@ def model_serving(
         gateway=gateway_ref(written.gateway or {}) if gateway and written.gateway is not None else None,
         metrics=metrics if scraped else None,
     )
+
+
+def serving_callers(
+    args: KaitoModelArgs, gateway: InferenceGatewayArgs | None, keda: KedaAutoscalingArgs | None
+) -> list[dict[str, Any]]:
+    """Who must reach a model's pods for it to serve as part of the service: the gateway's pods
+    (a routed model: its pods on 5000, its endpoint picker on 9002) and keda-kaito-scaler (an
+    autoscaled one: its Services on 80), as {namespace, pod_labels}.
+
+    SEAM (issue 29, branch `security`, not on main yet): its model NetworkPolicies admit the
+    model's own namespace and `KaitoModelArgs.allow_from` ({namespace, pod_labels}); once it
+    lands, `model_serving` adds these to `allow_from` (a Prometheus in another namespace is the
+    stack's `allow_from` to give)."""
+    callers: list[dict[str, Any]] = []
+    if args.gateway is not None and gateway is not None:
+        callers += gateway_clients(gateway)
+    if args.autoscale is not None and keda is not None:
+        callers += scaler_clients(keda)
+    return callers
 
 
 def metrics_args(written: Written, cluster: AksClusterArgs | None) -> ModelMetricsArgs | None:

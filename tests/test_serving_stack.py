@@ -287,3 +287,17 @@ def test_the_repositorys_serving_stack_routes_two_models_autoscaled_and_scraped(
     assert cfg.metrics.flavour == "azureManagedPrometheus"
     assert cfg.autoscaling is not None
     assert cfg.autoscaling.keda == "chart"
+
+
+def test_the_gateways_pods_and_the_scaler_are_who_must_reach_a_served_model():
+    """What the model NetworkPolicies of issue 29 must admit (the seam, until they land)."""
+    from stacks.load import parse_stack_file
+    from stacks.serving import serving_callers
+    from stacks.stackfile import ROOT
+
+    cfg = parse_stack_file(read_stack_file("serving", ROOT))
+    phi = cfg.models[0]
+    assert serving_callers(phi, cfg.gateway, cfg.autoscaling) == [
+        {"namespace": "kaito-gateway", "pod_labels": {"gateway.networking.k8s.io/gateway-name": "kaito-gateway"}},
+        {"namespace": "keda", "pod_labels": {"app.kubernetes.io/name": "keda-kaito-scaler"}},
+    ]

@@ -117,7 +117,8 @@ class KedaAutoscaling(pulumi.ComponentResource):
 
 def scaler_clients(args: KedaAutoscalingArgs) -> list[dict[str, object]]:
     """Who must reach the models for autoscaling (for NetworkPolicies): keda-kaito-scaler, which
-    scrapes each replica's Service on port 80 (keda-kaito-scaler@v0.6.2:pkg/scaler/scaler.go:44-46)."""
+    scrapes each replica's Service on port 80 (keda-kaito-scaler@v0.6.2:pkg/scaler/scaler.go:44-46);
+    its pods carry the chart's selector label app.kubernetes.io/name (templates/_helpers.tpl)."""
     return [
         {
             "namespace": keda_namespace(args),
