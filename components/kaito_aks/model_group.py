@@ -23,6 +23,7 @@ from kaito_aks.model.component import KaitoModel, check_model, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.plan import ModelPlan, plan_model
+from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.validation import Judged
@@ -98,8 +99,9 @@ def deploy_models(
 
 def _checked(name: str, models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]]) -> list[Named]:
     """Each model's args, judged (unless they were), and then the rules of the models together:
-    names they would share, CPU models on another's GPU nodes, one KAITO release, the pools'
-    budget. Raises InvalidArgsError with every problem."""
+    names they would share, CPU models on another's GPU nodes, model ids two routes would share,
+    one KAITO release, the pools' budget (and auto-provisioned nodes at their most). Raises
+    InvalidArgsError with every problem."""
     shapeless = [
         Problem.at(("models", i), f"must be (resource name, KaitoModelArgs), not {type(m).__name__}", "type")
         for i, m in enumerate(models)
@@ -115,6 +117,8 @@ def _checked(name: str, models: Sequence[tuple[str, KaitoModelArgs | Judged[Kait
             checked.append((resource_name, model))
     problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
     problems += [p.under(checked[i][0]) for i, p in cpu_on_provisioned_gpu_nodes(checked)]
+    problems += [p.under(checked[i][0]) for i, p in route_collisions(checked)]
+    problems += [p.under("models") for p in auto_provisioned_budget(checked)]
     versions = sorted({a.kaito_version for _, a in checked})
     if len(versions) > 1:  # `opts` give them one cluster, which runs one KAITO
         problems.append(

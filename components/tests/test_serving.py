@@ -541,3 +541,32 @@ def test_a_created_cluster_with_managed_prometheus_sends_its_metrics_to_an_azure
     assert "azureMonitorProfile" not in cluster.inputs
     assert "workloadAutoScalerProfile" not in cluster.inputs
     assert plain.of_type("azure-native:monitor:DataCollectionRule") == []
+
+
+def test_deploy_models_refuses_two_routed_models_of_one_id_and_auto_provisioned_nodes_beyond_aks_pools():
+    from kaito_aks import deploy_models
+
+    gw = GatewayRefArgs(name="g", namespace="n")
+
+    def routed() -> None:
+        deploy_models(
+            "m",
+            [("a", model(gateway=gw, **WAITS_OFF)), ("b", model(namespace="other", gateway=gw, **WAITS_OFF))],
+            opts=on_cluster(),
+        )
+
+    with pytest.raises(InvalidArgsError) as err:
+        run(routed)
+    assert "b.gateway: model id 'phi' is routed for a already" in str(err.value)
+    auto = {"node_provisioning": "auto", "instance_type": A100, **WAITS_OFF}
+
+    def many() -> None:
+        deploy_models(
+            "m",
+            [(n, model(name=n, autoscale=ModelAutoscaleArgs(max_replicas=60), **auto)) for n in ("a", "b")],
+            opts=on_cluster(),
+        )
+
+    with pytest.raises(InvalidArgsError) as err:
+        run(many)
+    assert "models: KAITO's auto-provisioned nodes at their most number 120" in str(err.value)
