@@ -416,6 +416,7 @@ class PoolConfig:
 class ModelConfig:
     args: KaitoModelArgs
     placed: Placed = Placed(())
+    warnings: tuple[Problem, ...] = ()  # its rules' warnings, relative to its args (the component logs them)
 
 
 @dataclass(frozen=True)
@@ -423,6 +424,7 @@ class RagEngineConfig:
     args: RagEngineArgs  # a workspace's endpoint: its in-cluster URL, the Output at `up`
     workspace: str | None = None  # the workspaces[] entry it answers with
     placed: Placed = Placed(())
+    warnings: tuple[Problem, ...] = ()  # its rules' warnings, relative to its args (the component logs them)
 
 
 @dataclass(frozen=True)

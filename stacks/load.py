@@ -14,23 +14,24 @@ from typing import Any, cast
 
 import pulumi
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
-from kaito_aks.model.component import check_model
+from kaito_aks.model.component import judge_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.placement import cpu_on_gpu_pools
-from kaito_aks.model.rules import model_warnings
+from kaito_aks.model.rules import SIZING_UNAFFECTED
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import with_driver
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
-from kaito_aks.rag.component import check_rag_engine
+from kaito_aks.rag.component import judge_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from kaito_aks.validation import collect, unusable
 from stacks import budget, defaults, rules
@@ -106,11 +107,24 @@ def stack_config(
         raise StackConfigError(problems)
     written, shape = read_file(raw)
     cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location)
-    found = judge(cfg, written, base_dir, tied)
+    found, cfg = judge(cfg, written, base_dir, tied)
     problems += shape + beside_shape(found, shape)
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(_once(problems))
     return cfg
+
+
+def _once(problems: list[Problem]) -> list[Problem]:
+    """Each problem once: two components may say the same thing at one path (a release the
+    operator and the models both find unsupported)."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Problem] = []
+    for p in problems:
+        key = (p.path, p.code, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def key_problems(
@@ -232,11 +246,13 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     where it was written; the problems of tying a RAG engine to a workspace."""
     kubeconfig_cluster, aks_cluster = _cluster(written, secrets, azure_location)
     pools = _pools(written)
-    groups = [node_group(p.args, p.args.name or "") for p in pools]
     add_on = defaults.runs_add_on(aks_cluster)
     provisioning = defaults.node_provisioning(written.kaito, add_on)
     kaito_install = defaults.kaito_installed(written.kaito, add_on)
     gpu_operator_on = defaults.gpu_operator_on(written, provisioning == "auto")
+    groups = [node_group(p.args, p.args.name or "") for p in pools]
+    if gpu_operator_on:  # the stack's GPU Operator installs the driver the pools leave to it
+        groups = [with_driver(g) for g in groups]
     kaito = KaitoOperatorArgs(
         version=defaults.kaito_version(written.kaito, aks_cluster),
         node_provisioning=provisioning,
@@ -251,7 +267,6 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None)
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
-    warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
@@ -273,7 +288,7 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
         has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=knows_pools,
-        warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
+        warnings=_provisioner_warnings(provisioner, kaito.version),
     )
     return cfg, tied
 
@@ -484,24 +499,35 @@ def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -
 # ---------------------------------------------------------------- every rule, at config paths
 
 
-def judge(cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]) -> list[Problem]:
+def judge(
+    cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]
+) -> tuple[list[Problem], StackConfig]:
     """The components' own rules, each problem where its arg was written, then what only a whole
     stack can get wrong (stacks/rules.py: `tied`, those of tying RAG engines to workspaces, with
-    them) and the pools' budget (stacks/budget.py)."""
+    them) and the pools' budget (stacks/budget.py): the errors, and the config with every warning
+    (`warnings`, at config paths; each workspace's and engine's own, for its component to log)."""
     found = tied + _cluster_problems(cfg, written, base_dir)
     found += [p for pool in cfg.pools for p in map(pool.placed.where, gpu_node_pool_problems(pool.args))]
     found += _operator_problems(cfg)
-    model_found, sound = _model_problems(cfg, written)
+    workspaces, model_found, model_warned = _model_problems(cfg, written)
     found += model_found
-    for engine in cfg.rag_engines:  # (with the add-on, ragEngines are refused as a whole)
-        found += [p for p in map(engine.placed.where, check_rag_engine(engine.args)[1]) if not _add_on_release(cfg, p)]
+    engines, engine_found, engine_warned = _engine_problems(cfg, tied)
+    found += engine_found
     found += rules.check(cfg)
-    found += budget.check(cfg, sound)
+    sound = [w for w in workspaces if w.sizable]
+    found += budget.check(cfg, [w.config for w in sound])
     found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
     if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
         refused = [p.path for p in found if p.code == "add-on"]
         found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
-    return found
+    warnings = [*cfg.warnings, *model_warned, *engine_warned, *policy.warnings_of(found)]
+    cfg = dataclasses.replace(
+        cfg,
+        workspaces=tuple(w.config for w in workspaces),
+        rag_engines=engines,
+        warnings=tuple(_once(warnings)),
+    )
+    return policy.errors_of(found), cfg
 
 
 def _add_on_release(cfg: StackConfig, problem: Problem) -> bool:
@@ -530,9 +556,14 @@ def at_pools(problem: Problem, pools: Sequence[PoolConfig]) -> Problem | None:
     return None
 
 
+# What the stack's own rules (driver, discovery) or its models' (spot) say of the pools in its terms
+STACK_SAYS = frozenset({"discovery-driver", "discovery", "gpu-driver", "spot-pool"})
+
+
 def _operator_problems(cfg: StackConfig) -> list[Problem]:
     found: list[Problem] = []
-    operator = kaito_operator_problems(cfg.kaito)
+    # who installs the pools' driver, and who discovers their GPUs: the stack's own rules say it in its terms
+    operator = [p for p in kaito_operator_problems(cfg.kaito) if p.code not in STACK_SAYS]
     if cfg.add_on:  # refused at kaito.install, which says why: not the add-on's release again
         operator = [p for p in operator if p.path != ("version",)]
     if not cfg.kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
@@ -549,20 +580,70 @@ def _operator_problems(cfg: StackConfig) -> list[Problem]:
     return found
 
 
-def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[Problem], list[ModelConfig]]:
+@dataclasses.dataclass(frozen=True)
+class _Judged:
+    config: ModelConfig
+    sizable: bool  # its problems (if any) leave KAITO's sizing of it unchanged: it counts in the pools' budget
+
+
+def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], list[Problem], list[Problem]]:
     """Each model's own rules (and, on a cluster it adopts, no CPU model on the pools the stack
-    adds), at config paths in the stack's words; and the models they found nothing wrong with."""
+    adds), at config paths in the stack's words: the models with their warnings, the errors, and
+    the warnings at config paths."""
     groups = cfg.kaito.node_groups
     found: list[Problem] = []
-    sound: list[ModelConfig] = []
+    warned: list[Problem] = []
+    judged_models: list[_Judged] = []
     for w in cfg.workspaces:
-        own = check_model(w.args)[1]
+        _, own, warnings = judge_model(w.args)
         if written.cluster_kind == "existing" and w.args.node_groups is None:
-            own += list(cpu_on_gpu_pools(w.args, groups))
-        if not own:
-            sound.append(w)
+            errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
+            own, warnings = own + errors, warnings + more
+        if cfg.create_namespaces:  # the stack creates the namespace: one of the cluster's cannot be
+            owned = [p for p in warnings if p.code == "namespace"]
+            warnings = [p for p in warnings if p.code != "namespace"]
+            own += [
+                dataclasses.replace(
+                    p,
+                    message=f"{w.args.namespace} exists already or belongs to an operator release, and this stack "
+                    "creates the namespace of each workspace (createNamespaces): use a namespace of your own, or set "
+                    "createNamespaces: false",
+                    code="create-namespace",
+                )
+                for p in owned
+            ]
+        sizable = all(p.code in SIZING_UNAFFECTED for p in own)
+        judged_models.append(_Judged(dataclasses.replace(w, warnings=tuple(warnings)), sizable))
         found += [rules.stack_wording(at_pools(p, cfg.pools) or w.placed.where(p), w.args) for p in own]
-    return found, sound
+        warned += [rules.stack_wording(_at_workspace(p, w, cfg), w.args) for p in warnings]
+    return judged_models, found, warned
+
+
+def _at_workspace(problem: Problem, w: ModelConfig, cfg: StackConfig) -> Problem:
+    """A model's warning at its config path: the pools' entries, or the workspace's (one that the
+    pools are not known is about the workspace as a whole)."""
+    if problem.code == "unsized":
+        return w.placed.where(dataclasses.replace(problem, path=()))
+    return at_pools(problem, cfg.pools) or w.placed.where(problem)
+
+
+def _engine_problems(
+    cfg: StackConfig, tied: list[Problem]
+) -> tuple[tuple[RagEngineConfig, ...], list[Problem], list[Problem]]:
+    """Each RAG engine's own rules at config paths (with the add-on, ragEngines are refused as a
+    whole); an engine whose workspace could not be tied is not also told it lacks an LLM."""
+    untied = {p.path[:2] for p in tied if p.code in ("rag-workspace", "rag-llm")}
+    found: list[Problem] = []
+    warned: list[Problem] = []
+    engines: list[RagEngineConfig] = []
+    for engine in cfg.rag_engines:
+        _, own, warnings = judge_rag_engine(engine.args)
+        if engine.placed.at[:2] in untied:
+            own = [p for p in own if p.code != "inference-service"]
+        found += [p for p in map(engine.placed.where, own) if not _add_on_release(cfg, p)]
+        warned += [engine.placed.where(p) for p in warnings]
+        engines.append(dataclasses.replace(engine, warnings=tuple(warnings)))
+    return tuple(engines), found, warned
 
 
 def parse_stack_file(f: StackFile) -> StackConfig:

@@ -16,7 +16,7 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
@@ -88,6 +88,9 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         )
         for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
             pulumi.log.warn(warning.text("schema"), resource=provisioner)
+    for warning in cfg.warnings:  # the stack's own (the components log theirs)
+        if warning.code in policy.STACK_RULES and warning.path[:1] != ("gpuProvisioner",):
+            pulumi.log.warn(warning.text("schema"))
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
@@ -107,7 +110,8 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
-        [(f"{args.namespace}/{args.name}", Judged(args)) for args in cfg.models],  # judged by load_stack
+        # judged by load_stack, with their warnings (each model logs its own)
+        [(f"{w.args.namespace}/{w.args.name}", Judged(w.args, w.warnings)) for w in cfg.workspaces],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
     )
     rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)

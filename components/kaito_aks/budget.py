@@ -6,11 +6,12 @@ same pools must fit those pools' maximum nodes *together*. A model's own rules c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.placement import match_labels
@@ -30,6 +31,8 @@ class Demand:
     nodes: int
     why: str  # how the count comes about
     engine: bool = False
+    replicas: int = 1
+    bypassed: bool = False  # its `bypass_checks` name pool-budget: it does not count, and is said
 
 
 def pool_budget(
@@ -52,7 +55,16 @@ def pool_budget(
             problems.append(problem.under("engines", i))
         if demand is not None:
             demands.append(demand)
-    return problems + list(overflows(demands, node_groups, grow))
+    counted = [d for d in demands if not d.bypassed]
+    errors = policy.verdict([*problems, *overflows(counted, node_groups, grow)])[0]  # each with its way past
+    refused = {p.path for p in errors}
+    # what only the demands that bypass the budget overflow: said, as a bypassed warning
+    said = [
+        dataclasses.replace(p, message=f"bypassed (pool-budget): {p.message}", bypassed=True)
+        for p in overflows(demands, node_groups, grow)
+        if p.path not in refused
+    ]
+    return [*errors, *said]
 
 
 def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) -> Demand | None:
@@ -76,6 +88,10 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
         need = preset.tuning_gib or preset.model_gib
         nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
         return Demand(who, pools, nodes, f"a tuning job on {_nodes(nodes)} while it runs")
+    bypassed = "pool-budget" in args.bypass_checks  # the model's own choice: it leaves the budget, said
+    if args.runtime == "transformers":  # resource.count (1) node per Workspace, no estimator
+        why = f"{args.replicas} replica(s) x 1 node, the transformers runtime's"
+        return Demand(who, pools, args.replicas, why, replicas=args.replicas, bypassed=bypassed)
     try:
         per_instance = sizing.nodes_per_instance(
             preset, sizing.NodeGpus.of_sku(sku), chart.preset_catalog, max_model_len(args)
@@ -87,6 +103,8 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
         pools,
         per_instance * args.replicas,
         f"{args.replicas} replica(s) x {_nodes(per_instance)}, KAITO's vLLM estimate",
+        replicas=args.replicas,
+        bypassed=bypassed,
     )
 
 
@@ -102,6 +120,8 @@ def engine_demand(
     compute = args.compute
     if chart is None or compute is None or not compute.label_selector.match_labels:
         return None, None
+    if "rag-no-pool" in args.bypass_checks:
+        return None, None  # the engine's own choice
     sku = rag_rules.table_size(compute.instance_type, chart)
     wanted = compute.label_selector.match_labels
     size = (sku.name if sku is not None else compute.instance_type).lower()
@@ -122,7 +142,8 @@ def engine_demand(
             found = "no pool carries those labels"
         return None, Problem(
             ("compute",),
-            f"KAITO runs the engine on a node with `compute.label_selector`'s labels and of `instance_type` "
+            f"KAITO admits this, but it runs the engine on a node with `compute.label_selector`'s labels and of "
+            "`instance_type` "
             f"{compute.instance_type}, and {found}; it would ask for a new node, which nothing provisions with "
             "bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: <its name>}), or use its size",
             "rag-no-pool",
@@ -131,7 +152,7 @@ def engine_demand(
     if gpus == 0:
         return None, None
     why = f"KAITO {chart.version} gives an engine that embeds locally every GPU of its instanceType ({gpus})"
-    return Demand(who, pools, 1, why, engine=True), None
+    return Demand(who, pools, 1, why, engine=True, bypassed="pool-budget" in args.bypass_checks), None
 
 
 def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str = "`max_nodes`") -> Iterator[Problem]:
@@ -156,13 +177,15 @@ def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str 
         fix = f"give {'the pool' if one else 'the pools'} {_nodes(need - most)} more ({grow})"
         if engines and len(inside) > len(engines):
             fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
-        elif not engines:
+        elif any(d.replicas > 1 for d in inside):
             fix += ", or lower replicas"
+        else:
+            fix += ", or select another pool for one of them (`label_selector`)"
         yield Problem(
             ("node_groups", min(pools)),
-            f"{'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most {_nodes(most)} of {size}, "
-            f"and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of its node, so the rest "
-            f"would stay Pending: {fix}",
+            f"KAITO admits each of these, but {'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most "
+            f"{_nodes(most)} of {size}, and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of "
+            f"its node, so the rest would stay Pending: {fix}",
             "pool-budget",
         )
 

@@ -12,9 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast, get_args, get_origin
 
+import pulumi
 from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, core_schema
 
+from kaito_aks import policy
 from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean, kind_of, shown
 from kaito_aks.schema import (
@@ -47,9 +49,11 @@ fields in, by name with their types; `__docs__` their docs."""
 class Judged(Generic[A]):
     """Args a component's own rules found nothing wrong with (what `check_model` and
     `check_rag_engine` return, and the stack hands on): the component takes them as they are,
-    without judging them a second time."""
+    without judging them a second time; `warnings`: what the rules said of them that refuses
+    nothing (the component logs them)."""
 
     args: A
+    warnings: tuple[Problem, ...] = ()
 
 
 # ---------------------------------------------------------------- reading args
@@ -361,9 +365,12 @@ def checked_args(
             raise InvalidArgsError(component, name, list(also))
         return judged_args
     instance, problems = validate(cls, args)
-    problems = problems + judged(instance, problems, rules) + list(also)
+    errors, warnings = policy.verdict(judged(instance, problems, rules), None)  # what refuses nothing: a warning
+    problems = problems + errors + list(also)
     if problems or instance is None:
         raise InvalidArgsError(component, name, problems)
+    for warning in warnings:
+        pulumi.log.warn(f"{component} {name!r}: {warning.under('args').text()}")
     return instance
 
 

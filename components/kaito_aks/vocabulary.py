@@ -44,17 +44,32 @@ class GpuDemand:
     gpu_count: int  # GPUs it needs (KAITO 0.8 checks nodes x GPUs against this)
     model_gib: float  # the size of its weights (0: not known offline, a Hugging Face id KAITO sizes)
     release: str  # "0.8", "0.11" or "0.12": KAITO's arithmetic differs
+    bypass_resource_checks: bool = False  # kaito.sh/bypass-resource-checks is set: KAITO skips count and memory
 
     @property
     def per_gpu_gib(self) -> float:
         return 0.0  # a requirement of 0.6 only, which provisions its own nodes (no wait)
 
     def as_props(self) -> dict[str, Any]:
-        return {"preset": self.name, "gpuCount": self.gpu_count, "modelGiB": self.model_gib, "release": self.release}
+        props: dict[str, Any] = {
+            "preset": self.name,
+            "gpuCount": self.gpu_count,
+            "modelGiB": self.model_gib,
+            "release": self.release,
+        }
+        if self.bypass_resource_checks:  # only when set: stacks deployed before see no diff
+            props["bypassResourceChecks"] = True
+        return props
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> GpuDemand:
-        return cls(props["preset"], int(props["gpuCount"]), float(props["modelGiB"]), props["release"])
+        return cls(
+            props["preset"],
+            int(props["gpuCount"]),
+            float(props["modelGiB"]),
+            props["release"],
+            bool(props.get("bypassResourceChecks", False)),
+        )
 
 
 def selector_text(selector: dict[str, str]) -> str:

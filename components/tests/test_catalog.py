@@ -63,6 +63,10 @@ def test_preset_names_and_download_flags_match_supported_models(version):
         assert preset.hugging_face_id == real[name]["huggingFaceId"], name
         if real[name]["downloadAuthRequired"]:  # KAITO's own flag; the Hugging Face side may gate more
             assert preset.gated, name
+        if not _has_catalog(version):  # the Go presets' flag, which the webhook reads (0.11+: the catalog's, never set)
+            assert preset.auth_required == real[name]["downloadAuthRequired"], name
+        else:
+            assert not preset.auth_required, name
         if _has_catalog(version):  # vLLMCompatibleModel: DownloadAtRuntime is always true
             assert preset.download_at_runtime, name
         else:

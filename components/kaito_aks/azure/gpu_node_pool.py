@@ -105,6 +105,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
         max_nodes=most,
         gpu_driver=args.gpu_driver,
         spot=args.spot,
+        driver_installed=args.gpu_driver == "aks",
     )
 
 

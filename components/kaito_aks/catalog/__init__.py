@@ -38,6 +38,9 @@ class Preset(CamelModel):
     tuning_gib: float | None = Field(default=None, alias="tuningGiB")
     download_at_runtime: bool = False
     gated: bool = False
+    # KAITO's webhook itself asks for a modelAccessSecret (supported_models.yaml downloadAuthRequired,
+    # read by the Go presets of 0.8; from 0.11 a catalog model never sets it: KAITO admits it)
+    auth_required: bool = Field(default=False, alias="downloadAuthRequired")
     bytes_per_token: int = 0  # 0: not known (releases without the vLLM estimator)
     disallow_lo_ra: bool = Field(default=False, alias="disallowLoRA")
     disable_tensor_parallelism: bool = False

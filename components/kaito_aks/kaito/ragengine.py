@@ -53,18 +53,13 @@ class RagResourceSpec(ApiModel):
 
 
 class LocalEmbeddingSpec(ApiModel):
-    """An embedding model run by the engine itself: exactly one of image or modelID."""
+    """An embedding model run by the engine itself: image or modelID (0.11+ admits exactly one, which
+    kaito_aks.rag.rules checks; 0.8 admits any, and reads modelID alone)."""
 
     image: str | None = None
     image_pull_secret: str | None = None
     model_id: str | None = Field(default=None, serialization_alias="modelID")
     model_access_secret: str | None = None
-
-    @model_validator(mode="after")
-    def _image_xor_model(self) -> LocalEmbeddingSpec:
-        if (self.image is None) == (self.model_id is None):
-            raise ValueError("local embedding needs exactly one of image or modelID")
-        return self
 
 
 class RemoteEmbeddingSpec(ApiModel):

@@ -16,8 +16,9 @@ from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.rules import model_problems, model_warnings
+from kaito_aks.model.rules import model_verdict
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
@@ -38,11 +39,19 @@ def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | No
     name resolved (default `name`, held to the same rules), and every problem, each with the
     arg's path. Wrap args with no problem in `Judged` to hand them on: KaitoModel and
     deploy_models take those as they are."""
+    checked, problems, _ = judge_model(args, name)
+    return checked, problems
+
+
+def judge_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem], list[Problem]]:
+    """`check_model`, and the warnings: what the rules say that refuses nothing (a setting with no
+    effect, a refusal `bypass_checks` names), from the same one run of the rules."""
     checked, problems = validate(KaitoModelArgs, args)
     if checked is not None and checked.name is None and name is not None:
         problems += resource_name_problems(KaitoModelArgs, "name", name)
         checked = dataclasses.replace(checked, name=name)  # (a name that breaks a rule is said just above)
-    return checked, problems + judged(checked, problems, [model_problems])
+    errors, warnings = model_verdict(checked) if checked is not None else ([], [])
+    return checked, problems + judged(checked, problems, [lambda _: errors]), warnings
 
 
 class KaitoModel(pulumi.ComponentResource):
@@ -72,9 +81,9 @@ class KaitoModel(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
     ):
-        args, access = _checked(name, args, opts)
+        args, warnings, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
-        for warning in model_warnings(args):  # what only KAITO can check: said, never silent
+        for warning in warnings:  # what refuses nothing: said, never silent
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_model(args)
         child = child_options(self, opts)
@@ -177,11 +186,16 @@ class KaitoModel(pulumi.ComponentResource):
 
 def _checked(
     name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None
-) -> tuple[KaitoModelArgs, ClusterAccess | None]:
-    """The model's args judged (unless they were) and the credentials its waits read the cluster
-    with; raises InvalidArgsError with every problem, its options' among them."""
-    checked, problems = (args.args, []) if isinstance(args, Judged) else check_model(args, name)
+) -> tuple[KaitoModelArgs, list[Problem], ClusterAccess | None]:
+    """The model's args judged (unless they were), their warnings and the credentials its waits
+    read the cluster with; raises InvalidArgsError with every problem, its options' among them."""
+    if isinstance(args, Judged):
+        checked, problems, warnings = args.args, [], list(args.warnings)
+    else:
+        checked, problems, warnings = judge_model(args, name)
     problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
+    if checked is not None:
+        problems += operator_problems(checked.kaito_version, opts)
     access = None
     if checked is not None and not problems:
         access = access_for(checked.kubeconfig, checked.context, opts)
@@ -197,7 +211,7 @@ def _checked(
             )
     raise_if("KaitoModel", name, problems)
     assert checked is not None
-    return checked, access
+    return checked, warnings, access
 
 
 def _kaito_object(name: str, manifest: dict[str, Any], serving: pulumi.ResourceOptions) -> KubernetesObject:

@@ -10,10 +10,11 @@ from typing import Any
 
 import yaml
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, InferenceSetSpec, InferenceSetTemplate
 from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from kaito_aks.kaito.workspace import (
+    BYPASS_ANNOTATION,
     INFERENCE_CONFIG_KEY,
     RUNTIME_ANNOTATION,
     TUNING_CONFIG_KEY,
@@ -146,6 +147,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
     if args.tuning is not None:
         return _tuning_plan(args, args.tuning, resource, annotations)
+    if policy.annotation_bypassed(args.bypass_checks):  # KAITO's own bypass of its GPU count and memory checks
+        annotations = {**(annotations or {}), BYPASS_ANNOTATION: "true"}
     name = args.name or ""
     preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     hf_secret = _hf_token_secret(args, preset)
@@ -298,10 +301,11 @@ def _gpu_nodes(
     selector = resource.label_selector.match_labels
     if not args.model or args.node_provisioning == "auto" or not selector:
         return None
+    bypass = policy.annotation_bypassed(args.bypass_checks)  # KAITO then skips the GPU count and memory checks
     demand = (
-        GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog, bypass)
         if preset is not None
-        else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
+        else GpuDemand(args.model, 1, 0.0, chart.preset_catalog, bypass)
     )
     return GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
 

@@ -199,6 +199,13 @@ class KaitoModelArgs:
     """The cluster's GPU pools (e.g. [`GpuNodePool.node_group`, ...]): the model then checks at
     preview that its selector picks one kind of node and that KAITO admits and places it there.
     Default: not known (the GPU-node wait checks at `pulumi up`)."""
+    bypass_checks: Annotated[list[str], MaxItems(50)] = field(default_factory=list[str])
+    """Codes of the program's refusals this model goes past, for a user who knows better (e.g.
+    [replicas-fit]): refusals stricter than KAITO (KAITO admits the model; docs/kaito-rules.md
+    lists the codes), and the GPU count and memory checks only KAITO's own bypass annotation
+    lets it admit (admission, fit-one-node, instance-type-fit: the program then sets
+    kaito.sh/bypass-resource-checks and the GPU-node wait skips them too). Each bypassed
+    problem is still said, as a warning. Default: none."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the waits read the cluster with (kept secret; e.g. an AksCluster's or
     KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the model is

@@ -104,9 +104,10 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         else:
             problems += gate_problems(("values", Key("featureGates")), gates, chart)
     problems += node_groups_problems(args.node_groups, chart)
+    problems += _discovery_problems(args)
     spot = spot_problem(chart)
     problems += [
-        Problem.at(("node_groups", i, "spot"), spot, "spot")
+        Problem.at(("node_groups", i, "spot"), f"{spot}: no preset runs on this pool", "spot-pool")
         for i, group in enumerate(args.node_groups)
         if spot is not None and group.spot
     ]
@@ -131,6 +132,51 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
                 "managed-value",
             )
         )
+    return problems
+
+
+def _discovery_problems(args: KaitoOperatorArgs) -> list[Problem]:
+    """Who installs the GPU driver on the pools, against who discovers their GPUs: KAITO's own
+    discovery (gpu_discovery kaito) runs without the GPU Operator, so a pool that leaves its driver
+    to the GPU Operator and is not marked as having one gets none; beside a GpuOperator (the pool
+    marked) two device plugins and GFDs run."""
+    problems: list[Problem] = []
+    for i, group in enumerate(args.node_groups):
+        if group.gpu_driver != "operator":
+            continue
+        at = ("node_groups", i)
+        if args.gpu_discovery == "kaito" and not group.driver_installed:
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), but "
+                    "gpu_discovery kaito runs KAITO's own discovery without one: no driver gets installed, GPU Feature "
+                    'Discovery never labels the nodes, and KAITO denies every preset on them ("Failed to get GPU config '
+                    'from nvidia labels"): add a GpuOperator, pass its `node_groups` and set gpu_discovery external, '
+                    "or give the pool gpu_driver aks",
+                    "discovery-driver",
+                )
+            )
+        elif args.gpu_discovery == "kaito":
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} gets its driver from the GPU Operator, which runs its own device plugin and GFD; "
+                    "gpu_discovery kaito adds KAITO's as well, and the two may fight over GPUs and node labels: set "
+                    "gpu_discovery external",
+                    "discovery",
+                )
+            )
+        elif not group.driver_installed:
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), and "
+                    "nothing says one is installed: pass a GpuOperator's `node_groups` (it marks the pools it installs "
+                    "the driver on), or set driver_installed if you install it yourself",
+                    "gpu-driver",
+                )
+            )
     return problems
 
 
@@ -229,12 +275,16 @@ class KaitoOperator(pulumi.ComponentResource):
     """The installed chart version."""
 
     release: k8s.helm.v3.Release
+    installs_kaito: tuple[str, str]
+    """(its name, the KAITO release it installs): a model or RAG engine depending on it must be
+    checked by the same release's rules (`kaito_version`)."""
 
     def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
             "KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems, also=provider_problems(opts)
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        self.installs_kaito = (name, checked.version)  # what the models that depend on it are checked by
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))
         self.namespace = self.release.status.namespace
         self.chart_version = self.release.status.version

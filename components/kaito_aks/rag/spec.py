@@ -5,13 +5,14 @@ their docs, defaults and bounds, from here."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 import pulumi
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.model.spec import DNS_LABEL, DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
-from kaito_aks.schema import LATER, Input, Matches, Range, Secret, args_class
+from kaito_aks.schema import LATER, Input, Matches, MaxItems, Range, Secret, args_class
 
 # KAITO names the Deployment and the Service after the RAGEngine: a Service name is a DNS-1035
 # label (it starts with a letter).
@@ -170,6 +171,10 @@ class RagEngineArgs:
     """Turn output guardrails on (KAITO 0.11+); default: off."""
     load_balancer: bool = False
     """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
+    bypass_checks: Annotated[list[str], MaxItems(50)] = field(default_factory=list[str])
+    """Codes of the program's refusals this engine goes past, for a user who knows better:
+    refusals stricter than KAITO (KAITO admits the engine; docs/kaito-rules.md lists the codes).
+    Each bypassed problem is still said, as a warning. Default: none."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the readiness wait reads the cluster with (kept secret; e.g. an AksCluster's or
     KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the engine is

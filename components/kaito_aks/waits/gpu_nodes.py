@@ -112,6 +112,8 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
         )
     hw = next(iter(hardware.values()))
     for demand in demands or []:
+        if demand.bypass_resource_checks:  # KAITO skips its GPU count and memory checks for it (its annotation)
+            continue
         denial = admission_denial(demand, hw, len(nodes), demand.release)
         if denial is not None:
             return Check(
