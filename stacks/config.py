@@ -12,6 +12,7 @@ give the configuration reference (docs/configuration.md).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,7 +31,7 @@ from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
 from kaito_aks.problems import PathPart, Problem, camel
 from kaito_aks.rag.spec import RagEngineArgs
-from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields
+from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields, optional_of
 from kaito_aks.validation import RETIRED_KEYS, SECTION_FIELDS, SOFT
 from kaito_aks.vocabulary import GpuDiscovery
 
@@ -73,9 +74,10 @@ class Take:
         for name in names:
             f = every[name]
             default = REQUIRED if name in self.required else (None if name in self.decided else f.default)
+            required = name in self.required
             out[name] = Field(
                 name=name,
-                type=f.type,
+                type=(optional_of(f.type) or f.type) if required else f.type,  # required: null is no value
                 doc=self.docs.get(name, f.doc),
                 owner=f.owner,
                 default=default,
@@ -401,7 +403,7 @@ class Placed:
     def where(self, problem: Problem) -> Problem:
         head = problem.path[0] if problem.path else None
         if isinstance(head, str) and head in self.filled:
-            return Problem((*self.filled[head], *problem.path[1:]), problem.message, problem.code)
+            return dataclasses.replace(problem, path=(*self.filled[head], *problem.path[1:]))
         return problem.under(*self.at)
 
 

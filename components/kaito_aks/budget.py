@@ -10,6 +10,7 @@ import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing
@@ -17,9 +18,10 @@ from kaito_aks.model.config import max_model_len
 from kaito_aks.model.placement import match_labels
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
 from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
-from kaito_aks.problems import Problem
+from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.rag import rules as rag_rules
 from kaito_aks.rag.spec import RagEngineArgs
+from kaito_aks.schema import usable
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ def pool_budget(
     a pool the budget does not see could take the surplus), the system pool (name, size) when
     known. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
     an engine's `compute` ((engine position, problem)). `grow`: how to give a pool nodes."""
+    raise_if("function", "pool_budget", _call_problems(models, node_groups, engines, system, grow))
     demands = [d for who, args in models if (d := model_demand(args, node_groups, who)) is not None]
     problems: list[Problem] = []
     for i, (who, args) in enumerate(engines):
@@ -65,6 +68,40 @@ def pool_budget(
         if p.path not in refused
     ]
     return [*errors, *said]
+
+
+def _call_problems(models: object, node_groups: object, engines: object, system: object, grow: object) -> list[Problem]:
+    """The call's own shape, said by arg (a program's mistake: never a TypeError from inside)."""
+    problems: list[Problem] = []
+    for arg, given, cls, what in (
+        ("models", models, KaitoModelArgs, "(name, KaitoModelArgs)"),
+        ("engines", engines, RagEngineArgs, "(name, RagEngineArgs)"),
+    ):
+        if not isinstance(given, list | tuple):
+            problems.append(Problem.at(arg, f"must be a list of {what}, not {shown(given)}", "type"))
+            continue
+        for i, item in enumerate(cast(Sequence[object], given)):
+            pair: tuple[object, ...] = cast(tuple[object, ...], item) if isinstance(item, tuple) else ()
+            if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], cls):
+                problems.append(Problem.at((arg, i), f"must be {what}, not {shown(cast(object, item))}", "type"))
+            elif not usable(pair[1]):  # (a value with problems keeps what is usable of it: that counts)
+                why = "misses a required arg: check it first (check_model, check_rag_engine)"
+                problems.append(Problem.at((arg, i), why, "type"))
+    if not isinstance(node_groups, list | tuple):
+        problems.append(Problem.at("node_groups", f"must be a list of NodeGroup, not {shown(node_groups)}", "type"))
+    else:
+        for i, group in enumerate(cast(Sequence[object], node_groups)):
+            if not isinstance(group, NodeGroup):
+                problems.append(Problem.at(("node_groups", i), f"must be a NodeGroup, not {shown(group)}", "type"))
+            elif not usable(group):
+                problems.append(Problem.at(("node_groups", i), "misses a required arg (name, vm_size)", "type"))
+    said = shown(system)
+    parts: tuple[object, ...] = cast(tuple[object, ...], system) if isinstance(system, tuple) else ()
+    if system is not None and not (len(parts) == 2 and all(isinstance(x, str) for x in parts)):
+        problems.append(Problem.at("system", f"must be (pool name, VM size), not {said}", "type"))
+    if not isinstance(grow, str):
+        problems.append(Problem.at("grow", f"must be text, not {shown(grow)}", "type"))
+    return problems
 
 
 def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) -> Demand | None:

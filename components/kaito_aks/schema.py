@@ -225,18 +225,49 @@ def _number_as_written(value: Any, validate: core_schema.ValidatorFunctionWrapHa
     return value if type(value) is int else validate(value)  # 1 stays 1 where a number is asked
 
 
+MAX_DEPTH = 40
+"""How deep maps and lists may nest in a free-form value (chart values, a runtime config, a
+policy): as in a stack file (stacks/stackfile.py); far deeper than any real one, and shallow
+enough for every serializer and merge downstream (500 deep breaks YAML's and Python's recursion)."""
+
+
+def _not_too_deep(value: Any) -> Any:
+    """A free-form value whose maps and lists nest at most MAX_DEPTH deep (walked without
+    recursion, so any depth is measured)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any] = ()
+        if isinstance(item, Mapping):
+            children = typing.cast(Mapping[Any, Any], item).values()
+        elif isinstance(item, list | tuple):
+            children = typing.cast(Sequence[Any], item)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise PydanticCustomError(
+                "too-deep", "{why}", {"why": f"nests maps and lists more than {MAX_DEPTH} deep; no config needs that"}
+            )
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def shaped(schema: Any) -> Any:
     """A core schema with the library's reading of plain values: text without control characters,
-    a tuple where a list is asked, a whole number kept whole where any number is asked. Nested
-    args classes are left to their own schema."""
+    a tuple where a list is asked, a whole number kept whole where any number is asked, free-form
+    maps and lists at most MAX_DEPTH deep. Nested args classes are left to their own schema."""
     kind = schema.get("type")
     if kind == "str":
         return core_schema.no_info_after_validator_function(_no_control_characters, schema)
     if kind == "float":
         return core_schema.no_info_wrap_validator_function(_number_as_written, schema)
+    if kind == "any":
+        return core_schema.no_info_after_validator_function(_not_too_deep, schema)
     out = {key: value if key in _NOT_SCHEMAS else _shaped_part(value) for key, value in schema.items()}
     if kind == "list":
         return core_schema.no_info_before_validator_function(_list_from_tuple, typing.cast(Any, out))
+    if kind == "dict":
+        return core_schema.no_info_after_validator_function(_not_too_deep, typing.cast(Any, out))
     return out
 
 

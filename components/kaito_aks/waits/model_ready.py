@@ -21,7 +21,9 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, list_items, segment, text_at
+from kaito_aks.waits.args import check_wait_args
 from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, Watch, poll_each
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
 
@@ -297,6 +299,15 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
     ):
         """`revision`: a digest of the watched objects' desired state; when it changes (an edit),
         the wait runs again. Depend it on the watched objects."""
+        check_wait_args(
+            "ModelReady",
+            name,
+            access,
+            watched=(watched, wait_args.list_of(Watched, "a Watched")),
+            revision=(revision, wait_args.text),
+            timeout_minutes=(timeout_minutes, wait_args.minutes),
+            opts=(opts, wait_args.optional(wait_args.instance(pulumi.ResourceOptions, "pulumi.ResourceOptions"))),
+        )
         props: dict[str, Any] = {
             "watched": [w.props() for w in watched],
             "revision": revision,
