@@ -315,8 +315,9 @@ _REFUSAL = "_kaito_aks_refusal"
 
 
 def refusal_of(value: object) -> ValidationError | None:
-    """What pydantic found wrong with an args instance when it was made (None: nothing)."""
-    return getattr(value, _REFUSAL, None)
+    """What pydantic found wrong with an args instance when it was made (None: nothing, or no
+    args instance: an Output would answer any attribute with another Output)."""
+    return None if deferred(value) else getattr(value, _REFUSAL, None)
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field, pydantic.Field))
@@ -366,7 +367,7 @@ _UNUSABLE = "_kaito_aks_unusable"
 def usable(instance: object) -> bool:
     """Whether the rules may judge an instance (made without problems, or with what is usable of
     it set): not when a required field is missing or unusable."""
-    return not getattr(instance, _UNUSABLE, False)
+    return deferred(instance) or not getattr(instance, _UNUSABLE, False)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

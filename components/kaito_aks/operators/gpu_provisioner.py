@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_azure_native import containerservice
 
 from kaito_aks import catalog
-from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
 from kaito_aks.cluster.access import access_for, provider_problems
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, Problem, raise_if
-from kaito_aks.schema import Input, Secret, args_class
+from kaito_aks.problems import InvalidArgsError, Key, Problem, raise_if, shown
+from kaito_aks.schema import Input, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
 
@@ -45,6 +46,11 @@ MANAGED_VALUES = {
 }
 
 
+CLUSTER_ID_FORM = (
+    "/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/managedClusters/<name>"
+)
+
+
 class ClusterRef(NamedTuple):
     subscription: str
     resource_group: str
@@ -57,6 +63,16 @@ def cluster_ref(cluster_id: str) -> ClusterRef:
     if match is None:
         raise ValueError(f"{cluster_id!r} is not an AKS cluster resource id")
     return ClusterRef(match["subscription"], match["resource_group"], match["name"])
+
+
+def _known_cluster(name: str, cluster_id: str) -> ClusterRef:
+    """A cluster id known only at deploy time (another resource's output), held to the rule a
+    known one is: refused in the component's words, not with a bare ValueError."""
+    try:
+        return cluster_ref(cluster_id)
+    except ValueError:
+        why = f"{shown(cluster_id)} is not an AKS cluster's resource id: {CLUSTER_ID_FORM}"
+        raise InvalidArgsError("GpuProvisioner", name, [Problem.at("cluster_id", why, "cluster-id")]) from None
 
 
 @args_class
@@ -75,7 +91,7 @@ class GpuProvisionerArgs:
     """The cluster's OIDC issuer; the cluster needs workload identity on."""
     version: str = DEFAULT_VERSION
     """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
-    identity_name: str | None = None
+    identity_name: Annotated[str, IDENTITY_NAME] | None = None
     """Azure name of the managed identity, in the cluster's resource group; default:
     <cluster name>-gpu-provisioner (one per cluster)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
@@ -83,7 +99,7 @@ class GpuProvisionerArgs:
     wait_for_nodeclaims_on_delete: bool = True
     """On `pulumi destroy`, keep gpu-provisioner until KAITO's NodeClaims are gone, so their AKS
     agent pools (GPU nodes) are deleted rather than left running."""
-    kubeconfig: Secret[Input[str]] | None = None
+    kubeconfig: KubeconfigContents | None = None
     """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
     provider it is deployed through, where it carries them (a Python program's AksCluster
     `provider`); elsewhere give it, or turn the wait off."""
@@ -95,8 +111,7 @@ def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
         problems.append(
             Problem.at(
                 "cluster_id",
-                "must be an AKS cluster's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
-                "Microsoft.ContainerService/managedClusters/<name>",
+                f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}",
                 "cluster-id",
             )
         )
@@ -178,7 +193,7 @@ class GpuProvisioner(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
-        cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
+        cluster = pulumi.Output.from_input(checked.cluster_id).apply(lambda given: _known_cluster(name, given))
         self.identity = WorkloadIdentity(
             f"{name}-identity",
             WorkloadIdentityArgs(

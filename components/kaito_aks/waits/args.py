@@ -1,7 +1,7 @@
 """The waits' arguments, checked the way the components check theirs: every problem at once, at
 its path (`args.<name>`), before anything registers, as an InvalidArgsError (never a TypeError
 from deep inside, and never a wait that cannot end: a NaN timeout compares false with every
-clock). A value known only at deploy time (an Output) passes, to be known then."""
+clock). A value known only at deploy time (an Output) passes only where the wait takes one."""
 
 from __future__ import annotations
 
@@ -82,8 +82,11 @@ def either(*rules: Rule) -> Rule:
     return check
 
 
-def check_wait_args(kind: str, name: object, access: object, **given: tuple[object, Rule]) -> None:
-    """Raise InvalidArgsError naming every wrong arg of a wait (`given`: arg -> (value, its rule))."""
+def check_wait_args(
+    kind: str, name: object, access: object, *, later: tuple[str, ...] = (), **given: tuple[object, Rule]
+) -> None:
+    """Raise InvalidArgsError naming every wrong arg of a wait (`given`: arg -> (value, its rule));
+    `later`: the args that may come from another resource (an Output), known at deploy time."""
     problems: list[Problem] = []
     if not isinstance(name, str) or not name:
         problems.append(Problem(("name",), f"must be the resource's name (text), not {shown(name)}", "type"))
@@ -96,7 +99,10 @@ def check_wait_args(kind: str, name: object, access: object, **given: tuple[obje
             )
         )
     for arg, (value, rule) in given.items():
-        why = None if deferred(value) else rule(value)
+        if deferred(value):
+            why = None if arg in later else "must be known now; it cannot come from another resource (an Output)"
+        else:
+            why = rule(value)
         if why is not None:
             problems.append(Problem((arg,), why, "type"))
     raise_if(kind, name if isinstance(name, str) else shown(name), problems)

@@ -313,6 +313,7 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
             "KaitoReady",
             name,
             access,
+            later=("kubernetes_version",),
             kinds=(kinds, wait_args.list_of(KaitoKind, "a KaitoKind", empty=False)),
             require_webhook=(require_webhook, wait_args.boolean),
             timeout_minutes=(timeout_minutes, wait_args.minutes),

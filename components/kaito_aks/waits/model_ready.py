@@ -303,6 +303,7 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
             "ModelReady",
             name,
             access,
+            later=("revision",),
             watched=(watched, wait_args.list_of(Watched, "a Watched")),
             revision=(revision, wait_args.text),
             timeout_minutes=(timeout_minutes, wait_args.minutes),
