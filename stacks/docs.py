@@ -98,6 +98,51 @@ EXAMPLE_BLOCKS = {
 }
 
 
+KAITO_RULES = ROOT / "docs" / "kaito-rules.md"
+POLICY_BLOCK = "policy"
+_KIND_WORDS = {
+    "denied": "KAITO denies",
+    "cannot-serve": "cannot serve",
+    "stricter": "stricter",
+    "program": "not built",
+    "invalid": "malformed",
+    "warning": "warning",
+}
+_BYPASS_WORDS = {"program": "`bypassChecks`", "kaito-annotation": "`bypassChecks`: KAITO's annotation"}
+
+
+def policy_table() -> str:
+    """The audit table of every rule code, from kaito_aks.policy (the one place the policy is)."""
+    from kaito_aks import policy
+
+    sections = (
+        ("A model (`workspaces[]`, `KaitoModel`)", policy.MODEL_RULES),
+        ("A RAG engine (`ragEngines[]`, `RagEngine`)", policy.RAG_RULES),
+        ("The operators, pools and clusters", policy.COMPONENT_RULES),
+        ("The stack as a whole", policy.STACK_RULES),
+    )
+    lines: list[str] = []
+    for title, rules in sections:
+        lines += [
+            "",
+            f"**{title}**",
+            "",
+            "| code | kind | way past | about | evidence (file:line at the tags) |",
+            "|---|---|---|---|---|",
+        ]
+        for code, rule in sorted(rules.items(), key=lambda item: (list(_KIND_WORDS).index(item[1].kind), item[0])):
+            past = _BYPASS_WORDS.get(rule.bypass or "", "")
+            evidence = rule.evidence.replace("|", "\\|")
+            lines.append(f"| `{code}` | {_KIND_WORDS[rule.kind]} | {past} | {rule.about} | {evidence} |")
+    lines += [
+        "",
+        "Malformed values (a wrong type, out of range, unknown key): "
+        + ", ".join(f"`{c}`" for c in policy.INVALID_CODES)
+        + ".",
+    ]
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
 def configuration_page() -> str:
     return CONFIGURATION_HEADER + config_reference() + "\n"
 
@@ -189,10 +234,11 @@ def _type(spec: Mapping[str, Any]) -> str:
 
 
 def write() -> None:
-    """Regenerate components/schema.json, docs/api.md from it, docs/configuration.md and the
-    example blocks of the pages that show them."""
+    """Regenerate components/schema.json, docs/api.md from it, docs/configuration.md, the
+    example blocks of the pages that show them and the policy table of docs/kaito-rules.md."""
     SCHEMA_FILE.write_text(schema_text())
     API.write_text(api_page())
     CONFIGURATION.write_text(configuration_page())
     for name, (_, _, page) in EXAMPLE_BLOCKS.items():
         marked_block(page, name, example_block(name))
+    marked_block(KAITO_RULES, POLICY_BLOCK, policy_table())

@@ -286,6 +286,13 @@ def test_the_configuration_reference_is_generated_from_the_schema():
     assert CONFIGURATION.read_text() == configuration_page(), "run `make docs`"
 
 
+def test_the_audit_table_is_written_from_the_policy():
+    """docs/kaito-rules.md shows kaito_aks/policy.py's table: every code, its kind, evidence and way past."""
+    from stacks.docs import KAITO_RULES, POLICY_BLOCK, marked_block, policy_table
+
+    assert marked_block(KAITO_RULES, POLICY_BLOCK) == policy_table(), "docs/kaito-rules.md: run `make docs`"
+
+
 @pytest.mark.parametrize("block", list(EXAMPLE_BLOCKS))
 def test_the_docs_examples_are_the_example_files_ci_runs(block):
     from stacks.docs import example_block, marked_block
