@@ -191,3 +191,24 @@ def test_every_problem_in_one_round(cfg, expected):
     errors = errors_of(cfg)
     assert [e.split(": ")[0] for e in errors] == expected, errors
     assert not [e for e in errors if "inferenceService" in e]
+
+
+def test_a_reserved_label_beside_others_is_dropped_as_kaito_drops_it():
+    """From 0.11 KAITO drops the labels it reserves from a selector and lists nodes by the rest
+    (SanitizedMatchLabels, labels.go 0.12.0:218): admitted, with a warning; the GPU-node wait
+    lists the nodes as KAITO will."""
+    selector = {"matchLabels": {"agentpool": "gpu", "kaito.sh/workspace": "x"}}
+    cfg = aks(
+        workspaces=[{**PHI, "labelSelector": selector}],
+        pools=[pool("Standard_NV36ads_A10_v5")],
+        kaito={"version": "0.12.0"},
+    )
+    said = warnings_of(cfg)
+    assert [
+        w for w in said if w.startswith('workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.12.0')
+    ]
+    ev = run(cfg)
+    (inference_set,) = ev.of_type(INFERENCE_SET)
+    assert inference_set.inputs["spec"]["labelSelector"] == selector  # as written: KAITO drops it
+    (wait,) = ev.of_type(GPU_NODES)
+    assert wait.inputs["selector"] == {"agentpool": "gpu"}

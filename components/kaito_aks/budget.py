@@ -15,7 +15,7 @@ from typing import cast
 from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing
 from kaito_aks.model.config import max_model_len
-from kaito_aks.model.placement import match_labels
+from kaito_aks.model.placement import node_lookup_labels
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu
 from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
 from kaito_aks.problems import Problem, raise_if, shown
@@ -113,7 +113,7 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
     preset = catalog.find_preset(args.model, chart.preset_catalog) if chart is not None else None
     if chart is None or preset is None:
         return None
-    wanted = match_labels(args)
+    wanted = node_lookup_labels(args, chart)
     pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g))
     sizes = {groups[j].vm_size for j in pools}
     sku = catalog.all_gpu_skus().get(sizes.pop()) if len(sizes) == 1 else None

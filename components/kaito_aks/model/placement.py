@@ -159,6 +159,16 @@ def match_labels(args: KaitoModelArgs) -> dict[str, str]:
     return dict(GPU_PRESENT_LABEL if is_gpu(args) else LINUX_LABEL)
 
 
+def node_lookup_labels(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> dict[str, str]:
+    """The labels KAITO lists a model's bring-your-own nodes by: its matchLabels, less those it
+    reserves for its own nodes from 0.11 (SanitizedMatchLabels, labels.go 0.11.0:157,
+    0.12.0:218), which it drops."""
+    labels = match_labels(args)
+    if chart is not None and chart.minor >= (0, 11):
+        return {k: v for k, v in labels.items() if k not in RESERVED_SELECTOR_LABELS}
+    return labels
+
+
 def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
     """The SKU-table entry for `name`, spelled exactly as Azure names the size. KAITO's webhook
     ignores case from 0.10, but its gpu-provisioner path then compares the node's
@@ -472,7 +482,7 @@ def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[
     if not groups:
         yield Problem.at((), f"{args.name} needs GPU nodes but `node_groups` has none; add a GPU pool", "no-pools")
         return
-    wanted = match_labels(args)
+    wanted = node_lookup_labels(args, chart)
     candidates = [(i, g) for i, g in enumerate(groups) if selects(wanted, g)]
     if not candidates:
         yield Problem.at(

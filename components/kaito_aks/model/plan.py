@@ -27,7 +27,7 @@ from kaito_aks.kaito.workspace import (
     Workspace,
 )
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
-from kaito_aks.model.placement import match_labels
+from kaito_aks.model.placement import match_labels, node_lookup_labels
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
 from kaito_aks.vocabulary import GpuDemand
 
@@ -298,7 +298,9 @@ def _gpu_nodes(
     bring-your-own nodes only (a custom image's needs are unknown to it; auto-provisioning makes
     its own nodes). A Hugging Face id outside KAITO's catalog has no size offline: its nodes must
     still exist and be labelled."""
-    selector = resource.label_selector.match_labels
+    if resource.label_selector.match_labels is None:
+        return None
+    selector = node_lookup_labels(args, chart)  # as KAITO lists the nodes (without the labels it drops)
     if not args.model or args.node_provisioning == "auto" or not selector:
         return None
     bypass = policy.annotation_bypassed(args.bypass_checks)  # KAITO then skips the GPU count and memory checks
