@@ -599,19 +599,8 @@ def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], 
         if written.cluster_kind == "existing" and w.args.node_groups is None:
             errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
             own, warnings = own + errors, warnings + more
-        if cfg.create_namespaces:  # the stack creates the namespace: one of the cluster's cannot be
-            owned = [p for p in warnings if p.code == "namespace"]
-            warnings = [p for p in warnings if p.code != "namespace"]
-            own += [
-                dataclasses.replace(
-                    p,
-                    message=f"{w.args.namespace} exists already or belongs to an operator release, and this stack "
-                    "creates the namespace of each workspace (createNamespaces): use a namespace of your own, or set "
-                    "createNamespaces: false",
-                    code="create-namespace",
-                )
-                for p in owned
-            ]
+        if cfg.create_namespaces:
+            own, warnings = rules.created_namespace(own, warnings, w.args.namespace)
         sizable = all(p.code in SIZING_UNAFFECTED for p in own)
         judged_models.append(_Judged(dataclasses.replace(w, warnings=tuple(warnings)), sizable))
         found += [rules.stack_wording(at_pools(p, cfg.pools) or w.placed.where(p), w.args) for p in own]
@@ -638,6 +627,8 @@ def _engine_problems(
     engines: list[RagEngineConfig] = []
     for engine in cfg.rag_engines:
         _, own, warnings = judge_rag_engine(engine.args)
+        if cfg.create_namespaces:
+            own, warnings = rules.created_namespace(own, warnings, engine.args.namespace)
         if engine.placed.at[:2] in untied:
             own = [p for p in own if p.code != "inference-service"]
         found += [p for p in map(engine.placed.where, own) if not _add_on_release(cfg, p)]

@@ -378,3 +378,23 @@ def _pools(cfg: StackConfig) -> Iterator[Problem]:
         dropped = dropped_by(chart, pool.args.vm_size) if chart is not None else None
         if dropped is not None and vm_size_problem(pool.args.vm_size) is None:
             yield Problem((*at, "vm_size"), dropped, "pool-sku-version")
+
+
+def created_namespace(
+    errors: list[Problem], warnings: list[Problem], namespace: str
+) -> tuple[list[Problem], list[Problem]]:
+    """The stack creates the namespace of each workspace and engine (createNamespaces): one of
+    the cluster's or an operator's exists already, so KAITO's indifference (a warning) becomes
+    the stack's refusal."""
+    owned = [p for p in warnings if p.code == "namespace"]
+    refused = [
+        dataclasses.replace(
+            p,
+            message=f"{namespace} exists already or belongs to an operator release, and this stack creates the "
+            "namespace of each workspace and engine (createNamespaces): use a namespace of your own, or set "
+            "createNamespaces: false",
+            code="create-namespace",
+        )
+        for p in owned
+    ]
+    return errors + refused, [p for p in warnings if p.code != "namespace"]
