@@ -36,6 +36,10 @@ subset directory has no Go sources):
     skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
     feature-gates.yaml  the feature gates KAITO's controller knows, with their defaults
     service-account.yaml  gpu-provisioner: the service account its controller runs as
+    azure-calls.yaml    gpu-provisioner: the Azure SDK clients its code builds and the methods of its
+                        agent pool client (the ARM calls its identity must be allowed)
+    pod-security.yaml   KAITO: the pod fields its code sets that Pod Security Admission levels
+                        judge (by file), and the models whose inference pods mount host paths
 """
 
 from __future__ import annotations
@@ -260,6 +264,18 @@ def go_func_bodies(text: str, method: str) -> dict[str, str]:
     """Receiver type -> body of `func (*T) method(...)`, found by brace matching."""
     out = {}
     for m in re.finditer(rf"func \((?:\w+\s+)?\*?(\w+)\) {method}\([^)]*\)[^{{]*\{{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = text[m.end() : i - 1]
+    return out
+
+
+def go_method_bodies(text: str, receiver: str) -> dict[str, str]:
+    """Method name -> body of every `func (p *receiver) Name(...)`, found by brace matching."""
+    out = {}
+    for m in re.finditer(rf"func \((?:\w+\s+)?\*?{receiver}\) (\w+)\([^)]*\)[^{{]*\{{", text):
         depth, i = 1, m.end()
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -517,6 +533,52 @@ def kaito_feature_gates(src: Source) -> dict[str, Any] | None:
     }
 
 
+# Pod fields the Pod Security Standards judge (kubernetes.io/docs/concepts/security/pod-security-standards):
+# KAITO's code setting none of them is what lets its pods run under the baseline level.
+POD_SECURITY_FIELDS = ("SecurityContext", "Privileged", "HostNetwork", "HostPID", "HostIPC", "HostPort", "HostPath")
+INTERFACE = "pkg/model/interface.go"
+PRESET_INFERENCES = "pkg/workspace/inference/preset_inferences.go"
+
+
+def _go_sources(src: Source, *roots: str) -> list[str]:
+    """The non-test Go files under `roots` (test doubles under pkg/fake left out)."""
+    return [
+        p
+        for root in roots
+        for p in src.listdir(root)
+        if p.endswith(".go") and not p.endswith("_test.go") and "/fake/" not in p
+    ]
+
+
+def kaito_pod_security(src: Source) -> dict[str, Any] | None:
+    """Where KAITO's code (pkg/) sets a pod field the Pod Security Standards judge, by field and
+    file; and the models whose inference pods 0.12 gives the node's CUDA toolkit as a hostPath
+    volume (RequiresCUDAToolkit: the architectures of RequiresDeepGEMM and the names of
+    RequiresFlashInfer, pkg/model/interface.go), with the node path (preset_inferences.go)."""
+    files = _go_sources(src, "pkg")
+    if not files:
+        return None
+    fields: dict[str, list[str]] = {}
+    for path in files:
+        found = src.read(path)
+        assert found is not None
+        for name in POD_SECURITY_FIELDS:
+            if re.search(rf"\b{name}:|\.{name}\s*=[^=]", found[1]):
+                fields.setdefault(name, []).append(path)
+    data: dict[str, Any] = {"podFields": {name: fields.get(name, []) for name in POD_SECURITY_FIELDS}}
+    interface = src.read(INTERFACE)
+    inferences = src.read(PRESET_INFERENCES)
+    bodies = go_method_bodies(interface[1], "PresetParam") if interface else {}
+    if "RequiresCUDAToolkit" in bodies and inferences is not None:
+        path = re.search(r'defaultCudaHomePath\s*=\s*"([^"]+)"', inferences[1])
+        data["cudaToolkitHostPath"] = {
+            "path": path[1] if path else None,
+            "architectures": re.findall(r'"(\w+)"', bodies.get("RequiresDeepGEMM", "")),
+            "presetNames": re.findall(r'"([\w.-]+)"', bodies.get("RequiresFlashInfer", "")),
+        }
+    return data
+
+
 def derive_kaito(src: Source) -> dict[str, Any]:
     files: dict[str, Any] = {}
     for name, candidates in KAITO_CRDS.items():
@@ -548,6 +610,9 @@ def derive_kaito(src: Source) -> dict[str, Any]:
     gates = kaito_feature_gates(src)
     if gates is not None:
         files["feature-gates.yaml"] = gates
+    pod_security = kaito_pod_security(src)
+    if pod_security is not None:
+        files["pod-security.yaml"] = pod_security
     return files
 
 
@@ -587,7 +652,34 @@ def derive_gpu_provisioner(src: Source) -> dict[str, Any]:
             "namespace": "the release namespace" if "namespace: {{ .Release.Namespace }}" in text else None,
             "annotationsFromValues": {key: value for key, value in annotations},
         }
+    calls = gpu_provisioner_azure_calls(src)
+    if calls is not None:
+        files["azure-calls.yaml"] = calls
     return files
+
+
+AZURE_CLIENT = "pkg/providers/instance/azure_client.go"
+
+
+def gpu_provisioner_azure_calls(src: Source) -> dict[str, Any] | None:
+    """The Azure SDK clients gpu-provisioner's code builds (every `arm<pkg>.New<X>Client(` in its
+    non-test Go files under pkg/ and cmd/), and the methods of its AgentPoolsAPI interface (the
+    only calls it makes through that client): what its identity's role must allow."""
+    files = _go_sources(src, "pkg", "cmd")
+    if not files:
+        return None
+    clients: dict[str, list[str]] = {}
+    for path in files:
+        found = src.read(path)
+        assert found is not None
+        for client in re.findall(r"\b(arm\w+\.New\w+Client)\(", found[1]):
+            clients.setdefault(client, []).append(path)
+    interface = src.read(AZURE_CLIENT)
+    methods: list[str] = []
+    if interface is not None:
+        body = re.search(r"type AgentPoolsAPI interface \{(.*?)\n\}", interface[1], re.S)
+        methods = re.findall(r"^\s*(\w+)\(", body[1], re.M) if body else []
+    return {"clients": clients, "agentPoolsApi": methods}
 
 
 PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {

@@ -245,7 +245,7 @@ KAITO = Section(
 GPU_PROVISIONER = Section(
     "gpuProvisioner",
     "gpu-provisioner, which turns KAITO's NodeClaims into AKS node pools (kaito.nodeProvisioning auto), and "
-    "its Azure workload identity (Contributor on the cluster).",
+    "its Azure workload identity (a custom role on the cluster: its agent pools, read, write, delete).",
     (
         Take(
             GpuProvisionerArgs,

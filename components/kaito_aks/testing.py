@@ -255,6 +255,9 @@ class ProgramMocks(pulumi_mocks.Mocks):
             )
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
+        if typ == "azure-native:authorization:RoleDefinition":  # Azure names it by the GUID given
+            guid = inputs.get("roleDefinitionId", name)
+            return f"{inputs.get('scope')}/providers/Microsoft.Authorization/roleDefinitions/{guid}", {"name": guid}
         if typ == "azure-native:containerservice:AgentPool":
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`

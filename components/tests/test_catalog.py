@@ -342,7 +342,7 @@ def test_gpu_provisioner_pairs_name_supported_releases():
 def test_role_names_are_azure_built_in_role_ids():
     roles = catalog.azure_roles()
     assert roles["Contributor"] == "b24988ac-6180-42a0-ab88-20f7382dd24c"
-    assert catalog.gpu_provisioner_source().role in roles
+    assert set(catalog.too_broad_roles()) == {"Contributor", "Owner", "User Access Administrator"}
 
 
 RAGENGINE_VERSIONS = list(catalog.ragengine_charts())
@@ -388,3 +388,32 @@ def test_the_kubernetes_fields_kaito_decodes_strictly_are_complete():
             assert base in scalars or base in kube_json.types(), (name, field, kind)
     assert len(kube_json.types()["VolumeSource"]) == 30
     assert set(kube_json.types()["ResourceRequirements"]) == {"limits", "requests", "claims"}
+
+
+@pytest.mark.parametrize("version", KAITO_VERSIONS)
+def test_kaito_pods_need_at_most_baseline_but_the_hostpath_models_of_the_catalog(version: str):
+    """Pod Security: KAITO's code sets none of the pod fields baseline judges but hostPath, and
+    the models its 0.12 pods mount the node's CUDA toolkit for are the catalog's list."""
+    facts = upstream_facts.load("kaito", version, "pod-security.yaml")
+    assert {f: paths for f, paths in facts["podFields"].items() if f != "HostPath" and paths} == {}
+    minor = ".".join(version.split(".")[:2])
+    listed = catalog.pod_security().host_path.get(minor)
+    if not facts["podFields"]["HostPath"]:
+        assert listed is None
+        return
+    assert listed is not None
+    derived = facts["cudaToolkitHostPath"]
+    assert (listed.path, listed.architectures, listed.preset_names) == (
+        derived["path"],
+        derived["architectures"],
+        derived["presetNames"],
+    )
+    models = upstream_facts.load("kaito", version, "model-catalog.yaml")["models"]
+    wanted = {
+        model_id.lower()
+        for model_id, m in models.items()
+        if set(m.get("architectures") or []) & set(derived["architectures"])
+        or model_id.rsplit("/", 1)[-1].lower() in derived["presetNames"]
+    }
+    assert set(listed.models) == wanted
+    assert catalog.pod_security().levels == {"enforce": "baseline", "warn": "restricted", "audit": "restricted"}

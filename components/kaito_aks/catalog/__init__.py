@@ -198,8 +198,31 @@ class GpuProvisionerSource(CamelModel):
     """Where gpu-provisioner comes from and how it signs in to Azure."""
 
     service_account: str
-    role: str
+    agent_pool_actions: dict[str, str]  # its client's method -> the Azure action it needs
     for_kaito: dict[str, str | None]
+
+    @property
+    def actions(self) -> list[str]:
+        """The Azure actions its identity's custom role allows (each once, sorted)."""
+        return sorted(set(self.agent_pool_actions.values()))
+
+
+class HostPathModels(CamelModel):
+    """The models whose inference pods one KAITO release gives a hostPath volume."""
+
+    path: str
+    why: str
+    architectures: list[str]
+    preset_names: list[str]
+    models: list[str]  # catalog ids, lower case
+
+
+class PodSecurity(CamelModel):
+    """Pod Security Admission levels for the namespaces a stack creates, and the KAITO releases
+    (by minor) whose pods some models need more than baseline for."""
+
+    levels: dict[Literal["enforce", "warn", "audit"], Literal["privileged", "baseline", "restricted"]]
+    host_path: dict[str, HostPathModels]
 
 
 class ChartSource(CamelModel):
@@ -581,7 +604,9 @@ def gpu_provisioner_chart_source() -> ChartSource:
 
 def gpu_provisioner_source() -> GpuProvisionerSource:
     data = _load("gpu_provisioner_charts.yaml")
-    return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "role", "forKaito")})
+    return GpuProvisionerSource.model_validate(
+        {k: data[k] for k in ("serviceAccount", "agentPoolActions", "forKaito")}
+    )
 
 
 @cache
@@ -603,6 +628,18 @@ def gpu_provisioner_for_kaito(kaito_version: str) -> str | None:
 def azure_roles() -> dict[str, str]:
     """Built-in Azure role name -> role definition GUID."""
     return dict(cast(dict[str, dict[str, str]], _load("azure_roles.yaml"))["roles"])
+
+
+def too_broad_roles() -> dict[str, str]:
+    """The built-in roles no workload should hold (they write, or grant, everything in their
+    scope), by name -> GUID."""
+    roles = azure_roles()
+    return {name: roles[name] for name in cast(list[str], _load("azure_roles.yaml")["tooBroad"])}
+
+
+@cache
+def pod_security() -> PodSecurity:
+    return PodSecurity.model_validate(_load("pod_security.yaml"))
 
 
 class AksAddOn(CamelModel):
