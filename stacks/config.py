@@ -197,7 +197,7 @@ EXISTING = Section(
     (
         Take(
             AksClusterArgs,
-            only=("resource_group", "name", "ai_toolchain_operator"),
+            only=("resource_group", "name", "ai_toolchain_operator", "kubelogin_mode"),
             docs={
                 "ai_toolchain_operator": "The cluster runs the AKS AI toolchain operator add-on (AKS's KAITO); "
                 "checked at deploy time."

@@ -15,7 +15,8 @@ from typing import Any, cast
 import pulumi
 
 from kaito_aks import catalog
-from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
+from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems, aks_cluster_warnings
+from kaito_aks.azure.aks_security import is_production
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
@@ -90,13 +91,15 @@ def stack_config(
     secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
     base_dir: Path | None = None,
+    stack: str = "",
 ) -> StackConfig:
     """Check raw config values (keyed by their name in the kaito-aks namespace, already
-    decoded) and map them onto the components' args. `secrets` names the secret keys that are
-    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
-    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
-    read from (default: the working directory, where `pulumi up` runs the program). Raises
-    StackConfigError listing every problem, each at its config path."""
+        decoded) and map them onto the components' args. `secrets` names the secret keys that are
+        set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
+        --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
+        read from (default: the working directory, where `pulumi up` runs the program); `stack`: the
+    stack's name (a stack named prod gets production's warnings). Raises
+        StackConfigError listing every problem, each at its config path."""
     problems = key_problems(raw, encrypted, plaintext_secrets)
     raw = _without_nested_secrets(raw, problems)
     if "cluster" not in raw:
@@ -105,7 +108,7 @@ def stack_config(
             problems.append(Problem((Key(f"{PROJECT}:cluster"),), why, "required"))
         raise StackConfigError(problems)
     written, shape = read_file(raw)
-    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location)
+    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location, stack)
     found = judge(cfg, written, base_dir, tied)
     problems += shape + beside_shape(found, shape)
     if problems:
@@ -227,7 +230,9 @@ def beside_shape(found: list[Problem], shape: list[Problem]) -> list[Problem]:
 # ---------------------------------------------------------------- the components' args
 
 
-def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> tuple[StackConfig, list[Problem]]:
+def assemble(
+    written: Written, secrets: Secrets, azure_location: str | None, stack: str = ""
+) -> tuple[StackConfig, list[Problem]]:
     """The components' args from what the file writes and what the stack decides, each placed
     where it was written; the problems of tying a RAG engine to a workspace."""
     kubeconfig_cluster, aks_cluster = _cluster(written, secrets, azure_location)
@@ -252,10 +257,15 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
     warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
+    protect = written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False)
+    if aks_cluster is not None:
+        production = is_production(stack, protect)
+        at = ("cluster", written.cluster_kind or "aks")
+        warnings += [p.under(*at) for p in aks_cluster_warnings(aks_cluster, production)]
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
-        cluster_protect=written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False),
+        cluster_protect=protect,
         kaito=kaito,
         kaito_install=kaito_install,
         gpu_discovery_given=written.kaito.get("gpu_discovery") is not None,
@@ -591,6 +601,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
             encrypted=[k for k in encrypted if k not in SECRET_KEYS],
             azure_location=f.config.get("azure-native:location"),
             base_dir=f.path.parent if f.path is not None else None,
+            stack=f.name,
         )
     except StackConfigError as err:
         raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None
@@ -708,6 +719,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
             encrypted=encrypted,
             secret_values=secrets,
             azure_location=engine.get("azure-native:location"),
+            stack=pulumi.get_stack(),
         )
     except StackConfigError as err:
         problems += err.problems

@@ -29,6 +29,8 @@ def add_on(workspaces: list[dict] | None = None, kubernetes: str | None = "1.34"
     cluster = {"aks": {**AKS["aks"], "aiToolchainOperator": True, "kubernetesVersion": kubernetes}}
     if kubernetes is None:
         del cluster["aks"]["kubernetesVersion"]
+    elif kubernetes.count(".") == 2:  # a patch pinned: the patch channel would move it on
+        cluster["aks"]["upgrade"] = {"channel": "none"}
     return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, cluster=cluster, **keys)
 
 

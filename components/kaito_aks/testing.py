@@ -71,6 +71,8 @@ class Registration:
     dependencies: list[str]
     inputs: dict[str, Any]  # secrets wrapped in Secret
     options: dict[str, Any]
+    # input name -> the resources its value came from (an explicit depends_on is in none of them)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
 
     @property
     def provider_urn(self) -> str:
@@ -178,6 +180,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     "aliases": [json_format.MessageToDict(a) for a in _aliases(request)],
                     "version": request.version,
                 },
+                property_dependencies={
+                    k: sorted(v.urns) for k, v in request.propertyDependencies.items() if len(v.urns)
+                },
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state)
@@ -276,6 +281,15 @@ class ProgramMocks(pulumi_mocks.Mocks):
         ):
             kubeconfig = MOCK_KUBECONFIG.format(cluster=args.args.get("resourceName", "aks"))
             return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+        if args.token == "azure-native:authorization:getClientConfig":  # who runs `pulumi up`
+            return {
+                "clientId": AFTER_UP,
+                "objectId": AFTER_UP,
+                "subscriptionId": MOCK_SUBSCRIPTION,
+                "tenantId": MOCK_TENANT,
+            }
+        if args.token == "azure-native:authorization:getClientToken":  # a user's (delegated) token
+            return {"token": MOCK_USER_TOKEN}
         if args.token == "azure-native:containerservice:getManagedCluster":
             name, group = args.args.get("resourceName", "aks"), args.args.get("resourceGroupName")
             return {
@@ -292,6 +306,11 @@ class ProgramMocks(pulumi_mocks.Mocks):
 
 
 MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's, at `pulumi up`
+# An Entra access token's shape (header.claims.signature), its claims a signed-in user's: no key, no signature.
+MOCK_USER_TOKEN = ".".join(
+    base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
+    for part in ('{"alg":"none"}', '{"idtyp":"user","scp":"user_impersonation"}', "stand-in")
+)
 MOCK_KUBERNETES_MINOR = "1.34"  # AKS's default minor, as the mocks answer
 MOCK_PATCH = "2"
 MOCK_TENANT = AFTER_UP

@@ -151,8 +151,8 @@ def test_the_chart_is_pinned_and_its_values_come_from_the_cluster_and_the_identi
     identity = ev.component_outputs[ev.named("gpu-provisioner-identity", "kaito-aks:index:WorkloadIdentity").urn]
     assert release.inputs["values"]["workloadIdentity"] == {"clientId": identity["clientId"], "tenantId": MOCK_TENANT}
     # the release starts its controller only once the identity can sign in
-    for kind in (CREDENTIAL, ROLE):
-        assert {r.urn for r in ev.of_type(kind)} <= set(release.dependencies)
+    for made in (ev.of_type(CREDENTIAL)[0], ev.named("gpu-provisioner-identity-agent-pools", ROLE)):
+        assert made.urn in release.dependencies
 
 
 @pytest.mark.parametrize("version", ["0.3.8", "0.4.2", "0.4.3"])

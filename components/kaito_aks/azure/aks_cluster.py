@@ -3,19 +3,37 @@
 from __future__ import annotations
 
 import base64
+import shutil
 from collections.abc import Sequence
-from dataclasses import field
-from typing import Annotated
+from dataclasses import field, fields
+from typing import Annotated, Any, Literal
 
 import pulumi
 from pulumi_azure_native import containerservice, resources
 
+from kaito_aks.azure.aks_security import (
+    MAX_SURGE,
+    ApiServerArgs,
+    DefenderArgs,
+    EntraArgs,
+    UpgradeArgs,
+    Zone,
+    access_problems,
+    is_production,
+    kubernetes_version_problems,
+    lowered_defaults,
+    production_warnings,
+    ranges_warning,
+)
+from kaito_aks.azure.cluster_admins import cluster_admin_assignments
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.cluster.kubelogin import LoginMode, convert_kubeconfig, kubelogin_args
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Input, Matches, MaxItems, Range, args_class
 from kaito_aks.validation import checked_args
+from kaito_aks.waits.access_granted import AccessGranted
 
 TYPE = "kaito-aks:index:AksCluster"
 FORMER_TYPES = ("kaito-aks:azure:AksCluster",)
@@ -48,6 +66,14 @@ class SystemPoolArgs:
     """VM size of the system nodes."""
     count: Annotated[int, Range(1, 1000, "AKS: 1-1000 nodes per pool")] = 2
     """Number of system nodes."""
+    zones: Annotated[list[Zone], MaxItems(3)] = field(default_factory=list[Zone])
+    """Availability zones to spread the system nodes over (e.g. ["1", "2", "3"]; the region and
+    VM size must offer them); set when the cluster is created (AKS cannot move a pool's nodes to
+    zones). Default: none (AKS places them)."""
+    max_surge: Annotated[str, MAX_SURGE] = "33%"
+    """Extra nodes an upgrade adds at a time (a count, or a percentage of the pool): more is a
+    faster upgrade with fewer evictions per node. Set when the cluster is created; on an existing
+    cluster change it with `az aks nodepool update --max-surge`."""
 
 
 @args_class
@@ -73,17 +99,56 @@ class AksClusterArgs:
     """The AKS AI toolchain operator add-on: AKS runs KAITO (its own version, with node
     auto-provisioning in the control plane) and no KAITO Helm release may be installed. With
     `existing`, the cluster must already have it (checked at deploy time)."""
+    entra: EntraArgs = field(default_factory=EntraArgs)
+    """Entra ID sign-in (always on: the `kubeconfig` output signs in through kubelogin) and who
+    is cluster admin; default: Azure RBAC on, the deployer granted cluster admin."""
+    local_accounts: bool = False
+    """Keep AKS's local accounts (the admin client certificate, which passes Entra ID and Azure
+    RBAC unaudited; warned). After turning them off on an existing cluster, run `az aks
+    rotate-certs` to revoke the certificates handed out before."""
+    api_server: ApiServerArgs = field(default_factory=ApiServerArgs)
+    """Who reaches the API server over the network; default: any address (warned on production)."""
+    network_policy: Literal["cilium", "none"] = "cilium"
+    """The engine that enforces NetworkPolicies: cilium (Azure CNI Powered by Cilium, the data
+    plane and the policy engine) or none (warned: NetworkPolicies are not enforced). Set when the
+    cluster is created; an existing cluster keeps its engine (a change would replace it), and the
+    deployment warns when it has none."""
+    upgrade: UpgradeArgs = field(default_factory=UpgradeArgs)
+    """Automatic Kubernetes patch and node image upgrades in a weekly maintenance window."""
+    tier: Literal["Free", "Standard", "Premium"] = "Free"
+    """The AKS pricing tier: Free (no uptime SLA; warned on production), Standard (an SLA and a
+    control plane sized for production) or Premium (Standard plus long-term support)."""
+    defender: DefenderArgs | None = None
+    """Microsoft Defender for Containers (threat detection, image vulnerability findings; billed
+    through the subscription's Defender plan); default: off (warned on production)."""
+    image_cleaner: bool = True
+    """AKS Image Cleaner: removes unused images with known vulnerabilities from the nodes (weekly)."""
+    azure_policy: bool = True
+    """The Azure Policy add-on: Azure Policy assignments (e.g. the AKS pod security baselines)
+    are enforced or audited inside the cluster."""
+    key_vault_secrets_provider: bool = False
+    """The Azure Key Vault secrets store CSI driver add-on (with secret rotation every 2 minutes),
+    for pods that mount Key Vault secrets; default: off (AKS creates an identity for it)."""
+    kubelogin_mode: LoginMode = "azurecli"
+    """How the `kubeconfig` output's kubelogin signs in: azurecli (the Azure CLI's login; CI
+    after `azure/login`), workloadidentity, spn or msi. kubelogin must be on PATH wherever the
+    kubeconfig is used (pulumi up, kubectl, status); AAD_LOGIN_METHOD overrides the mode at run
+    time."""
+
+
+# What an existing cluster may be given: where it is, and how to reach it.
+EXISTING_ARGS = frozenset({"resource_group", "name", "existing", "ai_toolchain_operator", "kubelogin_mode"})
 
 
 def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
     problems: list[Problem] = []
     if args.existing:
         defaults = AksClusterArgs(resource_group=args.resource_group, name=args.name, existing=True)
-        for name in ("location", "kubernetes_version", "system_pool", "tags"):
-            if getattr(args, name) != getattr(defaults, name):
+        for f in fields(AksClusterArgs):
+            if f.name not in EXISTING_ARGS and getattr(args, f.name) != getattr(defaults, f.name):
                 problems.append(
                     Problem.at(
-                        name,
+                        f.name,
                         "configures a cluster this component creates; an existing cluster is only read",
                         "existing-cluster",
                     )
@@ -101,7 +166,129 @@ def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
                     "tag",
                 )
             )
+    problems += kubernetes_version_problems(args.upgrade.channel, args.kubernetes_version)
+    problems += access_problems(args.entra, args.local_accounts, args.api_server)
+    ids = [a.object_id.lower() for a in args.entra.admins]
+    for i, object_id in enumerate(ids):
+        if object_id in ids[:i]:
+            problems.append(Problem.at(("entra", "admins", i), f"{object_id} is listed twice", "cluster-access"))
     return problems
+
+
+def aks_cluster_warnings(args: AksClusterArgs, production: bool = False) -> list[Problem]:
+    """The secure defaults this cluster turns down, each with what that exposes (`production`:
+    also what a production cluster should not lack). None for an existing cluster: it is read,
+    not configured (its policy engine is checked at deploy time)."""
+    if args.existing:
+        return []
+    found = lowered_defaults(
+        args.entra, args.local_accounts, args.network_policy, args.upgrade, args.image_cleaner, args.azure_policy
+    )
+    ranges = ranges_warning(args.api_server.authorized_ip_ranges)
+    if ranges is not None:
+        found.append(ranges)
+    if args.api_server.private:
+        found.append(
+            Problem.at(
+                ("api_server", "private"),
+                "a private API server answers only inside the cluster's virtual network: `pulumi up`, kubectl and "
+                "`status` must run there (a VNet-connected runner, a jump host); set when the cluster is created, so "
+                "turning it on for an existing cluster replaces it",
+                "api-server-private",
+            )
+        )
+    if production:
+        found += production_warnings(args.api_server, args.tier, args.defender)
+    return found
+
+
+NETWORK_ENGINE = ("networkProfile.networkPolicy", "networkProfile.networkDataplane")
+PRIVATE_CLUSTER = "apiServerAccessProfile.enablePrivateCluster"
+IMAGE_CLEANER_INTERVAL_HOURS = 168  # weekly; ARM clients must give it (AKS docs, image-cleaner)
+_UNPROTECTED = pulumi.ResourceOptions(protect=False)
+
+
+def cluster_inputs(args: AksClusterArgs) -> dict[str, Any]:
+    """The ManagedCluster's inputs (beyond its name and group), in pulumi-azure-native 3.29's
+    shapes (ARM API 2025-09-01). A setting only set when asked is left out otherwise: an input
+    added to an existing cluster's state is an update, and nothing here may replace it."""
+    cilium = args.network_policy == "cilium"
+    ranges = args.api_server.authorized_ip_ranges
+    return {
+        "location": args.location,
+        "dns_prefix": args.name,
+        "kubernetes_version": args.kubernetes_version,
+        "identity": containerservice.ManagedClusterIdentityArgs(
+            type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
+        ),
+        "enable_rbac": True,
+        "aad_profile": containerservice.ManagedClusterAADProfileArgs(
+            managed=True,
+            enable_azure_rbac=args.entra.azure_rbac,
+            admin_group_object_ids=args.entra.admin_group_object_ids or None,
+        ),
+        "disable_local_accounts": not args.local_accounts,
+        "api_server_access_profile": containerservice.ManagedClusterAPIServerAccessProfileArgs(
+            authorized_ip_ranges=ranges or None,
+            enable_private_cluster=True if args.api_server.private else None,  # never an explicit false
+        )
+        if ranges or args.api_server.private
+        else None,
+        "sku": containerservice.ManagedClusterSKUArgs(name=containerservice.ManagedClusterSKUName.BASE, tier=args.tier),
+        "auto_upgrade_profile": containerservice.ManagedClusterAutoUpgradeProfileArgs(
+            upgrade_channel=args.upgrade.channel, node_os_upgrade_channel=args.upgrade.node_os_channel
+        ),
+        "oidc_issuer_profile": containerservice.ManagedClusterOIDCIssuerProfileArgs(enabled=True),
+        "security_profile": containerservice.ManagedClusterSecurityProfileArgs(
+            workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True),
+            image_cleaner=containerservice.ManagedClusterSecurityProfileImageCleanerArgs(
+                enabled=args.image_cleaner, interval_hours=IMAGE_CLEANER_INTERVAL_HOURS if args.image_cleaner else None
+            ),
+            defender=containerservice.ManagedClusterSecurityProfileDefenderArgs(
+                log_analytics_workspace_resource_id=args.defender.log_analytics_workspace_id,
+                security_monitoring=containerservice.ManagedClusterSecurityProfileDefenderSecurityMonitoringArgs(
+                    enabled=True
+                ),
+            )
+            if args.defender is not None
+            else None,
+        ),
+        "addon_profiles": {
+            "azurepolicy": containerservice.ManagedClusterAddonProfileArgs(enabled=args.azure_policy),
+            "azureKeyvaultSecretsProvider": containerservice.ManagedClusterAddonProfileArgs(
+                enabled=True, config={"enableSecretRotation": "true", "rotationPollInterval": "2m"}
+            )
+            if args.key_vault_secrets_provider
+            else containerservice.ManagedClusterAddonProfileArgs(enabled=False),
+        },
+        # The add-on (KAITO run by AKS) needs only this switch and the OIDC issuer above; since
+        # its GA, AKS keeps its node provisioner and identity in the control plane.
+        "ai_toolchain_operator_profile": containerservice.ManagedClusterAIToolchainOperatorProfileArgs(enabled=True)
+        if args.ai_toolchain_operator
+        else None,
+        "network_profile": containerservice.ContainerServiceNetworkProfileArgs(
+            network_plugin=containerservice.NetworkPlugin.AZURE,
+            network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
+            network_dataplane=containerservice.NetworkDataplane.CILIUM if cilium else None,
+            network_policy=containerservice.NetworkPolicy.CILIUM if cilium else None,
+        ),
+        # Only the system pool lives inline; GPU pools are AgentPool resources of their own
+        # (adding pools through the cluster object is refused by the AKS API).
+        "agent_pool_profiles": [
+            containerservice.ManagedClusterAgentPoolProfileArgs(
+                name=SYSTEM_POOL,
+                mode=containerservice.AgentPoolMode.SYSTEM,
+                vm_size=args.system_pool.vm_size,
+                count=args.system_pool.count,
+                os_type=containerservice.OSType.LINUX,
+                os_sku=containerservice.OSSKU.UBUNTU,
+                type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
+                availability_zones=list(args.system_pool.zones) or None,
+                upgrade_settings=containerservice.AgentPoolUpgradeSettingsArgs(max_surge=args.system_pool.max_surge),
+            )
+        ],
+        "tags": args.tags,
+    }
 
 
 def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
@@ -118,11 +305,14 @@ def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.Cr
 
 
 class AksCluster(pulumi.ComponentResource):
-    """A resource group and AKS cluster (system-assigned identity, Azure CNI overlay, OIDC issuer
-    and workload identity on, a system pool; GPU pools are GpuNodePools of their own), or an
-    existing cluster read-only. In Python, `provider` is the explicit Kubernetes provider every
+    """A resource group and AKS cluster (system-assigned identity, Azure CNI overlay with Cilium,
+    OIDC issuer and workload identity on, Entra ID with Azure RBAC and no local accounts,
+    automatic patch and node image upgrades in a maintenance window, Image Cleaner and Azure
+    Policy, a system pool; GPU pools are GpuNodePools of their own), or an existing cluster
+    read-only. The deployer (or `entra.admins`) is made cluster admin, and the Kubernetes provider
+    starts once that grant works. In Python, `provider` is the explicit Kubernetes provider every
     in-cluster resource uses, and carries the cluster's credentials to the waits too; other
-    languages make a kubernetes Provider from its `kubeconfig` output."""
+    languages make a kubernetes Provider from its `kubeconfig` output (kubelogin on PATH)."""
 
     cluster_name: pulumi.Output[str]
     """The cluster's name."""
@@ -131,7 +321,8 @@ class AksCluster(pulumi.ComponentResource):
     node_resource_group: pulumi.Output[str]
     """The resource group AKS keeps the cluster's nodes in (MC_...)."""
     kubeconfig: pulumi.Output[str]
-    """A user kubeconfig for the cluster (secret)."""
+    """A user kubeconfig for the cluster (secret): it signs in through Entra ID with kubelogin
+    (`kubelogin_mode`), which must be on PATH where it is used."""
     oidc_issuer_url: pulumi.Output[str]
     """The cluster's OIDC issuer, for workload identity federation."""
     cluster_id: pulumi.Output[str]
@@ -145,65 +336,22 @@ class AksCluster(pulumi.ComponentResource):
     given): the add-on's KAITO release follows its minor."""
 
     provider: ClusterProvider
+    access_granted: AccessGranted | None
+    """The step that holds the provider and the waits until the cluster admins' grants work
+    (None: no grant is made)."""
 
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("AksCluster", name, AksClusterArgs, args, aks_cluster_problems)
         args = checked
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        production = is_production(pulumi.get_stack(), bool(opts is not None and opts.protect))
+        for warning in aks_cluster_warnings(args, production):
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         child = child_options(self, opts)
+        grants: list[pulumi.Resource] = []
+        principals: pulumi.Output[list[str]] = pulumi.Output.from_input([])
         if not args.existing:
-            group = resources.ResourceGroup(
-                f"{name}-rg",
-                resource_group_name=args.resource_group,
-                location=args.location,
-                tags=args.tags,
-                opts=child,
-            )
-            cluster = containerservice.ManagedCluster(
-                name,
-                resource_name_=args.name,
-                resource_group_name=group.name,
-                location=args.location,
-                dns_prefix=args.name,
-                kubernetes_version=args.kubernetes_version,
-                identity=containerservice.ManagedClusterIdentityArgs(
-                    type=containerservice.ResourceIdentityType.SYSTEM_ASSIGNED
-                ),
-                enable_rbac=True,
-                oidc_issuer_profile=containerservice.ManagedClusterOIDCIssuerProfileArgs(enabled=True),
-                security_profile=containerservice.ManagedClusterSecurityProfileArgs(
-                    workload_identity=containerservice.ManagedClusterSecurityProfileWorkloadIdentityArgs(enabled=True)
-                ),
-                # The add-on (KAITO run by AKS) needs only this switch and the OIDC issuer above;
-                # since its GA, AKS keeps its node provisioner and identity in the control plane.
-                ai_toolchain_operator_profile=containerservice.ManagedClusterAIToolchainOperatorProfileArgs(
-                    enabled=True
-                )
-                if args.ai_toolchain_operator
-                else None,
-                network_profile=containerservice.ContainerServiceNetworkProfileArgs(
-                    network_plugin=containerservice.NetworkPlugin.AZURE,
-                    network_plugin_mode=containerservice.NetworkPluginMode.OVERLAY,
-                ),
-                # Only the system pool lives inline; GPU pools are AgentPool resources of their
-                # own (adding pools through the cluster object is refused by the AKS API).
-                agent_pool_profiles=[
-                    containerservice.ManagedClusterAgentPoolProfileArgs(
-                        name=SYSTEM_POOL,
-                        mode=containerservice.AgentPoolMode.SYSTEM,
-                        vm_size=args.system_pool.vm_size,
-                        count=args.system_pool.count,
-                        os_type=containerservice.OSType.LINUX,
-                        os_sku=containerservice.OSSKU.UBUNTU,
-                        type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
-                    )
-                ],
-                tags=args.tags,
-                # GPU pools are AgentPools of their own; after a refresh the cluster reports them in
-                # agentPoolProfiles too, and the next `up` would try to remove them. (A change of
-                # the system pool is therefore made on the pool in Azure, not here.)
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(ignore_changes=["agentPoolProfiles"])),
-            )
+            group, cluster = self._create(name, args, child)
             self.cluster_name = cluster.name
             self.resource_group_name = group.name
             self.node_resource_group = cluster.node_resource_group.apply(lambda g: g or "")
@@ -212,6 +360,14 @@ class AksCluster(pulumi.ComponentResource):
             issuer = cluster.oidc_issuer_profile
             add_on = cluster.ai_toolchain_operator_profile
             running = cluster.current_kubernetes_version
+            network = cluster.network_profile
+            self._maintenance(name, args.upgrade, group, cluster, child)
+            # A grant follows whoever runs `up`: protecting it (as a protected cluster's children
+            # are) would stop the next deployer.
+            assignments, principals = cluster_admin_assignments(
+                name, args.entra, cluster.id, pulumi.ResourceOptions.merge(child, _UNPROTECTED)
+            )
+            grants = list(assignments)
         else:
             found = containerservice.get_managed_cluster_output(
                 resource_group_name=args.resource_group, resource_name=args.name, opts=pulumi.InvokeOptions(parent=self)
@@ -224,20 +380,43 @@ class AksCluster(pulumi.ComponentResource):
             issuer = found.oidc_issuer_profile
             add_on = found.ai_toolchain_operator_profile
             running = found.current_kubernetes_version
+            network = found.network_profile
         self.kubernetes_version = running.apply(lambda v: v or "")
         self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
         self.ai_toolchain_operator = add_on.apply(lambda p: bool(p and p.enabled))
         if args.existing:
             expected = args.ai_toolchain_operator
             self.ai_toolchain_operator = self.ai_toolchain_operator.apply(lambda on: self._expect_add_on(on, expected))
+        if args.existing or args.network_policy != "none":
+            network.apply(self._expect_policy_engine)
 
         credentials = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group_name,
             resource_name=self.cluster_name,
+            format="exec",  # kubelogin's exec plugin (AKS's `azure` auth-provider format is gone from client-go)
             opts=pulumi.InvokeOptions(parent=self),
         )
-        self.kubeconfig = pulumi.Output.secret(credentials.kubeconfigs.apply(lambda ks: user_kubeconfig(name, ks)))
-        self.provider = ClusterProvider(name, ClusterAccess(kubeconfig=self.kubeconfig), opts=child_options(self, opts))
+        mode = args.kubelogin_mode
+        self.kubeconfig = pulumi.Output.secret(
+            credentials.kubeconfigs.apply(
+                lambda ks: self._with_kubelogin(convert_kubeconfig(user_kubeconfig(name, ks), mode))
+            )
+        )
+        self.access_granted = None
+        if grants:
+            # Depends on the grants, never reads them: the provider's kubeconfig stays known at preview.
+            self.access_granted = AccessGranted(
+                f"{name}/access-granted",
+                ClusterAccess(kubeconfig=self.kubeconfig),
+                principals,
+                opts=pulumi.ResourceOptions.merge(child_options(self, opts, depends_on=grants), _UNPROTECTED),
+            )
+        after = (self.access_granted,) if self.access_granted is not None else ()
+        self.provider = ClusterProvider(
+            name,
+            ClusterAccess(kubeconfig=self.kubeconfig, after=after),
+            opts=child_options(self, opts, depends_on=list(after)),
+        )
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,
@@ -250,6 +429,104 @@ class AksCluster(pulumi.ComponentResource):
                 "aiToolchainOperator": self.ai_toolchain_operator,
                 "kubernetesVersion": self.kubernetes_version,
             }
+        )
+
+    def _create(
+        self, name: str, args: AksClusterArgs, child: pulumi.ResourceOptions
+    ) -> tuple[resources.ResourceGroup, containerservice.ManagedCluster]:
+        group = resources.ResourceGroup(
+            f"{name}-rg",
+            resource_group_name=args.resource_group,
+            location=args.location,
+            tags=args.tags,
+            opts=child,
+        )
+        cluster = containerservice.ManagedCluster(
+            name,
+            resource_name_=args.name,
+            resource_group_name=group.name,
+            **cluster_inputs(args),
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    # GPU pools are AgentPools of their own; after a refresh the cluster reports
+                    # them in agentPoolProfiles too, and the next `up` would try to remove them (a
+                    # change of the system pool is therefore made on the pool in Azure, not here).
+                    # The network policy engine is set when the cluster is created: on an existing
+                    # cluster adding it would replace the cluster (pulumi-azure-native marks it
+                    # force-new), so its old value is kept and _expect_policy_engine says what to do.
+                    ignore_changes=["agentPoolProfiles", *NETWORK_ENGINE],
+                    # A private API server cannot be turned on or off in place: say so as a replacement.
+                    replace_on_changes=[PRIVATE_CLUSTER],
+                ),
+            ),
+        )
+        return group, cluster
+
+    @staticmethod
+    def _maintenance(
+        name: str,
+        upgrade: UpgradeArgs,
+        group: resources.ResourceGroup,
+        cluster: containerservice.ManagedCluster,
+        child: pulumi.ResourceOptions,
+    ) -> list[containerservice.MaintenanceConfiguration]:
+        """The weekly window for each automatic upgrade channel in use (AKS's named schedules)."""
+        window = upgrade.window
+        slot = containerservice.MaintenanceWindowArgs(
+            schedule=containerservice.ScheduleArgs(
+                weekly=containerservice.WeeklyScheduleArgs(day_of_week=window.day, interval_weeks=1)
+            ),
+            start_time=window.start,
+            duration_hours=window.duration_hours,
+            utc_offset=window.utc_offset,
+        )
+        schedules: list[tuple[str, str]] = []
+        if upgrade.channel != "none":
+            schedules.append(("auto-upgrade", "aksManagedAutoUpgradeSchedule"))
+        if upgrade.node_os_channel in ("NodeImage", "SecurityPatch"):
+            schedules.append(("node-os-upgrade", "aksManagedNodeOSUpgradeSchedule"))
+        return [
+            containerservice.MaintenanceConfiguration(
+                f"{name}-{suffix}-window",
+                resource_group_name=group.name,
+                resource_name_=cluster.name,
+                config_name=config,
+                maintenance_window=slot,
+                opts=child,
+            )
+            for suffix, config in schedules
+        ]
+
+    def _with_kubelogin(self, kubeconfig: str) -> str:
+        """The kubeconfig, said to need kubelogin where this program runs without it (the
+        Kubernetes provider and the waits run it for every token)."""
+        if kubelogin_args(kubeconfig) and shutil.which("kubelogin") is None:
+            pulumi.log.warn(
+                "the cluster signs in through Entra ID, and its kubeconfig runs kubelogin, which is not on PATH here: "
+                "install it (https://azure.github.io/kubelogin/, or `az aks install-cli`) before `pulumi up` reaches "
+                "the cluster",
+                resource=self,
+            )
+        return kubeconfig
+
+    def _expect_policy_engine(
+        self, profile: containerservice.outputs.ContainerServiceNetworkProfileResponse | None
+    ) -> None:
+        """An existing cluster (one this program created before it set Cilium, or one adopted)
+        without a network policy engine: the NetworkPolicies are not enforced. A warning, not an
+        error: the stack keeps working, and only the person who runs it can schedule the
+        migration, which reimages every node."""
+        engine = (profile.network_policy if profile is not None else None) or "none"
+        if engine != "none":
+            return
+        pulumi.log.warn(
+            "the cluster has no network policy engine, so the NetworkPolicies this program creates are not enforced "
+            "(every pod can reach the models and RAG engines). AKS can switch an existing cluster to Cilium in place, "
+            "but it reimages every node at once (every model restarts): `az aks update -g <group> -n <cluster> "
+            "--network-dataplane cilium --network-policy cilium`, then `pulumi refresh` (this program never changes "
+            "an existing cluster's engine: that would replace the cluster)",
+            resource=self,
         )
 
     def _expect_add_on(self, enabled: bool, expected: bool) -> bool:

@@ -604,9 +604,7 @@ def gpu_provisioner_chart_source() -> ChartSource:
 
 def gpu_provisioner_source() -> GpuProvisionerSource:
     data = _load("gpu_provisioner_charts.yaml")
-    return GpuProvisionerSource.model_validate(
-        {k: data[k] for k in ("serviceAccount", "agentPoolActions", "forKaito")}
-    )
+    return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "agentPoolActions", "forKaito")})
 
 
 @cache

@@ -22,7 +22,7 @@ from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.waits.answers import conditions_of, field_at, list_items, segment, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, Watch, poll_each
+from kaito_aks.waits.base import Check, ClusterWaitProvider, Watch, poll_each, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
 
 __all__ = ["conditions_of", "field_at", "list_items"]  # read here by status, and by programs that did
@@ -304,7 +304,7 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
             **access.props(),
             "ready": None,
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
 
 
 def revision_of(manifests: list[dict[str, Any]]) -> str:

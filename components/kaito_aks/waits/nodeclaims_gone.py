@@ -17,7 +17,7 @@ from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.waits.answers import items_of, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, cluster_client, poll
+from kaito_aks.waits.base import Check, cluster_client, poll, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
@@ -96,4 +96,4 @@ class NodeClaimsGone(dynamic.Resource, module="kaito-aks", name="NodeClaimsGone"
         opts: pulumi.ResourceOptions | None = None,
     ):
         props: dict[str, Any] = {**access.props(), "timeoutSeconds": timeout_minutes * 60}
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
