@@ -134,9 +134,10 @@ def test_production_warnings_follow_the_stack_name_or_protect():
     from stacks.load import stack_config
 
     raw = {k.removeprefix("kaito-aks:"): v for k, v in aks().items() if k.startswith("kaito-aks:")}
-    said = lambda stack, raw=raw: {
-        p.path[-1] for p in stack_config(raw, azure_location="eastus2", stack=stack).warnings
-    }  # noqa: E731
+
+    def said(stack, raw=raw):
+        return {p.path[-1] for p in stack_config(raw, azure_location="eastus2", stack=stack).warnings}
+
     assert {"tier", "defender", "api_server"} <= said("prod")
     assert "tier" not in said("dev")
     protected = {**raw, "cluster": {"aks": {**raw["cluster"]["aks"], "protect": True}}}  # type: ignore[index]

@@ -539,3 +539,37 @@ def test_other_failures_are_the_usual_waits_answer():
     clock = iter(range(1000)).__next__
     wait_for_access(server, [], 600, sleep=lambda _: None, clock=lambda: float(clock()))
     assert len(server.calls) == 2
+
+
+# ---------------------------------------------------------------- GPU pools
+
+
+def test_a_gpu_pools_zones_are_a_replacement_and_its_surge_an_update():
+    from kaito_aks import GpuNodePool, GpuNodePoolArgs
+
+    def program() -> None:
+        GpuNodePool(
+            "plain", GpuNodePoolArgs(cluster_name="aks", resource_group_name="rg", vm_size="Standard_NC24ads_A100_v4")
+        )
+        GpuNodePool(
+            "zoned",
+            GpuNodePoolArgs(
+                cluster_name="aks",
+                resource_group_name="rg",
+                vm_size="Standard_NC24ads_A100_v4",
+                zones=["1", "3"],
+                max_surge="1",
+            ),
+        )
+
+    ev = run(program)
+    plain, zoned = (
+        ev.named("plain", "azure-native:containerservice:AgentPool"),
+        ev.named("zoned", "azure-native:containerservice:AgentPool"),
+    )
+    assert "availabilityZones" not in plain.inputs
+    assert "upgradeSettings" not in plain.inputs
+    assert zoned.inputs["availabilityZones"] == ["1", "3"]
+    assert zoned.inputs["upgradeSettings"] == {"maxSurge": "1"}
+    assert "availabilityZones" in zoned.options["replaceOnChanges"]
+    assert "upgradeSettings" not in zoned.options["replaceOnChanges"]

@@ -203,7 +203,8 @@ def aks_cluster_warnings(args: AksClusterArgs, production: bool = False) -> list
 
 
 NETWORK_ENGINE = ("networkProfile.networkPolicy", "networkProfile.networkDataplane")
-PRIVATE_CLUSTER = "apiServerAccessProfile.enablePrivateCluster"
+API_SERVER = "apiServerAccessProfile"
+PRIVATE_CLUSTER = f"{API_SERVER}.enablePrivateCluster"
 IMAGE_CLEANER_INTERVAL_HOURS = 168  # weekly; ARM clients must give it (AKS docs, image-cleaner)
 _UNPROTECTED = pulumi.ResourceOptions(protect=False)
 
@@ -457,7 +458,9 @@ class AksCluster(pulumi.ComponentResource):
                     # force-new), so its old value is kept and _expect_policy_engine says what to do.
                     ignore_changes=["agentPoolProfiles", *NETWORK_ENGINE],
                     # A private API server cannot be turned on or off in place: say so as a replacement.
-                    replace_on_changes=[PRIVATE_CLUSTER],
+                    # (The engine replaces on a change at or under a path: turning it on for a cluster
+                    # with no access profile adds the whole profile, so then the whole profile counts.)
+                    replace_on_changes=[API_SERVER if args.api_server.private else PRIVATE_CLUSTER],
                 ),
             ),
         )
