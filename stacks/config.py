@@ -23,14 +23,16 @@ from pydantic import BeforeValidator, ConfigDict, TypeAdapter
 from kaito_aks.azure.aks_cluster import AksClusterArgs
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
+from kaito_aks.pod_security import namespace_level
 from kaito_aks.problems import PathPart, Problem, camel
 from kaito_aks.rag.spec import RagEngineArgs
-from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields
+from kaito_aks.schema import REQUIRED, SHAPED, Field, MaxItems, Range, fields
 from kaito_aks.validation import RETIRED_KEYS, SECTION_FIELDS, SOFT
 from kaito_aks.vocabulary import GpuDiscovery
 
@@ -351,9 +353,23 @@ RAG_ENGINE = Section(
         ),
     },
 )
+ENDPOINTS = Section(
+    "endpoints",
+    "Who may call the models and RAG engines: each gets a NetworkPolicy admitting its own namespace, these, and "
+    "its load balancer's clients (enforced where the cluster has a policy engine; AKS clusters this stack creates "
+    "run Cilium).",
+    own={
+        "allow_from": Own(
+            Annotated[list[AllowFromArgs], MaxItems(50)],
+            "Namespaces (and, with podLabels, only their pods matching) allowed to call every workspace and RAG "
+            "engine of the stack, e.g. a gateway's or a monitoring namespace; an entry's own allowFrom adds to "
+            "these. Default: none.",
+        )
+    },
+)
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
 SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, WORKSPACE, RAG_ENGINE_OPERATOR)
-SECTIONS += (RAG_ENGINE,)
+SECTIONS += (RAG_ENGINE, ENDPOINTS)
 
 
 def _empty_if_null(value: Any) -> Any:
@@ -378,6 +394,7 @@ FILE_KEYS: dict[str, Any] = {
     "gpu_provisioner": GPU_PROVISIONER.schema,
     "rag_engine_operator": RAG_ENGINE_OPERATOR.schema,
     "rag_engines": Annotated[list[RAG_ENGINE.schema], SOFT],
+    "endpoints": ENDPOINTS.schema,
     "create_namespaces": Annotated[bool, SOFT],
 }
 TOP_KEYS = {camel(k) for k in FILE_KEYS}
@@ -473,3 +490,7 @@ class StackConfig:
             return ()
         used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
         return tuple(sorted(used - {"default"}))
+
+    def pod_security(self, namespace: str) -> str:
+        """The Pod Security level a namespace this stack creates enforces."""
+        return namespace_level(m for m in self.models if m.namespace == namespace)

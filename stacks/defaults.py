@@ -40,6 +40,7 @@ class Written:
     workspaces: tuple[Section | None, ...] = ()
     rag_engines: tuple[Section | None, ...] = ()
     create_namespaces: bool = True
+    endpoints: Section = field(default_factory=dict[str, Any])
 
     @property
     def is_azure(self) -> bool:
@@ -180,6 +181,12 @@ def stack_wide_paths(kaito: KaitoOperatorArgs) -> dict[str, tuple[PathPart, ...]
             Key("vLLM"),
         )
     return paths
+
+
+def allowed_callers(endpoints: Section, entry: Section) -> list[Any]:
+    """Who may call a workspace or RAG engine from another namespace: the stack's endpoints.allowFrom,
+    then the entry's own."""
+    return [*(endpoints.get("allow_from") or []), *(entry.get("allow_from") or [])]
 
 
 def cpu_model_on_system_pool(args: KaitoModelArgs, is_azure: bool) -> dict[str, str] | None:

@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.azure.aks_cluster import SystemPoolArgs
+from kaito_aks.azure.aks_security import (
+    AdminArgs,
+    ApiServerArgs,
+    DefenderArgs,
+    EntraArgs,
+    MaintenanceWindowArgs,
+    UpgradeArgs,
+)
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.model.spec import AdapterArgs, TuningArgs
 from kaito_aks.problems import camel, rename
 from kaito_aks.provider import SCHEMA_FILE, schema_text
@@ -29,6 +38,14 @@ NESTED: list[tuple[str, type]] = [
     ("ragEngines[].storage", StorageArgs),
     ("ragEngines[].guardrails", GuardrailsArgs),
     ("ragEngines[].embedding", EmbeddingArgs),
+    ("cluster.aks.entra", EntraArgs),
+    ("cluster.aks.entra.admins[]", AdminArgs),
+    ("cluster.aks.apiServer", ApiServerArgs),
+    ("cluster.aks.upgrade", UpgradeArgs),
+    ("cluster.aks.upgrade.window", MaintenanceWindowArgs),
+    ("cluster.aks.defender", DefenderArgs),
+    ("workspaces[].loadBalancer, ragEngines[].loadBalancer", LoadBalancerArgs),
+    ("workspaces[].allowFrom[], ragEngines[].allowFrom[], endpoints.allowFrom[]", AllowFromArgs),
 ]
 
 

@@ -20,6 +20,7 @@ from kaito_aks.azure.aks_security import is_production
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
+from kaito_aks.endpoints import load_balancer_warnings
 from kaito_aks.model.component import check_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
@@ -30,6 +31,7 @@ from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_probl
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
+from kaito_aks.pod_security import host_path_reason
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.rag.component import check_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
@@ -214,6 +216,7 @@ def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
             workspaces=tuple(values.get("workspaces") or ()),
             rag_engines=tuple(values.get("rag_engines") or ()),
             create_namespaces=values.get("create_namespaces", True) is not False,
+            endpoints=values.get("endpoints") or {},
         ),
         problems,
     )
@@ -257,6 +260,8 @@ def assemble(
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
     warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
+    warnings += [e.placed.where(p) for e in rag_engines for p in load_balancer_warnings(e.args.load_balancer)]
+    warnings += _pod_security_warnings(workspaces, written.create_namespaces)
     protect = written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False)
     if aks_cluster is not None:
         production = is_production(stack, protect)
@@ -286,6 +291,29 @@ def assemble(
         warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
     )
     return cfg, tied
+
+
+def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:
+    """A model whose pods mount a host directory makes the namespace the stack creates for it
+    privileged (Pod Security's baseline refuses host paths): said at the model, with what that
+    opens. In `default` (or a namespace not created here) its pods are admitted by whatever
+    labels the namespace has."""
+    found: list[Problem] = []
+    for w in workspaces:
+        why = host_path_reason(w.args)
+        if why is None or not create_namespaces or w.args.namespace == "default":
+            continue
+        found.append(
+            w.placed.where(
+                Problem.at(
+                    "model",
+                    f"{why}, which Pod Security's baseline level refuses: namespace {w.args.namespace} is created at the "
+                    "privileged level, so any pod there may run privileged; give such models a namespace of their own",
+                    "pod-security",
+                )
+            )
+        )
+    return found
 
 
 def _cluster(
@@ -374,6 +402,7 @@ def _models(
         if entry is None:
             continue
         given = {k: v for k, v in entry.items() if v is not None}
+        given["allow_from"] = defaults.allowed_callers(written.endpoints, given)
         args = KaitoModelArgs(
             **defaults.model_defaults(stack_wide, given) | given,
             hf_token=hf_token,
@@ -400,6 +429,7 @@ def _rag_engines(
             continue
         placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")})
         given = {k: v for k, v in entry.items() if v is not None and k not in ("workspace", "context_window_size")}
+        given["allow_from"] = defaults.allowed_callers(written.endpoints, given)
         workspace: str | None = entry.get("workspace")
         service, found = _llm_of(entry, given, workspace, by_key, version)
         problems += [placed.where(p) for p in found]

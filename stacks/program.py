@@ -27,6 +27,7 @@ from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
+from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.rag.component import RagEngine, watched_object
 from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
@@ -88,10 +89,11 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         )
         for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
             pulumi.log.warn(warning.text("schema"), resource=provisioner)
+    # The namespaces it creates admit only pods of the strictest Pod Security level KAITO's pass.
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=pod_security_labels(cfg.pod_security(ns))),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
         )
         for ns in cfg.namespaces

@@ -103,6 +103,17 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
                 "name-collision",
             )
         taken.setdefault((args.namespace, args.name or ""), format_path(at, "schema"))
+        if args.load_balancer:
+            lb = f"{args.name}-lb"
+            owner = taken.get((args.namespace, lb))
+            if owner is not None:
+                yield Problem(
+                    (*at, "load_balancer"),
+                    f"{args.namespace}/{lb} is also a name {owner} creates; the engine's load balancer is a Service "
+                    "named <name>-lb, so rename one of them",
+                    "name-collision",
+                )
+            taken.setdefault((args.namespace, lb), format_path(at, "schema"))
         service = args.inference_service
         if service is not None and service.access_token is not None:
             yield Problem(

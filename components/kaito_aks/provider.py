@@ -17,6 +17,7 @@ import inspect
 import json
 import sys
 import textwrap
+import types as python_types
 import typing
 from collections.abc import Mapping
 from functools import cache
@@ -161,7 +162,9 @@ def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, An
         return property_spec(inner, f, types, plain)
     spec: dict[str, Any]
     origin = get_origin(tp)
-    if origin is typing.Literal:
+    if origin in (typing.Union, python_types.UnionType):  # e.g. a switch or its settings: bool | SomeArgs
+        spec = {"oneOf": [property_spec(a, f, types, plain=False) for a in get_args(tp)]}
+    elif origin is typing.Literal:
         spec = {"$ref": f"#/types/{types.enum(f, get_args(tp))}"}
     elif tp is str:
         spec = {"type": "string"}

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# The labels on every Kubernetes object kaito-aks writes itself (KAITO's objects and what it makes
+# from them carry their own).
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Words written in capitals in camelCase names, as Azure and the config files have them.
 _UPPER_WORDS = {"gb": "GB"}
 

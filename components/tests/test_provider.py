@@ -25,10 +25,8 @@ from kaito_aks import (
     RagEngineOperator,
     WorkloadIdentity,
 )
-from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import NodeGroup
-from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, schema, schema_text, to_wire
-from kaito_aks.rag.spec import RagEngineArgs
+from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, components, schema, schema_text, to_wire
 from kaito_aks.schema import fields, walk_types
 from kaito_aks.testing import MOCK_KUBECONFIG, Secret, run
 
@@ -78,7 +76,7 @@ def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_
     described += [s["description"] for t in every["types"].values() for s in (t.get("properties") or {}).values()]
     python_names = {
         f.name
-        for args in (KaitoModelArgs, RagEngineArgs)
+        for _, args in components().values()
         for cls in walk_types(args)
         for f in fields(cls).values()
         if "_" in f.name

@@ -68,11 +68,11 @@ class EntraArgs:
     azure_rbac: bool = True
     """Azure RBAC for Kubernetes authorization: Azure role assignments (this component's grants
     among them) decide what a principal may do inside the cluster, next to Kubernetes RBAC.
-    Off: only Kubernetes RBAC, where only members of admin_group_object_ids are admins (warned)."""
+    Off: only Kubernetes RBAC, where only members of `admin_group_object_ids` are admins (warned)."""
     admins: Annotated[list[AdminArgs], MaxItems(50)] = field(default_factory=list[AdminArgs])
     """Principals given "Azure Kubernetes Service RBAC Cluster Admin" on the cluster: stable
     grants that do not depend on who runs `pulumi up` (a CI identity, a platform team). Needs
-    azure_rbac. Default: none."""
+    `azure_rbac`. Default: none."""
     admin_group_object_ids: Annotated[list[Annotated[str, GUID_TEXT]], MaxItems(10)] = field(default_factory=list[str])
     """Entra groups whose members are cluster admins through Kubernetes RBAC (AKS's admin
     groups): they keep access whatever Azure RBAC says. Default: none."""
@@ -102,7 +102,7 @@ class ApiServerArgs:
     private: bool = False
     """A private API server, reachable only from the cluster's virtual network and peered ones
     (`pulumi up` must run there). Set when the cluster is created: changing it replaces the
-    cluster (the preview says so). Not with authorized_ip_ranges."""
+    cluster (the preview says so). Not with `authorized_ip_ranges`."""
 
 
 @args_class
@@ -112,7 +112,7 @@ class MaintenanceWindowArgs:
     day: Weekday = "Sunday"
     """The day it starts."""
     start: Annotated[str, Matches(r"([01]\d|2[0-3]):[0-5]\d", "a time of day, HH:MM")] = "02:00"
-    """Its start, HH:MM in utc_offset."""
+    """Its start, HH:MM in `utc_offset`."""
     duration_hours: Annotated[int, Range(4, 24, "AKS: 4 to 24 hours; 4 or more with auto-upgrade")] = 4
     """How long it lasts."""
     utc_offset: Annotated[str, Matches(r"[+-](0\d|1[0-4]):[0-5]\d", "a UTC offset, +HH:MM or -HH:MM")] = "+00:00"
@@ -125,7 +125,7 @@ class UpgradeArgs:
 
     channel: Literal["patch", "stable", "rapid", "none"] = "patch"
     """Kubernetes upgrades: patch (the newest patch of the cluster's minor: fixes, no API
-    changes), stable or rapid (newer minors; not with a pinned kubernetes_version, which the
+    changes), stable or rapid (newer minors; not with a pinned `kubernetes_version`, which the
     next `up` would try to go back to), none (warned: no security patches)."""
     node_os_channel: Literal["NodeImage", "SecurityPatch", "Unmanaged", "None"] = "NodeImage"
     """Node OS updates: NodeImage (a new node image weekly, AKS's default), SecurityPatch (OS

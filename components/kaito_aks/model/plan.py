@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from kaito_aks import catalog
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs, load_balancer_of
 from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, InferenceSetSpec, InferenceSetTemplate
 from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from kaito_aks.kaito.workspace import (
@@ -28,10 +29,9 @@ from kaito_aks.kaito.workspace import (
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.placement import match_labels
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
-from kaito_aks.vocabulary import GpuDemand
+from kaito_aks.vocabulary import MANAGED_BY, GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Resources of a custom (CPU) serving container when none are given.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
 # The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
@@ -56,7 +56,13 @@ class ServicePlan:
     name: str
     selector: dict[str, str]
     target_port: int
-    load_balancer: bool
+    load_balancer: LoadBalancerArgs | None
+    allow_from: tuple[AllowFromArgs, ...] = ()
+
+    @property
+    def pods(self) -> dict[str, str]:
+        """Every pod of the model (each replica's, a multi-node instance's workers too)."""
+        return {GROUP_LABEL: self.selector[GROUP_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -164,7 +170,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             name=name,
             selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
             target_port=PRESET_PORT if args.model else args.port,
-            load_balancer=args.load_balancer,
+            load_balancer=load_balancer_of(args.load_balancer),
+            allow_from=tuple(args.allow_from),
         ),
         served_model=served_model_id(args, chart),
         gpu_nodes=_gpu_nodes(args, chart, preset, resource),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kaito_aks import catalog
+from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.model.config import decoded_problems, max_model_len_problems, runtime_config_problems, tuning_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.placement import (
@@ -36,6 +37,7 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_source(args, chart),
         *placement_problems(args, chart),
         *tuning_problems(args, chart),
+        *load_balancer_problems(args.load_balancer),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
@@ -54,9 +56,13 @@ SIZING_UNAFFECTED = frozenset({"gated", "download-secret", "access-secret"})
 
 
 def model_warnings(args: KaitoModelArgs) -> list[Problem]:
-    """What about the model cannot be checked before KAITO sees it: not errors (the model may
-    well deploy), said so nothing is accepted silently. The components log them (pulumi.log.warn)
-    and `validate` prints them."""
+    """What about the model cannot be checked before KAITO sees it, and what it exposes: not
+    errors (the model may well deploy), said so nothing is accepted silently. The components log
+    them (pulumi.log.warn) and `validate` prints them."""
+    return [*load_balancer_warnings(args.load_balancer), *_catalog_warnings(args)]
+
+
+def _catalog_warnings(args: KaitoModelArgs) -> list[Problem]:
     chart = chart_of(args)
     model = args.model or ""
     if args.image:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from kaito_aks import catalog
+from kaito_aks.endpoints import load_balancer_problems
 from kaito_aks.kaito.go_url import parse_request_uri
 from kaito_aks.model.names import RESERVED_NAMESPACES
 from kaito_aks.problems import Key, Problem
@@ -62,6 +63,7 @@ def rag_engine_problems(args: RagEngineArgs) -> list[Problem]:
         *_compute(args, chart),
         *_storage(args, chart),
         *_guardrails(args, chart),
+        *load_balancer_problems(args.load_balancer),
     ]
 
 
