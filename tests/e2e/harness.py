@@ -538,6 +538,32 @@ class StandInKaito012(StandInKaito):
             self.ready_at[key] = time.time()
 
 
+class StandInNamespaces(StandIn):
+    """Stands in for the namespace controller and the garbage collector (neither runs here): a
+    namespace being deleted loses its finalizers once nothing of the stack is left in it, as
+    Kubernetes finalizes it after deleting its content. `finalized`: the names it let go."""
+
+    def __init__(self, cluster: Cluster, names: set[str]):
+        super().__init__(cluster)
+        self.names = names
+        self.finalized: set[str] = set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5) and self.finalized != self.names:
+            for name in self.names - self.finalized:
+                with contextlib.suppress(OSError, ValueError):
+                    self._finalize(name)
+
+    def _finalize(self, name: str) -> None:
+        found = self.cluster.api("GET", f"/api/v1/namespaces/{name}")
+        if not found["metadata"].get("deletionTimestamp"):
+            return
+        self.cluster.api("PATCH", f"/api/v1/namespaces/{name}", {"metadata": {"finalizers": None}})
+        found["spec"]["finalizers"] = []
+        self.cluster.api("PUT", f"/api/v1/namespaces/{name}/finalize", found)
+        self.finalized.add(name)
+
+
 class StandInGfd(StandIn):
     """Stands in for GPU Feature Discovery (no GPU, driver or GFD here): labels each node with
     nvidia.com/gpu.product/count/memory at its delay after starting, as GFD does once the
