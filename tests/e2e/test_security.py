@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from harness import Cluster, StandInKaito, StandInNamespaces, stack_project
+from harness import Cluster, StandInKaito, StandInNamespaces, names, stack_project
 
 A100 = "Standard_NC24ads_A100_v4"
 NS = "secure"
@@ -126,3 +126,50 @@ def test_the_security_objects_are_accepted_and_pod_security_is_enforced(
         namespaces.stop()
     assert namespaces.finalized == {NS}
     assert not cluster.kubectl_ok("get", "namespace", NS)
+
+
+def test_a_kubeconfig_that_moves_to_an_exec_plugin_for_the_same_cluster_replaces_nothing(
+    bin_dir: Path, cluster: Cluster, work: Path, kaito: StandInKaito, kubernetes_provider: str
+) -> None:
+    """What an existing AKS stack sees when its cluster turns to Entra ID: the `kubeconfig` the
+    program's Kubernetes provider gets changes from a static credential to kubelogin's exec
+    plugin, for the same server and CA. pulumi-kubernetes replaces its provider (and with it every
+    object) only when the active cluster changes: here it is an update of the provider alone,
+    and the waits read the cluster through the plugin too."""
+    project = stack_project(bin_dir, cluster, work, "entra", "entra", kubernetes_provider)
+    config = {
+        "kaito-aks:cluster": {"kubeconfig": {}},
+        "kaito-aks:kaito": {"version": "0.8.1", "install": False},
+        "kaito-aks:workspaces": [
+            {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
+        ],
+    }
+    (project.path / "Pulumi.entra.yaml").write_text(yaml.safe_dump({"config": config}))
+    project.init()
+    static = json.loads(cluster.kubeconfig.read_text())
+    project.pulumi("config", "set", "--secret", "kubeconfig", stdin=json.dumps(static), quiet=True)
+    try:
+        project.pulumi("up", "--yes", "--skip-preview", quiet=True)
+        token = static["users"][0]["user"]["token"]
+        plugin = work / "kubelogin-stand-in"
+        credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": {"token": token}}  # fmt: skip
+        plugin.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
+        plugin.chmod(0o755)
+        entra = json.loads(json.dumps(static))
+        entra["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": str(plugin),
+                "args": ["get-token", "--login", "azurecli", "--server-id", "6dae42f8-4368-4678-94ff-3960e28e3630"],
+                "provideClusterInfo": False,
+            }
+        }
+        project.pulumi("config", "set", "--secret", "kubeconfig", stdin=json.dumps(entra), quiet=True)
+        ops = project.preview_steps()
+        changed = {op: sorted(names(s)) for op, s in ops.items() if op != "same"}
+        assert changed == {"update": ["cluster"]}, changed  # the provider alone, updated in place
+        assert ops["update"][0]["urn"].split("::")[2].endswith("$pulumi:providers:kubernetes")
+        project.pulumi("up", "--yes", "--skip-preview", quiet=True)
+        project.pulumi("up", "--yes", "--skip-preview", "--expect-no-changes", quiet=True)
+    finally:
+        project.pulumi("destroy", "--yes", "--skip-preview", quiet=True, check=False)
