@@ -20,7 +20,7 @@ from kaito_aks.azure.aks_security import is_production
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
-from kaito_aks.endpoints import load_balancer_warnings
+from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of, load_balancer_warnings
 from kaito_aks.model.component import check_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
@@ -262,6 +262,8 @@ def assemble(
     warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
     warnings += [e.placed.where(p) for e in rag_engines for p in load_balancer_warnings(e.args.load_balancer)]
     warnings += _pod_security_warnings(workspaces, written.create_namespaces)
+    if not written.is_azure:
+        warnings += _internal_elsewhere(workspaces, rag_engines)
     protect = written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False)
     if aks_cluster is not None:
         production = is_production(stack, protect)
@@ -313,6 +315,24 @@ def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: boo
                 )
             )
         )
+    return found
+
+
+def _internal_elsewhere(workspaces: list[ModelConfig], rag_engines: list[RagEngineConfig]) -> list[Problem]:
+    """An internal load balancer on a cluster this stack does not know is AKS: the annotation
+    that makes it internal is Azure's."""
+    found: list[Problem] = []
+    entries = [(w.args.load_balancer, w.placed) for w in workspaces] + [
+        (e.args.load_balancer, e.placed) for e in rag_engines
+    ]
+    for value, placed in entries:
+        lb = load_balancer_of(value)
+        if lb is not None and lb.internal and not lb.annotations:
+            why = (
+                f"internal through Azure's annotation ({INTERNAL_LB}); on another cloud give that cloud's "
+                "internal load balancer annotation in `annotations`, or its load balancer may be public"
+            )
+            found.append(placed.where(Problem.at("load_balancer", why, "load-balancer-cloud")))
     return found
 
 

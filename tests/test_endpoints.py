@@ -200,3 +200,15 @@ def test_which_models_mount_a_host_path(version: str, model: str, mounts: bool):
 
     args = KaitoModelArgs(name="m", model=model, kaito_version=version)
     assert (host_path_reason(args) is not None) is mounts
+
+
+def test_an_internal_load_balancer_on_a_cluster_of_any_cloud_says_the_annotation_is_azures():
+    raw = {"cluster": {"kubeconfig": {"context": "c"}}, "workspaces": [{**PHI, "loadBalancer": True}]}
+    (warning,) = stack_config(raw).warnings
+    assert warning.path == ("workspaces", 0, "load_balancer")
+    assert "on another cloud give that cloud's internal load balancer annotation" in warning.message
+    given = {"annotations": {"networking.gke.io/load-balancer-type": "Internal"}}
+    assert stack_config({**raw, "workspaces": [{**PHI, "loadBalancer": given}]}).warnings == ()
+    aks = {"aks": {"resourceGroup": "rg", "name": "k", "location": "eastus2"}}
+    on_aks = {**raw, "cluster": aks, "workspaces": [{**CPU, "loadBalancer": True}]}
+    assert [w for w in stack_config(on_aks).warnings if w.code == "load-balancer-cloud"] == []
