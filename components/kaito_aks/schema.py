@@ -575,11 +575,18 @@ def default_text(f: Field) -> str:
     return str(value)
 
 
-def _in_schema_names(value: Any) -> Any:
-    """A nested default's maps with their keys in the schema's names."""
+def _in_schema_names(value: Any) -> str:
+    """A nested default as a stack file would write it: keys in the schema's names, true/false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
     if isinstance(value, dict):
-        return {camel(str(k)): _in_schema_names(v) for k, v in typing.cast(dict[Any, Any], value).items()}
-    return value
+        items = typing.cast(dict[Any, Any], value).items()
+        return "{" + ", ".join(f"{camel(str(k))}: {_in_schema_names(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_in_schema_names(v) for v in typing.cast(list[Any], value)) + "]"
+    return str(value)
 
 
 SECRET_SHOWN = "[secret]"
