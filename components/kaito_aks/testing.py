@@ -40,6 +40,9 @@ from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 
 GPU_NODES_TYPE = GpuNodesReady.type_token()
+# the SDK names a dynamic resource's type pulumi-python:dynamic/<module>:<name>
+BOOTSTRAP_TOKEN_TYPE = "pulumi-python:dynamic/kaito-aks:BootstrapToken"
+SSH_KEY_TYPE = "pulumi-python:dynamic/kaito-aks:SshPublicKey"
 AFTER_UP = "(known after pulumi up)"
 PROJECT = "test"
 
@@ -244,6 +247,9 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "location": inputs.get("location") or "eastus",
                 # AKS's patch of the minor asked for, or of its default minor
                 "currentKubernetesVersion": f"{inputs.get('kubernetesVersion') or MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
+                "identity": {**inputs.get("identity", {}), "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
+                "identityProfile": kubelet_identity(group),
+                "networkProfile": network_profile(inputs.get("networkProfile", {})),
             }
         if typ == "azure-native:managedidentity:UserAssignedIdentity":
             group, identity = inputs.get("resourceGroupName"), inputs.get("resourceName", name)
@@ -253,10 +259,31 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 f"Microsoft.ManagedIdentity/userAssignedIdentities/{identity}",
                 {"name": identity, "clientId": AFTER_UP, "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
             )
+        if typ == "azure-native:network:VirtualNetwork":
+            group, vnet = inputs.get("resourceGroupName"), inputs.get("virtualNetworkName", name)
+            return (
+                f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{vnet}",
+                {
+                    "name": vnet,
+                    "resourceGuid": AFTER_UP,
+                },
+            )
+        if typ == "azure-native:network:Subnet":
+            group, vnet = inputs.get("resourceGroupName"), inputs.get("virtualNetworkName")
+            subnet = inputs.get("subnetName", name)
+            return (
+                f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.Network/"
+                f"virtualNetworks/{vnet}/subnets/{subnet}",
+                {"name": subnet},
+            )
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
         if typ == "azure-native:containerservice:AgentPool":
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
+        if typ == BOOTSTRAP_TOKEN_TYPE:  # made at `pulumi up`
+            return f"{name}-id", {"token_id": AFTER_UP, "token_secret": AFTER_UP}
+        if typ == SSH_KEY_TYPE:
+            return f"{name}-id", {"public_key_openssh": AFTER_UP}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
             return f"{name}-id", dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP)
         return f"{name}-id", {}
@@ -283,8 +310,13 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
                 "currentKubernetesVersion": f"{MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
+                "fqdn": f"{name}.hcp.example.azmk8s.io",
+                "identityProfile": kubelet_identity(f"MC_{group}_{name}_eastus"),
+                "networkProfile": network_profile({"networkPlugin": "azure", "networkPluginMode": "overlay"}),
                 **self.existing.get(name, {}),
             }
+        if args.token == "azure-native:network:getVirtualNetwork":
+            return {"name": args.args.get("virtualNetworkName"), "resourceGuid": AFTER_UP}
         return {}
 
 
@@ -292,6 +324,20 @@ MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's
 MOCK_KUBERNETES_MINOR = "1.34"  # AKS's default minor, as the mocks answer
 MOCK_PATCH = "2"
 MOCK_TENANT = AFTER_UP
+
+
+def kubelet_identity(node_resource_group: str) -> dict[str, Any]:
+    """The identity AKS makes for a cluster's kubelets, in its node resource group."""
+    resource_id = (
+        f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{node_resource_group}/providers/"
+        "Microsoft.ManagedIdentity/userAssignedIdentities/aks-agentpool"
+    )
+    return {"kubeletidentity": {"clientId": AFTER_UP, "objectId": AFTER_UP, "resourceId": resource_id}}
+
+
+def network_profile(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The network profile AKS reports: what was given, with AKS's data plane when none was."""
+    return {"networkDataplane": "azure", **given}
 
 
 def cluster_id(group: str | None, name: str) -> str:

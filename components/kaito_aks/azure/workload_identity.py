@@ -156,7 +156,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         self.role_assignments = [
             authorization.RoleAssignment(
-                f"{name}-{_slug(grant.role)}",
+                f"{name}-{slug}",
                 principal_id=self.identity.principal_id,
                 # Managed identities are service principals; saying so spares Azure a Graph
                 # lookup that fails while a new identity is still replicating.
@@ -167,7 +167,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 scope=grant.scope,
                 opts=child,
             )
-            for grant in checked.roles
+            for grant, slug in zip(checked.roles, _slugs(checked.roles), strict=True)
         ]
         self.client_id = self.identity.client_id
         self.principal_id = self.identity.principal_id
@@ -201,3 +201,15 @@ class WorkloadIdentity(pulumi.ComponentResource):
 
 def _slug(role: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", role.lower()).strip("-")
+
+
+def _slugs(grants: list[RoleGrantArgs]) -> list[str]:
+    """A name per assignment: the role's, numbered from the second time one role is granted
+    (at another scope)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for grant in grants:
+        slug = _slug(grant.role)
+        seen[slug] = seen.get(slug, 0) + 1
+        out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
+    return out
