@@ -77,6 +77,10 @@ class GpuNodePoolArgs:
     """Node taints, key=value:Effect; KAITO's presets tolerate sku=gpu and nvidia.com/gpu."""
     os_disk_size_gb: Annotated[int, Range(30, 2048, "AKS: OS disks of 30 GB to 2 TiB")] | None = None
     """OS disk size in GB (model weights are cached on it); default: AKS's for the VM size."""
+    vnet_subnet_id: Input[str] | None = None
+    """The subnet of the pool's nodes: that of the cluster's other pools when the cluster has a
+    subnet of its own (`AksCluster.node_subnet_id`; AKS keeps a cluster's pools in one VNet);
+    default: AKS's managed VNet. Set at creation: a change replaces the pool."""
 
 
 def initial_nodes(args: GpuNodePoolArgs) -> int:
@@ -200,10 +204,12 @@ class GpuNodePool(pulumi.ComponentResource):
             scale_set_priority=containerservice.ScaleSetPriority.SPOT if args.spot else None,
             scale_set_eviction_policy=containerservice.ScaleSetEvictionPolicy.DELETE if args.spot else None,
             spot_max_price=-1 if args.spot else None,  # pay up to the on-demand price, never evicted for price
+            vnet_subnet_id=args.vnet_subnet_id,
             opts=child_options(
                 self,
                 opts,
-                replace_on_changes=CREATE_ONLY_PROPERTIES,
+                # (vnetSubnetID only where given: what pools without it record stays as it was)
+                replace_on_changes=[*CREATE_ONLY_PROPERTIES, *(["vnetSubnetID"] if args.vnet_subnet_id else [])],
                 delete_before_replace=True,  # the pool name is fixed
                 # The autoscaler owns the node count once the pool exists.
                 ignore_changes=["count"] if autoscale else None,
