@@ -30,7 +30,7 @@ ID_LENGTH, SECRET_LENGTH = 6, 16
 GROUP_PREFIX = "system:bootstrappers:"
 GROUP = Matches(
     r"system:bootstrappers:[a-z0-9:-]{0,55}[a-z0-9]",
-    "a group of bootstrap-token holders: system:bootstrappers:<lowercase letters, digits, ':' or '->",
+    "a group of bootstrap-token holders (system:bootstrappers:, then lowercase letters, digits, ':' or '-')",
 )
 # ClusterRoles every API server creates (RBAC bootstrap policy): creating a CSR, and having
 # kube-controller-manager approve a node-client CSR without a person.
