@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from kaito_aks import catalog
+from kaito_aks.testing import api_server_fqdn
 from stacks.cli import main as cli
 from stacks.evaluate import reveal
 from stacks.load import parse_stack_file
@@ -136,7 +137,7 @@ def test_every_karpenter_value_comes_from_the_cluster_and_its_subnet():
     values = ev.named("karpenter", RELEASE).inputs["values"]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in values["controller"]["env"]}
     assert env["CLUSTER_NAME"] == "kaito-test"
-    assert env["CLUSTER_ENDPOINT"] == "https://kaito-test.hcp.example.azmk8s.io:443"  # the cluster's FQDN (mocks)
+    assert env["CLUSTER_ENDPOINT"] == f"https://{api_server_fqdn('kaito-test', 'eastus2')}:443"  # the cluster's FQDN
     assert env["KUBELET_BOOTSTRAP_TOKEN"] == {"secretKeyRef": {"name": "karpenter-bootstrap-token", "key": "token"}}
     assert env["AZURE_NODE_RESOURCE_GROUP"] == "MC_rg_kaito-test_eastus2"
     assert env["ARM_RESOURCE_GROUP"] == "rg"

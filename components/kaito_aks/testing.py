@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -235,7 +236,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
             }
             return f"{name}-id", {"status": status}
         if typ == "azure-native:containerservice:ManagedCluster":
-            fqdn = f"{inputs.get('dnsPrefix', name)}.hcp.example.azmk8s.io"
+            fqdn = api_server_fqdn(inputs.get("dnsPrefix", name), inputs.get("location") or "eastus")
             issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
             cluster = inputs.get("resourceName", name)
             group = f"MC_{inputs.get('resourceGroupName')}_{cluster}_{inputs.get('location') or 'eastus'}"
@@ -310,7 +311,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
                 "currentKubernetesVersion": f"{MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
-                "fqdn": f"{name}.hcp.example.azmk8s.io",
+                "fqdn": api_server_fqdn(name, "eastus"),
                 "identityProfile": kubelet_identity(f"MC_{group}_{name}_eastus"),
                 "networkProfile": network_profile({"networkPlugin": "azure", "networkPluginMode": "overlay"}),
                 **self.existing.get(name, {}),
@@ -324,6 +325,11 @@ MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's
 MOCK_KUBERNETES_MINOR = "1.34"  # AKS's default minor, as the mocks answer
 MOCK_PATCH = "2"
 MOCK_TENANT = AFTER_UP
+
+
+def api_server_fqdn(dns_prefix: str, location: str) -> str:
+    """A cluster's API server name as AKS forms it: <DNS prefix>-<8 hex>.hcp.<region>.azmk8s.io."""
+    return f"{dns_prefix}-{hashlib.sha256(dns_prefix.encode()).hexdigest()[:8]}.hcp.{location}.azmk8s.io"
 
 
 def kubelet_identity(node_resource_group: str) -> dict[str, Any]:

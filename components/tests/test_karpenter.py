@@ -28,9 +28,8 @@ from kaito_aks import (
 )
 from kaito_aks.azure.ssh_public_key import SshPublicKeyProvider, openssh_public_key
 from kaito_aks.cluster.node_bootstrap import BootstrapTokenProvider
-from kaito_aks.operators import karpenter as karpenter_module
 from kaito_aks.problems import InvalidArgsError
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, Secret, reveal, run
+from kaito_aks.testing import ProgramMocks, RecordingMonitor, Secret, api_server_fqdn, reveal, run
 from kaito_aks.waits.nodeclaims_gone import KARPENTER_NODECLAIMS, wait_until_gone
 from test_components import kubeconfig_cluster, refused
 from test_node_provisioning import NodeClaims
@@ -220,16 +219,24 @@ def test_karpenter_needs_the_credentials_of_its_destroy_wait_or_none():
     assert env["AZURE_SUBSCRIPTION_ID"] == "s"  # the cluster's subscription, from its resource id
 
 
-def test_a_short_api_server_name_is_a_deployment_error(monkeypatch: pytest.MonkeyPatch):
+def test_a_short_api_server_name_stops_karpenter_before_it_is_installed():
     """Karpenter 1.12 takes the cluster id from the API server name's first 33 characters."""
-    said: list[str] = []
-    monkeypatch.setattr(karpenter_module.pulumi.log, "error", lambda msg, resource=None: said.append(msg))  # type: ignore[misc]
-    run(lambda: karpenter_on(cluster(name="ab")))
-    assert said, "no error for ab.hcp.example.azmk8s.io"
-    assert "shorter than 33 characters" in said[0]
-    said.clear()
+    monitor = RecordingMonitor(ProgramMocks())
+    short = api_server_fqdn("a", "eastus2")  # a-<8 hex>.hcp.eastus2.azmk8s.io: 32 characters
+    with pytest.raises(Exception, match=re.escape(f"the API server's host name '{short}' is shorter than 33")):
+        run(lambda: karpenter_on(cluster(name="a")), monitor=monitor)
+    assert not [r for r in monitor.registrations if r.type == RELEASE]
     run(lambda: karpenter_on(cluster()))
-    assert said == []
+
+
+def test_a_cluster_in_aks_managed_vnet_stops_karpenter_before_it_is_installed():
+    """A cluster made without a node subnet (or before this program offered one) reports none."""
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(
+        Exception, match="Karpenter must be given the subnet of the cluster's nodes, and this cluster's"
+    ):
+        run(lambda: karpenter_on(cluster(node_subnet=None)), monitor=monitor)
+    assert not [r for r in monitor.registrations if r.type == RELEASE]
 
 
 # ---------------------------------------------------------------- the bootstrap token and the SSH key

@@ -11,7 +11,7 @@ upstream scripts do (hack/deploy/configure-values.sh at v1.12.0)."""
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Annotated, Any
 
 import pulumi
@@ -53,6 +53,19 @@ MANAGED_VALUES = {
     ("settings", "clusterName"): "set from the cluster (controller.env CLUSTER_NAME)",
     ("settings", "clusterEndpoint"): "set from the cluster (controller.env CLUSTER_ENDPOINT)",
 }
+NO_SUBNET = (
+    "Karpenter must be given the subnet of the cluster's nodes, and this cluster's are in the VNet AKS manages "
+    "(its system pool has no subnet of its own): AKS sets a pool's subnet only when it creates the cluster, so "
+    "create the cluster with a node subnet (AksClusterArgs.node_subnet; a stack's cluster.aks.nodeSubnet) or use "
+    "gpu-provisioner"
+)
+
+
+class KarpenterCannotStart(pulumi.RunError):
+    """What the cluster turned out to be at deploy time makes Karpenter unable to start: raised
+    before its release is installed (a RunError: Pulumi prints it without a traceback)."""
+
+
 STATIC_CAPACITY = (
     "KAITO sets each NodePool's replicas (the nodes a Workspace needs), which Karpenter honours only with its "
     "staticCapacity feature gate: keep it on"
@@ -237,6 +250,12 @@ def karpenter_values(
     return deep_merge(values, args.values)
 
 
+def _expect_subnet(subnet_id: str) -> str:
+    if not subnet_id:
+        raise KarpenterCannotStart(NO_SUBNET)
+    return subnet_id
+
+
 def node_resource_group_id(cluster: ClusterRef, node_resource_group: str) -> str:
     """The node resource group's id: AKS makes it in the cluster's subscription."""
     return f"/subscriptions/{cluster.subscription}/resourceGroups/{node_resource_group}"
@@ -280,6 +299,10 @@ class Karpenter(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.karpenter_chart_source()
         who = catalog.karpenter_source()
+        self._version = checked.version
+        # the subnet as the cluster reports it: none stops Karpenter before anything is granted or installed
+        subnet = pulumi.Output.from_input(checked.network.subnet_id).apply(_expect_subnet)
+        checked = replace(checked, network=replace(checked.network, subnet_id=subnet))
         cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
         node_group = pulumi.Output.all(checked.cluster_id, checked.node_resource_group).apply(
             lambda a: node_resource_group_id(cluster_ref(a[0]), a[1])
@@ -363,14 +386,13 @@ class Karpenter(pulumi.ComponentResource):
         )
 
     def _expect_endpoint(self, endpoint: str) -> str:
-        """The API server endpoint, or an error that says what Karpenter would do with it (a
-        deployment error: the cluster's FQDN is known only then)."""
+        """The API server endpoint, or an error that says what Karpenter would do with it (the
+        cluster's FQDN is known only at deploy time)."""
         host = re.sub(r"^https://|:\d+$", "", endpoint)
         if len(host) < MIN_API_SERVER_HOST:
-            pulumi.log.error(
-                f"the API server's host name {host!r} is shorter than {MIN_API_SERVER_HOST} characters, which "
-                "Karpenter 1.12 cannot start with (it takes the cluster's id from the name's first 33 characters): "
-                "give the cluster a longer name (its DNS prefix)",
-                resource=self,
+            raise KarpenterCannotStart(
+                f"Karpenter {self._version}: the API server's host name {host!r} is shorter than "
+                f"{MIN_API_SERVER_HOST} characters, which Karpenter cannot start with (it takes the cluster's id from "
+                "the name's first 33 characters): give the cluster a longer name (its DNS prefix)"
             )
         return endpoint
