@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -364,3 +365,65 @@ def test_the_bootstrap_token_lets_a_node_ask_for_its_certificate_and_nothing_mor
         project.pulumi("destroy", "--yes", "--skip-preview", quiet=True, check=False)
     assert not [n for n in cluster_karpenter.objects("secrets", "kube-system") if n.startswith("bootstrap-token-")]
     assert not cluster_karpenter.kubectl_ok("get", "clusterrolebinding", "kaito-aks-karpenter-node-bootstrapper")
+
+
+# ---------------------------------------------------------------- destroy: NodeClaims first
+
+DESTROY_PROGRAM = '''"""A program of the e2e: what Karpenter runs on (its bootstrap token, as the Karpenter
+component makes it) and the wait the component puts before it on destroy."""
+import pulumi
+
+from kaito_aks import KubeconfigCluster, KubeconfigClusterArgs, NodeBootstrapToken, NodeBootstrapTokenArgs
+from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
+
+cluster = KubeconfigCluster("cluster", KubeconfigClusterArgs(context="e2e"))
+token = NodeBootstrapToken(
+    "nodes", NodeBootstrapTokenArgs(group="{group}"), opts=pulumi.ResourceOptions(provider=cluster.provider)
+)
+NodeClaimsGone(
+    "karpenter/nodeclaims-gone",
+    cluster.provider.access,
+    timeout_minutes=2,
+    opts=pulumi.ResourceOptions(depends_on=[token]),
+    karpenter=True,
+)
+'''
+
+
+def test_destroy_waits_for_the_nodeclaims_of_kaitos_nodepools_before_removing_what_karpenter_runs_on(
+    bin_dir: Path, cluster_karpenter: Cluster, work: Path, karpenter: StandInKarpenter, kubernetes_provider: str
+) -> None:
+    project = stack_project(bin_dir, cluster_karpenter, work, "destroy-order", "order", kubernetes_provider)
+    (project.path / "__main__.py").write_text(DESTROY_PROGRAM.replace("{group}", GROUP))
+    project.init()
+    project.pulumi("up", "--yes", "--skip-preview", quiet=True)
+    # a Workspace's NodePool, as KAITO makes it; the stand-in for Karpenter makes its node
+    pool = next(yaml.safe_load_all(KAITO_OBJECTS))
+    pool["metadata"]["name"] = "order-phi-a1b2c"
+    cluster_karpenter.api("POST", NODEPOOLS, pool)
+    wait_for(lambda: any(c.get("status", {}).get("nodeName") for c in listed(cluster_karpenter, NODECLAIMS).values()),
+             "Karpenter's node", 30)  # fmt: skip
+    (claim,) = [c for c in listed(cluster_karpenter, NODECLAIMS).values() if c["metadata"]["labels"]["karpenter.sh/nodepool"] == "order-phi-a1b2c"]  # fmt: skip
+    destroy = subprocess.Popen(
+        [str(bin_dir / "pulumi"), "destroy", "--yes", "--skip-preview", "--non-interactive", "--stack", "order"],
+        cwd=project.path, env=project.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(8)
+        assert destroy.poll() is None, "destroy did not wait for the NodeClaim: " + (
+            destroy.stdout.read() if destroy.stdout else ""
+        )
+        assert claim["metadata"]["name"] in listed(cluster_karpenter, NODECLAIMS)
+        kept = [n for n in cluster_karpenter.objects("secrets", "kube-system") if n.startswith("bootstrap-token-")]
+        assert kept, "what Karpenter runs on was removed while its NodeClaim still existed"
+        # the Workspace goes: KAITO deletes its NodePool, Karpenter the NodeClaim and the node
+        cluster_karpenter.api("DELETE", f"{NODEPOOLS}/order-phi-a1b2c")
+        output, _ = destroy.communicate(timeout=120)
+    finally:
+        if destroy.poll() is None:
+            destroy.kill()
+    assert destroy.returncode == 0, output[-3000:]
+    assert claim["metadata"]["name"] in karpenter.terminated
+    assert claim["metadata"]["name"] not in listed(cluster_karpenter, NODECLAIMS)
+    assert not cluster_karpenter.kubectl_ok("get", "node", claim["status"]["nodeName"])
+    assert not [n for n in cluster_karpenter.objects("secrets", "kube-system") if n.startswith("bootstrap-token-")]
