@@ -16,15 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import (
-    ROOT,
-    Cluster,
-    StandInKaito,
-    StandInKaito012,
-    StandInKaito012Karpenter,
-    StandInKarpenter,
-    installed_sdk_version,
-)
+from harness import ROOT, Cluster, StandInKaito, StandInKaito012, installed_sdk_version
+from karpenter_stand_ins import StandInKaito012Karpenter, StandInKarpenter
 
 # KAITO's CRDs as the project derived them from the releases (components/tests/upstream, with
 # their provenance): as on a cluster where KAITO is installed.

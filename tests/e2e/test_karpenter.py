@@ -35,19 +35,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
-from harness import (
-    _INSECURE,
-    CREATED_BY,
-    NODECLAIMS,
-    NODEPOOLS,
-    Cluster,
-    Project,
-    StandInKaito012Karpenter,
-    StandInKarpenter,
-    kaito_nodepool,
-    stack_project,
-    wait_for,
-)
+from harness import _INSECURE, CREATED_BY, Cluster, Project, stack_project, wait_for
+from karpenter_stand_ins import NODECLAIMS, NODEPOOLS, StandInKaito012Karpenter, StandInKarpenter, kaito_nodepool
 
 NS = "karpenter12"
 MODEL = "phi"
