@@ -182,8 +182,19 @@ def test_node_classes_reach_kaito_as_its_annotation():
             "workspaces[0].nodeClass: gpu-provisioner makes AKS agent pools of AKS's own node image",
         ),
         (
-            aks(workspaces=[{"name": "phi", "model": "phi-4-mini-instruct", "nodeClass": "ubuntu"}]),
+            aks(
+                workspaces=[{"name": "phi", "model": "phi-4-mini-instruct", "nodeClass": "ubuntu"}],
+                kaito={"version": "0.12.0"},
+            ),
             "workspaces[0].nodeClass: with bring-your-own nodes KAITO makes no node",
+        ),
+        (
+            aks(
+                pools=[],
+                workspaces=[{**PHI_AUTO, "nodeClass": "ubuntu"}],
+                cluster={"aks": {"resourceGroup": "rg", "name": "kaito-test", "aiToolchainOperator": True}},
+            ),
+            "workspaces[0].nodeClass: KAITO 0.6.0 has no node classes (they came with its Karpenter mode, in 0.11)",
         ),
         (
             new(kaito={"version": "0.8.1", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"}),

@@ -100,15 +100,15 @@ def _node_class(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Itera
         )
     if args.node_class is None:
         return
-    if args.node_provisioning == "byo":
+    if chart is not None and args.node_class not in chart.node_classes:
+        why = f"KAITO {chart.version} has no node classes (they came with its Karpenter mode, in 0.11): remove it"
+    elif args.node_provisioning == "byo":
         why = "with bring-your-own nodes KAITO makes no node, so a node class does nothing: remove it"
     elif not karpenter:
         why = (
             "gpu-provisioner makes AKS agent pools of AKS's own node image; KAITO's node classes are for Karpenter "
             "(`node_provisioner` karpenter): remove it, or use Karpenter"
         )
-    elif chart is not None and args.node_class not in chart.node_classes:
-        why = f"KAITO {chart.version} has no node classes"
     else:
         return
     yield Problem.at("node_class", why, "node-class")
