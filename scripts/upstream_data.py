@@ -16,6 +16,8 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     python scripts/upstream_data.py nvidia-device-plugin --git <k8s-device-plugin repo> --tag v0.17.4
     # the node provisioner KAITO's auto-provisioning mode drives on AKS
     python scripts/upstream_data.py gpu-provisioner --git <gpu-provisioner repo> --tag v0.4.3
+    # self-hosted Azure Karpenter, KAITO's node provisioner from 0.11 (nodeProvisioner: karpenter)
+    python scripts/upstream_data.py karpenter --git <karpenter-provider-azure repo> --tag v1.12.0
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -40,6 +42,10 @@ subset directory has no Go sources):
                         agent pool client (the ARM calls its identity must be allowed)
     pod-security.yaml   KAITO: the pod fields its code sets that Pod Security Admission levels
                         judge (by file), and the models whose inference pods mount host paths
+    crds/<name>.yaml    Karpenter: its four CRDs (NodePool, NodeClaim, NodeOverlay, AKSNodeClass)
+                        as applied to a cluster, descriptions stripped, CEL rules kept
+    controller-env.yaml Karpenter: the environment variables its controller reads, and which of
+                        them it refuses to start without
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ REPOSITORIES = {
     "gpu-operator": "https://github.com/NVIDIA/gpu-operator",
     "nvidia-device-plugin": "https://github.com/NVIDIA/k8s-device-plugin",
     "gpu-provisioner": "https://github.com/Azure/gpu-provisioner",
+    "karpenter": "https://github.com/Azure/karpenter-provider-azure",
 }
 
 
@@ -682,11 +689,43 @@ def gpu_provisioner_azure_calls(src: Source) -> dict[str, Any] | None:
     return {"clients": clients, "agentPoolsApi": methods}
 
 
+KARPENTER_CHART = "charts/karpenter"
+KARPENTER_CRDS = "pkg/apis/crds"  # charts/karpenter/crds/* are symlinks to these
+KARPENTER_OPTIONS = "pkg/operator/options/options.go"
+KARPENTER_VALIDATION = "pkg/operator/options/options_validation.go"
+KARPENTER_AUTH = "pkg/auth/config.go"
+
+
+def derive_karpenter(src: Source) -> dict[str, Any]:
+    """The chart, its CRDs and the controller's environment: what it reads (each flag of
+    options.go falls back to the environment variable of its upper-cased name, pkg/auth/config.go
+    reads its own) and what it refuses to start without (validateRequiredFields; a subscription
+    for the Azure client)."""
+    files = chart_deriver(KARPENTER_CHART)(src)
+    for path in src.listdir(KARPENTER_CRDS):
+        found = src.read(path) if path.endswith(".yaml") else None
+        if found is not None:
+            crd = crd_manifest(found[1])
+            files[f"crds/{crd['metadata']['name']}.yaml"] = crd
+    options, validation, auth = src.read(KARPENTER_OPTIONS), src.read(KARPENTER_VALIDATION), src.read(KARPENTER_AUTH)
+    if options is not None and validation is not None and auth is not None:
+        flags = dict(re.findall(r'fs\.\w+\(&o\.\w+, "([a-z0-9-]+)", env\.WithDefault\w+\("([A-Z0-9_]+)"', options[1]))
+        reads = set(re.findall(r'WithDefault\w+\("([A-Z0-9_]+)"', options[1]))
+        reads |= set(re.findall(r'os\.Getenv\("([A-Z0-9_]+)"\)', auth[1]))
+        body = re.search(r"func \(o \*Options\) validateRequiredFields\(\) error \{(.*?)\n\}", validation[1], re.S)
+        required = [flags[f] for f in re.findall(r'missing field, ([a-z0-9-]+)"', body.group(1) if body else "")]
+        if re.search(r'\{cfg\.SubscriptionID, "subscription ID"\}', auth[1]):
+            required.append("AZURE_SUBSCRIPTION_ID")
+        files["controller-env.yaml"] = {"reads": sorted(reads), "required": required}
+    return files
+
+
 PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     "kaito": derive_kaito,
     "gpu-operator": chart_deriver("deployments/gpu-operator"),
     "nvidia-device-plugin": chart_deriver("deployments/helm/nvidia-device-plugin"),
     "gpu-provisioner": derive_gpu_provisioner,
+    "karpenter": derive_karpenter,
 }
 
 
@@ -731,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("--dir needs --commit (the commit of the tag the files come from)")
         src = Source(tag=args.tag, commit=args.commit, directory=args.dir)
 
-    version = args.tag.removeprefix("v") if args.project == "kaito" else args.tag
+    version = args.tag.removeprefix("v") if args.project in ("kaito", "karpenter") else args.tag
     files = PROJECTS[args.project](src)
     if not files:
         raise SystemExit(f"no {args.project} upstream files found in {args.git or args.dir} at {args.tag}")

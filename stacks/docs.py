@@ -110,6 +110,7 @@ EXAMPLE_BLOCKS = {
     "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python", LIBRARY),
     "example-python-rag": (EXAMPLES / "python" / "rag_engine.py", "python", LIBRARY),
     "example-python-add-on": (EXAMPLES / "python" / "add_on.py", "python", LIBRARY),
+    "example-python-karpenter": (EXAMPLES / "python" / "karpenter.py", "python", LIBRARY),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python", LIBRARY),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml", LIBRARY),
 }

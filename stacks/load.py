@@ -30,6 +30,7 @@ from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.karpenter import KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs, karpenter_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
 from kaito_aks.pod_security import host_path_reason
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
@@ -211,12 +212,14 @@ def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
             kaito=values.get("kaito") or {},
             gpu_operator=values.get("gpu_operator") or {},
             gpu_provisioner=values.get("gpu_provisioner") or {},
+            karpenter=values.get("karpenter") or {},
             rag_engine_operator=values.get("rag_engine_operator") or {},
             pools=tuple(values.get("gpu_node_pools") or ()),
             workspaces=tuple(values.get("workspaces") or ()),
             rag_engines=tuple(values.get("rag_engines") or ()),
             create_namespaces=values.get("create_namespaces", True) is not False,
             endpoints=values.get("endpoints") or {},
+            generation=values.get("defaults") or 1,
         ),
         problems,
     )
@@ -245,10 +248,11 @@ def assemble(
     provisioning = defaults.node_provisioning(written.kaito, add_on)
     kaito_install = defaults.kaito_installed(written.kaito, add_on)
     gpu_operator_on = defaults.gpu_operator_on(written, provisioning == "auto")
+    version = defaults.kaito_version(written.kaito, aks_cluster)
     kaito = KaitoOperatorArgs(
-        version=defaults.kaito_version(written.kaito, aks_cluster),
+        version=version,
         node_provisioning=provisioning,
-        node_provisioner=written.kaito.get("node_provisioner", "gpu-provisioner"),
+        node_provisioner=defaults.node_provisioner(written, version, provisioning, add_on),
         feature_gates=written.kaito.get("feature_gates", {}),
         values=written.kaito.get("values", {}),
         gpu_discovery=defaults.gpu_discovery(written.kaito, gpu_operator_on),
@@ -259,6 +263,10 @@ def assemble(
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None)
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
+    karpenter = _karpenter(written, kaito, kaito_install)
+    if aks_cluster is not None and written.cluster_kind == "aks":
+        subnet = defaults.node_subnet(written.cluster or {}, karpenter is not None)
+        aks_cluster = dataclasses.replace(aks_cluster, node_subnet=subnet)
     warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
     warnings += [e.placed.where(p) for e in rag_engines for p in load_balancer_warnings(e.args.load_balancer)]
     warnings += _pod_security_warnings(workspaces, written.create_namespaces)
@@ -280,6 +288,8 @@ def assemble(
         pools=tuple(pools),
         gpu_operator=_gpu_operator(written, groups) if gpu_operator_on else None,
         gpu_provisioner=provisioner,
+        karpenter=karpenter,
+        generation=written.generation,
         given=_written_settings(written),
         rag_engines=tuple(rag_engines),
         rag_operator=RagEngineOperatorArgs(version=kaito.version, values=written.rag_engine_operator.get("values", {}))
@@ -290,7 +300,11 @@ def assemble(
         has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=knows_pools,
-        warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
+        warnings=(
+            *warnings,
+            *_provisioner_warnings(provisioner, kaito.version),
+            *_karpenter_warnings(written, karpenter),
+        ),
     )
     return cfg, tied
 
@@ -393,6 +407,33 @@ def _gpu_provisioner(written: Written, kaito: KaitoOperatorArgs, kaito_install: 
     )
 
 
+def _karpenter(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) -> KarpenterArgs | None:
+    if not defaults.karpenter_on(written, kaito, kaito_install):
+        return None
+    chosen = written.karpenter
+    return KarpenterArgs(
+        # the cluster's outputs, filled in by the program; stand-ins the rules accept
+        cluster_id=FROM_CLUSTER_ID,
+        location=FROM_CLUSTER,
+        node_resource_group=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        api_server_endpoint=FROM_CLUSTER,
+        kubelet_identity=KubeletIdentityArgs(client_id=FROM_CLUSTER, resource_id=FROM_CLUSTER),
+        network=KarpenterNetworkArgs(
+            subnet_id=FROM_CLUSTER,
+            vnet_guid=FROM_CLUSTER,
+            plugin=FROM_CLUSTER,
+            plugin_mode=FROM_CLUSTER,
+            policy=FROM_CLUSTER,
+            dataplane=FROM_CLUSTER,
+        ),
+        version=defaults.karpenter_version(chosen, kaito.version),
+        identity_name=chosen.get("identity_name"),
+        bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        values=chosen.get("values", {}),
+    )
+
+
 def _written_settings(written: Written) -> frozenset[str]:
     """The settings the file writes whose default depends on others (the rules tell a written
     one from a decided one)."""
@@ -403,6 +444,11 @@ def _written_settings(written: Written) -> frozenset[str]:
         "gpuOperator.enabled": written.gpu_operator.get("enabled") is not None,
         "gpuProvisioner.install": written.gpu_provisioner.get("install") is not None,
         "gpuProvisioner": any(k != "install" for k in written.gpu_provisioner),
+        "karpenter.install": written.karpenter.get("install") is not None,
+        "karpenter": any(k != "install" for k in written.karpenter),
+        "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
+        and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
         "ragEngineOperator": any(k != "install" for k in written.rag_engine_operator),
     }
@@ -541,6 +587,22 @@ def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -
     )
 
 
+def _karpenter_warnings(written: Written, karpenter: KarpenterArgs | None) -> tuple[Problem, ...]:
+    """Karpenter needs the nodes' subnet, which a cluster gets only when it is created: a stack of
+    the first generation of defaults may have created its cluster without one."""
+    if karpenter is None or written.generation >= 2 or written.cluster_kind != "aks":
+        return ()
+    return (
+        Problem(
+            ("kaito", "node_provisioner"),
+            "Karpenter needs the cluster's nodes in a subnet it is given (cluster.aks.nodeSubnet), which AKS sets "
+            "only when it creates the cluster: a cluster this stack created earlier keeps AKS's managed VNet, and "
+            "`pulumi up` refuses Karpenter there; use it with a new cluster (docs/upgrading.md)",
+            "karpenter-subnet",
+        ),
+    )
+
+
 # ---------------------------------------------------------------- every rule, at config paths
 
 
@@ -603,6 +665,8 @@ def _operator_problems(cfg: StackConfig) -> list[Problem]:
         found += [at_pools(p, cfg.pools) or p.under("gpuOperator") for p in gpu_operator_problems(cfg.gpu_operator)]
     if cfg.gpu_provisioner is not None:
         found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(cfg.gpu_provisioner)]
+    if cfg.karpenter is not None:
+        found += [p.under("karpenter") for p in karpenter_problems(cfg.karpenter)]
     if cfg.rag_operator is not None:
         rag = ragengine_operator_problems(cfg.rag_operator)
         found += [p.under("ragEngineOperator") for p in rag if p.path != ("version",)]

@@ -31,7 +31,7 @@ def aks(**cluster: object) -> dict[str, object]:
 
 
 def test_the_example_stacks_that_create_a_cluster_are_the_aks_ones():
-    assert set(CREATED) == {"addon", "auto", "dev", "hf", "prod"}
+    assert set(CREATED) == {"addon", "auto", "dev", "hf", "karpenter", "prod"}
 
 
 @pytest.mark.parametrize("stack", CREATED)

@@ -147,9 +147,12 @@ def test_auto_with_kaito_installed_elsewhere_creates_only_workspaces_on_any_clus
             "gpuProvisioner: configures a gpu-provisioner this stack does not install",
         ),
         (
-            auto(kaito={"version": "0.12.0", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"}),
-            "kaito.nodeProvisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
-            "bootstrap token",
+            auto(
+                kaito={"version": "0.12.0", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"},
+                gpuProvisioner={"install": True},
+            ),
+            "gpuProvisioner.install: KAITO in Karpenter mode (kaito.nodeProvisioner karpenter) asks gpu-provisioner "
+            "for no node: remove it",
         ),
         (
             auto(gpuProvisioner={"values": {"workloadIdentity": {}}}),

@@ -309,19 +309,23 @@ def test_kaito_in_auto_mode_uses_the_provisioner_per_release():
     assert "gpu-feature-discovery" not in v12
 
 
-def test_karpenter_is_refused_with_what_it_needs():
-    message = refused(
+def test_karpenter_mode_is_kaitos_from_0_11_and_refused_before():
+    ev = run(
         lambda: KaitoOperator(
-            "k", KaitoOperatorArgs(version="0.12.0", node_provisioning="auto", node_provisioner="karpenter")
+            "k",
+            KaitoOperatorArgs(version="0.12.0", node_provisioning="auto", node_provisioner="karpenter"),
+            opts=pulumi.ResourceOptions(provider=kubeconfig_cluster().provider),
         )
     )
-    assert (
-        "args.node_provisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
-        in message
+    assert ev.named("k", RELEASE).inputs["values"]["nodeProvisioner"] == "karpenter"
+    byo = run(
+        lambda: KaitoOperator(
+            "k",
+            KaitoOperatorArgs(version="0.11.0", node_provisioner="karpenter"),
+            opts=pulumi.ResourceOptions(provider=kubeconfig_cluster().provider),
+        )
     )
-    assert "bootstrap token" in message
-    assert "SSH public key" in message
-    assert "the id of the subnet the nodes join" in message
+    assert byo.named("k", RELEASE).inputs["values"]["nodeProvisioner"] == "byo"  # byo: no provisioner at all
     message = refused(
         lambda: KaitoOperator(
             "k", KaitoOperatorArgs(version="0.8.1", node_provisioning="auto", node_provisioner="karpenter")

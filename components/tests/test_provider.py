@@ -20,7 +20,9 @@ from kaito_aks import (
     GpuProvisioner,
     KaitoModel,
     KaitoOperator,
+    Karpenter,
     KubeconfigCluster,
+    NodeBootstrapToken,
     RagEngine,
     RagEngineOperator,
     WorkloadIdentity,
@@ -37,6 +39,8 @@ COMPONENTS = {
     "GpuNodePool": GpuNodePool,
     "WorkloadIdentity": WorkloadIdentity,
     "GpuProvisioner": GpuProvisioner,
+    "Karpenter": Karpenter,
+    "NodeBootstrapToken": NodeBootstrapToken,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
@@ -108,8 +112,28 @@ def test_outputs_are_declared():
         "location",
         "aiToolchainOperator",
         "kubernetesVersion",
+        "apiServerEndpoint",
+        "kubeletIdentityClientId",
+        "kubeletIdentityResourceId",
+        "networkPlugin",
+        "networkPluginMode",
+        "networkPolicy",
+        "networkDataplane",
+        "nodeSubnetId",
+        "vnetGuid",
     }
     assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
+    assert set(resources["kaito-aks:index:Karpenter"]["properties"]) == {
+        "namespace",
+        "chartVersion",
+        "clientId",
+        "principalId",
+        "identityName",
+        "sshPublicKey",
+        "bootstrapTokenId",
+    }
+    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token"}
+    assert resources["kaito-aks:index:NodeBootstrapToken"]["properties"]["token"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
         "endpoint",
         "model",

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
+import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import field, fields
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import pulumi
-from pulumi_azure_native import containerservice, resources
+from pulumi_azure_native import authorization, containerservice, network, resources
 
 from kaito_aks.azure.aks_security import (
     MAX_SURGE,
@@ -26,6 +28,7 @@ from kaito_aks.azure.aks_security import (
     ranges_warning,
 )
 from kaito_aks.azure.cluster_admins import cluster_admin_assignments
+from kaito_aks.azure.workload_identity import role_definition_id
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.cluster.kubelogin import LoginMode, convert_kubeconfig, kubelogin_args
 from kaito_aks.nodes import SYSTEM_POOL
@@ -55,6 +58,34 @@ DNS_PREFIX = Matches(
 KUBERNETES_VERSION = Matches(
     r"1\.\d{2}(\.\d+)?", 'a Kubernetes version: MAJOR.MINOR or MAJOR.MINOR.PATCH, quoted, e.g. "1.33"'
 )
+
+
+CIDR = Matches(r"\d{1,3}(\.\d{1,3}){3}/\d{1,2}", "an IPv4 CIDR, e.g. 10.224.0.0/16")
+SUBNET_ID = re.compile(
+    r"/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resource_group>[^/]+)/providers/"
+    r"Microsoft\.Network/virtualNetworks/(?P<vnet>[^/]+)/subnets/(?P<subnet>[^/]+)",
+    re.IGNORECASE,
+)
+# Azure's built-in role the cluster's own identity needs on a subnet that is not AKS's (AKS docs,
+# "Use a managed identity in AKS": your own VNet): it joins load balancers and nodes to it.
+SUBNET_ROLE = "Network Contributor"
+
+
+@args_class
+class NodeSubnetArgs:
+    """The subnet the cluster's nodes join, instead of the VNet AKS makes and keeps to itself:
+    one this component creates in the cluster's resource group, or one of yours (`subnet_id`).
+    A node provisioner outside AKS (Karpenter) must be given it. Azure CNI overlay: it holds the
+    nodes' addresses only; pods get addresses of the overlay."""
+
+    subnet_id: Input[str] | None = None
+    """An existing subnet's resource id (yours: the cluster's identity is given Network
+    Contributor on it); default: a VNet and subnet made with the cluster."""
+    address_space: Annotated[str, CIDR] = "10.224.0.0/12"
+    """The created VNet's address space (Karpenter's and AKS's managed-VNet layout); clear of
+    AKS's pod (10.244.0.0/16) and service (10.0.0.0/16) ranges."""
+    address_prefix: Annotated[str, CIDR] = "10.224.0.0/16"
+    """The created subnet's range, inside `address_space`."""
 
 
 @args_class
@@ -99,6 +130,10 @@ class AksClusterArgs:
     """The AKS AI toolchain operator add-on: AKS runs KAITO (its own version, with node
     auto-provisioning in the control plane) and no KAITO Helm release may be installed. With
     `existing`, the cluster must already have it (checked at deploy time)."""
+    node_subnet: NodeSubnetArgs | None = None
+    """The subnet of a created cluster's nodes (needed for Karpenter); default: AKS's managed
+    VNet. Set at creation only: AKS cannot move a pool to another subnet, so on a cluster
+    created without it the setting is refused at deploy time, not applied."""
     entra: EntraArgs = field(default_factory=EntraArgs)
     """Entra ID sign-in (always on: the `kubeconfig` output signs in through kubelogin) and who
     is cluster admin; default: Azure RBAC on, the deployer granted cluster admin."""
@@ -157,6 +192,24 @@ def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
     why = DNS_PREFIX.check(args.name)
     if why:
         problems.append(Problem.at("name", why, "cluster-name"))
+    subnet = args.node_subnet
+    if subnet is not None and isinstance(subnet.subnet_id, str) and not SUBNET_ID.fullmatch(subnet.subnet_id):
+        problems.append(
+            Problem.at(
+                ("node_subnet", "subnet_id"),
+                "must be a subnet's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
+                "Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>",
+                "subnet-id",
+            )
+        )
+    if subnet is not None and subnet.subnet_id is None and not _inside(subnet.address_prefix, subnet.address_space):
+        problems.append(
+            Problem.at(
+                ("node_subnet", "address_prefix"),
+                f"{subnet.address_prefix} is not inside the VNet's address_space {subnet.address_space}",
+                "subnet-range",
+            )
+        )
     for key, value in args.tags.items():
         if len(key) > 512 or len(value) > 256 or any(c in key for c in "<>%&\\?/"):
             problems.append(
@@ -202,6 +255,42 @@ def aks_cluster_warnings(args: AksClusterArgs, production: bool = False) -> list
     return found
 
 
+KUBELET_IDENTITY = "kubeletidentity"  # the key of the kubelet's identity in identityProfile
+
+
+def _inside(prefix: str, space: str) -> bool:
+    try:
+        inner, outer = ipaddress.IPv4Network(prefix, strict=False), ipaddress.IPv4Network(space, strict=False)
+        return inner.subnet_of(outer)
+    except ValueError:
+        return True  # (the CIDR's own rule says what is wrong with it)
+
+
+def _subnet_parts(subnet_id: str) -> tuple[str, str]:
+    """(resource group, VNet name) of a subnet's resource id."""
+    match = SUBNET_ID.fullmatch(subnet_id)
+    if match is None:
+        raise ValueError(f"{subnet_id!r} is not a subnet's resource id")
+    return match["resource_group"], match["vnet"]
+
+
+def _system_subnet(profiles: Sequence[containerservice.outputs.ManagedClusterAgentPoolProfileResponse] | None) -> str:
+    system = next((p for p in profiles or [] if _field(p, "name") == SYSTEM_POOL), None)
+    return _field(system, "vnet_subnet_id")
+
+
+def _field(response: object, name: str) -> str:
+    """A text field of an output object: the SDK gives one as a response object, or as a plain
+    map (the values of a map, an output combined with Output.all)."""
+    value = cast(dict[str, Any], response).get(name) if isinstance(response, dict) else getattr(response, name, None)
+    return str(value or "")
+
+
+def _network_value(value: str | None) -> str:
+    """AKS's word for a network setting, as a node is told it ("none" and unset: empty)."""
+    return "" if value in (None, "none") else str(value)
+
+
 NETWORK_ENGINE = ("networkProfile.networkPolicy", "networkProfile.networkDataplane")
 API_SERVER = "apiServerAccessProfile"
 PRIVATE_CLUSTER = f"{API_SERVER}.enablePrivateCluster"
@@ -209,7 +298,7 @@ IMAGE_CLEANER_INTERVAL_HOURS = 168  # weekly; ARM clients must give it (AKS docs
 _UNPROTECTED = pulumi.ResourceOptions(protect=False)
 
 
-def cluster_inputs(args: AksClusterArgs) -> dict[str, Any]:
+def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = None) -> dict[str, Any]:
     """The ManagedCluster's inputs (beyond its name and group), in pulumi-azure-native 3.29's
     shapes (ARM API 2025-09-01). A setting only set when asked is left out otherwise: an input
     added to an existing cluster's state is an update, and nothing here may replace it."""
@@ -286,6 +375,7 @@ def cluster_inputs(args: AksClusterArgs) -> dict[str, Any]:
                 type=containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
                 availability_zones=list(args.system_pool.zones) or None,
                 upgrade_settings=containerservice.AgentPoolUpgradeSettingsArgs(max_surge=args.system_pool.max_surge),
+                vnet_subnet_id=subnet_id,
             )
         ],
         "tags": args.tags,
@@ -335,6 +425,25 @@ class AksCluster(pulumi.ComponentResource):
     kubernetes_version: pulumi.Output[str]
     """The Kubernetes version the cluster runs (MAJOR.MINOR.PATCH; AKS's choice when none was
     given): the add-on's KAITO release follows its minor."""
+    api_server_endpoint: pulumi.Output[str]
+    """https://<API server FQDN>:443, as nodes reach it (the private FQDN of a private cluster)."""
+    kubelet_identity_client_id: pulumi.Output[str]
+    """Client id of the identity AKS gives the nodes' kubelets."""
+    kubelet_identity_resource_id: pulumi.Output[str]
+    """Resource id of that identity."""
+    network_plugin: pulumi.Output[str]
+    """The cluster's network plugin as Azure reports it (azure)."""
+    network_plugin_mode: pulumi.Output[str]
+    """overlay, or empty."""
+    network_policy: pulumi.Output[str]
+    """cilium, azure, calico, or empty for none."""
+    network_dataplane: pulumi.Output[str]
+    """cilium or azure."""
+    node_subnet_id: pulumi.Output[str]
+    """The subnet the system pool's nodes are in, as Azure reports it; empty: AKS's managed VNet."""
+    vnet_guid: pulumi.Output[str]
+    """The resource GUID of node_subnet_id's VNet (Azure CNI overlay nodes carry it); empty
+    without node_subnet."""
 
     provider: ClusterProvider
     access_granted: AccessGranted | None
@@ -352,7 +461,7 @@ class AksCluster(pulumi.ComponentResource):
         grants: list[pulumi.Resource] = []
         principals: pulumi.Output[list[str]] = pulumi.Output.from_input([])
         if not args.existing:
-            group, cluster = self._create(name, args, child)
+            group, cluster, subnet_id, vnet_guid = self._create(name, args, child)
             self.cluster_name = cluster.name
             self.resource_group_name = group.name
             self.node_resource_group = cluster.node_resource_group.apply(lambda g: g or "")
@@ -362,6 +471,11 @@ class AksCluster(pulumi.ComponentResource):
             add_on = cluster.ai_toolchain_operator_profile
             running = cluster.current_kubernetes_version
             network = cluster.network_profile
+            self.vnet_guid = pulumi.Output.from_input(vnet_guid or "")
+            self._read_nodes(cluster.fqdn, cluster.private_fqdn, cluster.identity_profile, network)
+            self.node_subnet_id = pulumi.Output.all(cluster.agent_pool_profiles, subnet_id).apply(
+                lambda a: self._expect_subnet(_system_subnet(a[0]), a[1])
+            )
             self._maintenance(name, args.upgrade, group, cluster, child)
             # A grant follows whoever runs `up`: protecting it (as a protected cluster's children
             # are) would stop the next deployer.
@@ -382,6 +496,9 @@ class AksCluster(pulumi.ComponentResource):
             add_on = found.ai_toolchain_operator_profile
             running = found.current_kubernetes_version
             network = found.network_profile
+            self.vnet_guid = pulumi.Output.from_input("")
+            self._read_nodes(found.fqdn, found.private_fqdn, found.identity_profile, network)
+            self.node_subnet_id = found.agent_pool_profiles.apply(_system_subnet)
         self.kubernetes_version = running.apply(lambda v: v or "")
         self.oidc_issuer_url = issuer.apply(lambda p: (p.issuer_url if p else None) or "")
         self.ai_toolchain_operator = add_on.apply(lambda p: bool(p and p.enabled))
@@ -429,12 +546,23 @@ class AksCluster(pulumi.ComponentResource):
                 "location": self.location,
                 "aiToolchainOperator": self.ai_toolchain_operator,
                 "kubernetesVersion": self.kubernetes_version,
+                "apiServerEndpoint": self.api_server_endpoint,
+                "kubeletIdentityClientId": self.kubelet_identity_client_id,
+                "kubeletIdentityResourceId": self.kubelet_identity_resource_id,
+                "networkPlugin": self.network_plugin,
+                "networkPluginMode": self.network_plugin_mode,
+                "networkPolicy": self.network_policy,
+                "networkDataplane": self.network_dataplane,
+                "nodeSubnetId": self.node_subnet_id,
+                "vnetGuid": self.vnet_guid,
             }
         )
 
     def _create(
         self, name: str, args: AksClusterArgs, child: pulumi.ResourceOptions
-    ) -> tuple[resources.ResourceGroup, containerservice.ManagedCluster]:
+    ) -> tuple[
+        resources.ResourceGroup, containerservice.ManagedCluster, pulumi.Input[str] | None, pulumi.Input[str] | None
+    ]:
         group = resources.ResourceGroup(
             f"{name}-rg",
             resource_group_name=args.resource_group,
@@ -442,11 +570,12 @@ class AksCluster(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        subnet_id, vnet_guid = self._node_subnet(name, args, group, child)
         cluster = containerservice.ManagedCluster(
             name,
             resource_name_=args.name,
             resource_group_name=group.name,
-            **cluster_inputs(args),
+            **cluster_inputs(args, subnet_id),
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(
@@ -464,7 +593,9 @@ class AksCluster(pulumi.ComponentResource):
                 ),
             ),
         )
-        return group, cluster
+        if subnet_id is not None:
+            self._subnet_role(name, cluster, subnet_id, child)
+        return group, cluster, subnet_id, vnet_guid
 
     @staticmethod
     def _maintenance(
@@ -531,6 +662,91 @@ class AksCluster(pulumi.ComponentResource):
             "an existing cluster's engine: that would replace the cluster)",
             resource=self,
         )
+
+    def _node_subnet(
+        self, name: str, args: AksClusterArgs, group: resources.ResourceGroup, child: pulumi.ResourceOptions
+    ) -> tuple[pulumi.Input[str] | None, pulumi.Input[str] | None]:
+        """The nodes' subnet and its VNet's GUID: none (AKS's managed VNet), yours (its VNet
+        read from Azure), or a VNet and subnet made in the cluster's resource group."""
+        wanted = args.node_subnet
+        if wanted is None:
+            return None, None
+        if wanted.subnet_id is not None:
+            parts = pulumi.Output.from_input(wanted.subnet_id).apply(_subnet_parts)
+            found = network.get_virtual_network_output(
+                resource_group_name=parts.apply(lambda p: p[0]),
+                virtual_network_name=parts.apply(lambda p: p[1]),
+                opts=pulumi.InvokeOptions(parent=self),
+            )
+            return wanted.subnet_id, found.resource_guid.apply(lambda g: g or "")
+        vnet = network.VirtualNetwork(
+            f"{name}-vnet",
+            virtual_network_name=f"{args.name}-vnet",
+            resource_group_name=group.name,
+            location=args.location,
+            address_space=network.AddressSpaceArgs(address_prefixes=[wanted.address_space]),
+            tags=args.tags,
+            opts=child,
+        )
+        subnet = network.Subnet(
+            f"{name}-nodes",
+            subnet_name="nodes",
+            virtual_network_name=vnet.name,
+            resource_group_name=group.name,
+            address_prefix=wanted.address_prefix,
+            opts=child,
+        )
+        return subnet.id, vnet.resource_guid
+
+    def _subnet_role(
+        self,
+        name: str,
+        cluster: containerservice.ManagedCluster,
+        subnet_id: pulumi.Input[str],
+        child: pulumi.ResourceOptions,
+    ) -> authorization.RoleAssignment:
+        """The cluster's own identity on the nodes' subnet: AKS joins load balancers and nodes to it."""
+        return authorization.RoleAssignment(
+            f"{name}-subnet-{SUBNET_ROLE.lower().replace(' ', '-')}",
+            principal_id=cluster.identity.apply(lambda i: (i.principal_id if i else None) or ""),
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=pulumi.Output.from_input(subnet_id).apply(lambda s: role_definition_id(s, SUBNET_ROLE)),
+            scope=subnet_id,
+            opts=child,
+        )
+
+    def _read_nodes(
+        self,
+        fqdn: pulumi.Output[str | None],
+        private_fqdn: pulumi.Output[str | None],
+        identities: pulumi.Output[
+            Mapping[str, containerservice.outputs.UserAssignedIdentityManagedClusterResponse] | None
+        ],
+        profile: pulumi.Output[containerservice.outputs.ContainerServiceNetworkProfileResponse | None],
+    ) -> None:
+        """What a node joining the cluster must be told, as Azure reports it."""
+        self.api_server_endpoint = pulumi.Output.all(private_fqdn, fqdn).apply(
+            lambda f: f"https://{f[0] or f[1]}:443" if f[0] or f[1] else ""
+        )
+        kubelet = identities.apply(lambda p: (p or {}).get(KUBELET_IDENTITY))
+        self.kubelet_identity_client_id = kubelet.apply(lambda k: _field(k, "client_id"))
+        self.kubelet_identity_resource_id = kubelet.apply(lambda k: _field(k, "resource_id"))
+        self.network_plugin = profile.apply(lambda p: _network_value(p.network_plugin if p else None))
+        self.network_plugin_mode = profile.apply(lambda p: _network_value(p.network_plugin_mode if p else None))
+        self.network_policy = profile.apply(lambda p: _network_value(p.network_policy if p else None))
+        self.network_dataplane = profile.apply(lambda p: _network_value(p.network_dataplane if p else None))
+
+    def _expect_subnet(self, live: str, configured: str | None) -> str:
+        """The system pool's subnet as Azure reports it; a node_subnet the cluster was not
+        created with is an error (a deployment error: AKS cannot move a pool)."""
+        if configured and live.lower() != configured.lower():
+            pulumi.log.error(
+                f"node_subnet asks for subnet {configured}, but the cluster's system pool is in "
+                f"{live or 'the VNet AKS manages'}: a pool's subnet is set when the cluster is created, so this "
+                "cluster keeps its own; remove node_subnet (cluster.aks.nodeSubnet), or create a new cluster with it",
+                resource=self,
+            )
+        return live
 
     def _expect_add_on(self, enabled: bool, expected: bool) -> bool:
         """An adopted cluster runs the add-on exactly when `ai_toolchain_operator` says so: one

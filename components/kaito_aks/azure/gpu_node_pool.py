@@ -93,6 +93,10 @@ class GpuNodePoolArgs:
     max_surge: Annotated[str, MAX_SURGE] | None = None
     """Extra nodes an upgrade adds at a time (a count, e.g. 1, or a percentage of the pool);
     each is a GPU VM, so mind the quota. Changes in place. Default: AKS's (10%, at least one node)."""
+    vnet_subnet_id: Input[str] | None = None
+    """The subnet of the pool's nodes: that of the cluster's other pools when the cluster has a
+    subnet of its own (`AksCluster.node_subnet_id`; AKS keeps a cluster's pools in one VNet);
+    default: AKS's managed VNet. Set at creation: a change replaces the pool."""
 
 
 def initial_nodes(args: GpuNodePoolArgs) -> int:
@@ -220,10 +224,12 @@ class GpuNodePool(pulumi.ComponentResource):
             scale_set_priority=containerservice.ScaleSetPriority.SPOT if args.spot else None,
             scale_set_eviction_policy=containerservice.ScaleSetEvictionPolicy.DELETE if args.spot else None,
             spot_max_price=-1 if args.spot else None,  # pay up to the on-demand price, never evicted for price
+            vnet_subnet_id=args.vnet_subnet_id,
             opts=child_options(
                 self,
                 opts,
-                replace_on_changes=CREATE_ONLY_PROPERTIES,
+                # (vnetSubnetID only where given: what pools without it record stays as it was)
+                replace_on_changes=[*CREATE_ONLY_PROPERTIES, *(["vnetSubnetID"] if args.vnet_subnet_id else [])],
                 delete_before_replace=True,  # the pool name is fixed
                 # The autoscaler owns the node count once the pool exists.
                 ignore_changes=["count"] if autoscale else None,

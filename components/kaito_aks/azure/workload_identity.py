@@ -86,7 +86,6 @@ class WorkloadIdentityArgs:
 def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
     known = catalog.azure_roles()
     problems: list[Problem] = []
-    names: set[str] = set()
     for i, grant in enumerate(args.roles):
         if (grant.role is None) == (grant.role_definition_id is None):
             why = "give `role` (a built-in role's name or a GUID) or `role_definition_id`, one of them"
@@ -103,11 +102,6 @@ def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
         if grant.role_definition_id is not None and grant.name is None:
             why = "required with role_definition_id: the assignment's resource is named after it"
             problems.append(Problem.at(("roles", i, "name"), why, "required"))
-        name = assignment_name(grant)
-        if name and name in names:
-            why = f"two grants would both be named {name!r}: give each its own `name`"
-            problems.append(Problem.at(("roles", i, "name"), why, "role"))
-        names.add(name)
         if isinstance(grant.scope, str) and not SUBSCRIPTION_SCOPE.fullmatch(grant.scope):
             problems.append(
                 Problem.at(
@@ -212,7 +206,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         self.role_assignments = [
             authorization.RoleAssignment(
-                f"{name}-{assignment_name(grant)}",
+                f"{name}-{slug}",
                 principal_id=self.identity.principal_id,
                 # Managed identities are service principals; saying so spares Azure a Graph
                 # lookup that fails while a new identity is still replicating.
@@ -221,7 +215,7 @@ class WorkloadIdentity(pulumi.ComponentResource):
                 scope=grant.scope,
                 opts=child,
             )
-            for grant in checked.roles
+            for grant, slug in zip(checked.roles, _slugs(checked.roles), strict=True)
         ]
         self.client_id = self.identity.client_id
         self.principal_id = self.identity.principal_id
@@ -264,3 +258,15 @@ def _definition_of(grant: RoleGrantArgs) -> pulumi.Input[str]:
 
 def _slug(role: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", role.lower()).strip("-")
+
+
+def _slugs(grants: list[RoleGrantArgs]) -> list[str]:
+    """A name per assignment: its own, or the role's, numbered from the second time one is used
+    (a role granted at another scope)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for grant in grants:
+        slug = assignment_name(grant)
+        seen[slug] = seen.get(slug, 0) + 1
+        out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
+    return out

@@ -18,6 +18,9 @@ WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
+# In Karpenter mode, the AKSNodeClass of the NodePool KAITO makes for the Workspace (0.11+,
+# api/v1beta1/labels.go AnnotationNodeClassName); an InferenceSet passes its template's on.
+NODE_CLASS_ANNOTATION = "kaito.sh/node-class-name"
 # The key KAITO's preset pods read the Hugging Face token from (secretKeyRef).
 HF_TOKEN_KEY = "HF_TOKEN"
 # The ConfigMap key KAITO reads runtime parameters from (inference.config).

@@ -16,6 +16,7 @@ from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, Inf
 from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from kaito_aks.kaito.workspace import (
     INFERENCE_CONFIG_KEY,
+    NODE_CLASS_ANNOTATION,
     RUNTIME_ANNOTATION,
     TUNING_CONFIG_KEY,
     AdapterSpec,
@@ -149,7 +150,10 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     chart = catalog.kaito_charts()[args.kaito_version]
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
-    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
+    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else {}
+    if args.node_class is not None and auto:  # (the class's name in the chart: catalog/kaito_charts.yaml)
+        annotations[NODE_CLASS_ANNOTATION] = chart.node_classes[args.node_class]
+    annotations = annotations or None
     if args.tuning is not None:
         return _tuning_plan(args, args.tuning, resource, annotations)
     name = args.name or ""

@@ -14,7 +14,7 @@ from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
 from kaito_aks.schema import SWITCH, Check, Input, Matches, MaxItems, Range, Secret, args_class
-from kaito_aks.vocabulary import NodeProvisioning
+from kaito_aks.vocabulary import NodeClass, NodeProvisioner, NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -174,6 +174,13 @@ class KaitoModelArgs:
     """The Azure VM size KAITO creates nodes of (`node_provisioning` auto, where it is required),
     e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset. Leave it out with
     bring-your-own nodes."""
+    node_provisioner: NodeProvisioner = "gpu-provisioner"
+    """With `node_provisioning` auto: what makes KAITO's nodes, as the cluster's KAITO is set up:
+    gpu-provisioner or karpenter."""
+    node_class: NodeClass | None = None
+    """With Karpenter: the OS image of the model's nodes, KAITO's node class ubuntu
+    (image-family-ubuntu, Ubuntu 22.04) or azure-linux (image-family-azure-linux); default:
+    KAITO's default class (ubuntu)."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
         default_factory=list[AdapterArgs]
     )

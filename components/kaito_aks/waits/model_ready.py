@@ -207,7 +207,12 @@ def _children_detail(client: Reader, w: Watched) -> str:
 
 def _nodeclaims_detail(client: Reader, namespace: str, name: str) -> str:
     said: list[str] = []
-    for claim in list_items(client.get(NODECLAIMS, **nodeclaims_query(namespace, name))):
+    claims = [
+        claim
+        for query in (nodeclaims_query(namespace, name), karpenter_nodeclaims_query(namespace, name))
+        for claim in list_items(client.get(NODECLAIMS, **query))
+    ]
+    for claim in claims:
         stage, condition = nodeclaim_stage(claim)
         if stage != "Ready" and (condition.get("reason") or condition.get("message")):
             said.append(f"NodeClaim {text_at(claim, 'metadata', 'name')}: {_said(condition)}")
@@ -222,8 +227,16 @@ def children_query(w: Watched) -> tuple[str, dict[str, str]]:
 
 
 def nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
-    """The NodeClaims KAITO made for a Workspace (labelled with it)."""
+    """The NodeClaims KAITO made for a Workspace (labelled with it), for gpu-provisioner."""
     return {"labelSelector": f"{WORKSPACE_LABEL}={name},kaito.sh/workspacenamespace={namespace}"}
+
+
+def karpenter_nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
+    """The NodeClaims Karpenter made for a Workspace's NodePool (0.11+ in Karpenter mode: the
+    NodePool's template labels, which Karpenter copies onto them; nodepool.go)."""
+    return {
+        "labelSelector": f"karpenter.kaito.sh/workspace-name={name},karpenter.kaito.sh/workspace-namespace={namespace}"
+    }
 
 
 AWAITING_RECONCILIATION = "AwaitingReconciliation"  # a stage in progress, not an error (nodeclaim.go:412)
