@@ -195,6 +195,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
 def _validate(stacks: list[str], root: Path) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
+    from stacks.defaults import generation_note
     from stacks.errors import StackConfigError, located
     from stacks.load import foreign_keys, parse_stack_file
 
@@ -217,6 +218,9 @@ def _validate(stacks: list[str], root: Path) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
+        note = generation_note(cfg)
+        if note is not None:
+            print(f"{stack}: {note}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "

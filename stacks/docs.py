@@ -10,7 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.azure.aks_cluster import SystemPoolArgs
+from kaito_aks.azure.aks_security import (
+    AdminArgs,
+    ApiServerArgs,
+    DefenderArgs,
+    EntraArgs,
+    MaintenanceWindowArgs,
+    UpgradeArgs,
+)
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.model.spec import AdapterArgs, TuningArgs
 from kaito_aks.problems import camel, rename
 from kaito_aks.provider import SCHEMA_FILE, schema_text
@@ -29,6 +38,14 @@ NESTED: list[tuple[str, type]] = [
     ("ragEngines[].storage", StorageArgs),
     ("ragEngines[].guardrails", GuardrailsArgs),
     ("ragEngines[].embedding", EmbeddingArgs),
+    ("cluster.aks.entra", EntraArgs),
+    ("cluster.aks.entra.admins[]", AdminArgs),
+    ("cluster.aks.apiServer", ApiServerArgs),
+    ("cluster.aks.upgrade", UpgradeArgs),
+    ("cluster.aks.upgrade.window", MaintenanceWindowArgs),
+    ("cluster.aks.defender", DefenderArgs),
+    ("workspaces[].loadBalancer, ragEngines[].loadBalancer", LoadBalancerArgs),
+    ("workspaces[].allowFrom[], ragEngines[].allowFrom[], endpoints.allowFrom[]", AllowFromArgs),
 ]
 
 
@@ -93,6 +110,7 @@ EXAMPLE_BLOCKS = {
     "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python", LIBRARY),
     "example-python-rag": (EXAMPLES / "python" / "rag_engine.py", "python", LIBRARY),
     "example-python-add-on": (EXAMPLES / "python" / "add_on.py", "python", LIBRARY),
+    "example-python-karpenter": (EXAMPLES / "python" / "karpenter.py", "python", LIBRARY),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python", LIBRARY),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml", LIBRARY),
 }
@@ -104,6 +122,7 @@ _KIND_WORDS = {
     "denied": "KAITO denies",
     "cannot-serve": "cannot serve",
     "stricter": "stricter",
+    "exposed": "not exposed",
     "program": "not built",
     "invalid": "malformed",
     "warning": "warning",

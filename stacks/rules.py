@@ -69,6 +69,7 @@ def check(cfg: StackConfig) -> list[Problem]:
         *_cluster(cfg),
         *_kaito(cfg),
         *_nodes(cfg),
+        *_karpenter(cfg),
         *_add_on(cfg),
         *_gates(cfg),
         *_names(cfg),
@@ -113,6 +114,17 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
                 "name-collision",
             )
         taken.setdefault((args.namespace, args.name or ""), format_path(at, "schema"))
+        if args.load_balancer:
+            lb = f"{args.name}-lb"
+            owner = taken.get((args.namespace, lb))
+            if owner is not None:
+                yield Problem(
+                    (*at, "load_balancer"),
+                    f"{args.namespace}/{lb} is also a name {owner} creates; the engine's load balancer is a Service "
+                    "named <name>-lb, so rename one of them",
+                    "name-collision",
+                )
+            taken.setdefault((args.namespace, lb), format_path(at, "schema"))
         service = args.inference_service
         if service is not None and service.access_token is not None:
             yield Problem(
@@ -188,6 +200,63 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "gpu-provisioner, so no node is ever made: leave it on (the default), or set kaito.install: false where "
             "KAITO and its provisioner are installed already",
             "provisioner-missing",
+        )
+
+
+KARPENTER_ON_CREATED = (
+    "this stack installs Karpenter with a cluster it creates (cluster.aks), which it creates with the subnet of "
+    "the nodes Karpenter must be given (cluster.aks.nodeSubnet)"
+)
+
+
+def _karpenter(cfg: StackConfig) -> Iterator[Problem]:
+    """Karpenter makes KAITO's nodes in Karpenter mode, on a cluster this stack creates; nothing
+    else asks it for nodes, and gpu-provisioner cannot share its cluster's subnet."""
+    auto = cfg.kaito.node_provisioning == "auto"
+    karpenter_mode = auto and cfg.kaito.node_provisioner == "karpenter"
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    if "karpenter" in cfg.given and cfg.karpenter is None:
+        yield Problem(
+            ("karpenter",),
+            "configures a Karpenter this stack does not install (it installs one with kaito.nodeProvisioner karpenter "
+            "and its own KAITO on a cluster it creates, or with karpenter.install: true); remove it",
+            "karpenter",
+        )
+    if cfg.karpenter is not None and not karpenter_mode:
+        yield Problem(
+            ("karpenter", "install"),
+            "Karpenter makes KAITO's nodes with kaito.nodeProvisioning auto and kaito.nodeProvisioner karpenter; "
+            "without them nothing asks it for nodes: remove it",
+            "karpenter",
+        )
+    elif cfg.karpenter is not None and not created:
+        yield Problem(
+            ("karpenter", "install"),
+            f"{KARPENTER_ON_CREATED}; on this cluster set karpenter.install: false where Karpenter runs already, or "
+            "use kaito.nodeProvisioner gpu-provisioner",
+            "karpenter",
+        )
+    elif karpenter_mode and cfg.kaito_install and cfg.karpenter is None and "karpenter.install" not in cfg.given:
+        yield Problem(
+            ("kaito", "node_provisioner"),
+            f"{KARPENTER_ON_CREATED}; where Karpenter runs already set karpenter.install: false, or use "
+            "gpu-provisioner",
+            "karpenter",
+        )
+    if karpenter_mode and cfg.gpu_provisioner is not None:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "KAITO in Karpenter mode (kaito.nodeProvisioner karpenter) asks gpu-provisioner for no node: remove it",
+            "provisioner",
+        )
+    subnet = cfg.aks_cluster.node_subnet if cfg.aks_cluster is not None else None
+    if subnet is not None and cfg.gpu_provisioner is not None:
+        yield Problem(
+            ("cluster", "aks", "node_subnet"),
+            "gpu-provisioner creates AKS node pools without a subnet, and AKS keeps all of a cluster's pools in one "
+            'VNet ("All or none of the agentpools should set vnetsubnetid"): use Karpenter (kaito.nodeProvisioner '
+            "karpenter), or remove nodeSubnet",
+            "node-subnet",
         )
 
 

@@ -386,7 +386,9 @@ def test_every_raw_form_reads_as_the_pulumi_cli_reads_it_or_is_refused_at_its_li
             ]
         )  # (a secret in plaintext is refused as such, never echoed)
         path = rng.choice([p for p in leaves(document["config"][key], (key,)) if len(p) > 1] or [(key, "x")])
-        if len(path) == 1 or not isinstance(get(document["config"], path[:-1]), dict | list):
+        if not isinstance(document["config"][key], dict | list):
+            path = (key,)  # a top-level value (kaito-aks:defaults)
+        elif len(path) == 1 or not isinstance(get(document["config"], path[:-1]), dict | list):
             path = (key, "x")
         get(document["config"], path[:-1])[path[-1]] = "RAWFORMX"
         text = yaml.safe_dump(document, allow_unicode=True).replace("RAWFORMX", form)

@@ -72,7 +72,7 @@ def test_0_11_takes_t4_pools_and_warns_of_v100_by_its_own_table():
     said = warnings_of(aks(pools=[v100], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
     assert said == [
         "gpuNodePools[0].vmSize: KAITO 0.11.0 no longer supports NVIDIA V100 (Standard_NC24rs_v3): its SKU table "
-        "dropped the size in 0.9; choose one it lists"
+        "dropped the size in 0.9; the nearest size it takes: Standard_NC64as_T4_v3 (4x NVIDIA T4, 64 GiB)"
     ]
 
 

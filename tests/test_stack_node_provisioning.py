@@ -29,6 +29,8 @@ def add_on(workspaces: list[dict] | None = None, kubernetes: str | None = "1.34"
     cluster = {"aks": {**AKS["aks"], "aiToolchainOperator": True, "kubernetesVersion": kubernetes}}
     if kubernetes is None:
         del cluster["aks"]["kubernetesVersion"]
+    elif kubernetes.count(".") == 2:  # a patch pinned: the patch channel would move it on
+        cluster["aks"]["upgrade"] = {"channel": "none"}
     return aks(pools=[], workspaces=[PHI_AUTO] if workspaces is None else workspaces, cluster=cluster, **keys)
 
 
@@ -128,9 +130,12 @@ def test_auto_with_kaito_installed_elsewhere_creates_only_workspaces_on_any_clus
             "Pending without gpu-provisioner",
         ),
         (
-            auto(kaito={"version": "0.12.0", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"}),
-            "kaito.nodeProvisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
-            "bootstrap token",
+            auto(
+                kaito={"version": "0.12.0", "nodeProvisioning": "auto", "nodeProvisioner": "karpenter"},
+                gpuProvisioner={"install": True},
+            ),
+            "gpuProvisioner.install: KAITO in Karpenter mode (kaito.nodeProvisioner karpenter) asks gpu-provisioner "
+            "for no node: remove it",
         ),
         (
             auto(gpuProvisioner={"values": {"workloadIdentity": {}}}),

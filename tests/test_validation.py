@@ -668,7 +668,7 @@ def test_values_feature_gates_must_be_a_map_of_booleans():
 
 def test_node_provisioner_value_is_owned_by_node_provisioning():
     err = one_error(config([PHI], kaito={"version": "0.12.0", "values": {"nodeProvisioner": "azure-gpu-provisioner"}}))
-    assert err == "kaito.values.nodeProvisioner: set by nodeProvisioning (byo | auto); remove it"
+    assert err == "kaito.values.nodeProvisioner: set by nodeProvisioning (byo | auto) and nodeProvisioner; remove it"
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "kaito-workspace", "gpu-operator"])

@@ -36,18 +36,19 @@ from typing import Literal
 from kaito_aks.kaito.workspace import BYPASS_ANNOTATION
 from kaito_aks.problems import Problem, did_you_mean
 
-Kind = Literal["denied", "cannot-serve", "stricter", "program", "invalid", "warning"]
+Kind = Literal["denied", "cannot-serve", "stricter", "exposed", "program", "invalid", "warning"]
 Bypass = Literal["kaito-annotation", "program"]
 
 KINDS: dict[Kind, str] = {
     "denied": "KAITO's admission denies it (its words)",
     "cannot-serve": "KAITO admits it, but it provably cannot serve (the evidence)",
     "stricter": "KAITO admits it and it may serve, but the program refuses it (its reason)",
+    "exposed": "it would expose an unauthenticated endpoint to the internet: the config's explicit setting is the way past",
     "program": "the program cannot build it",
     "invalid": "a malformed value",
     "warning": "no effect, or only may be a mistake: said, never refused",
 }
-ERROR_KINDS: frozenset[Kind] = frozenset({"denied", "cannot-serve", "stricter", "program", "invalid"})
+ERROR_KINDS: frozenset[Kind] = frozenset({"denied", "cannot-serve", "stricter", "exposed", "program", "invalid"})
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,16 @@ _INVALID = Rule("invalid", "a malformed value", "")
 
 MODEL_RULES: dict[str, Rule] = {
     "version": _program("a KAITO release the catalog has no chart or rules of", "catalog/kaito_charts.yaml"),
+    "public-endpoint": Rule(
+        "exposed",
+        "a public load balancer with no source ranges",
+        "KAITO's inference servers authenticate no one; source_ranges (or an internal load balancer) says who may call",
+    ),
+    "public-endpoint-open": _warning("a public load balancer (with source ranges)", "plain HTTP, no authentication"),
+    "node-class": _warning(
+        "a node class where KAITO makes no Karpenter NodePool",
+        "kaito.sh/node-class-name is read in Karpenter mode only (0.11+): no effect",
+    ),
     "namespace": _warning(
         "a namespace of the cluster or an operator release",
         "KAITO has no namespace rule; the objects would sit beside the cluster's or an operator's own",
@@ -520,6 +531,28 @@ COMPONENT_RULES: dict[str, Rule] = {
     "pool-spot-taint": _INVALID,
     "pool-label": _INVALID,
     "pool-nodes": _INVALID,
+    "static-capacity": _broken(
+        "Karpenter's staticCapacity gate turned off",
+        "KAITO 0.12's Karpenter mode makes NodePools with replicas, which Karpenter serves only with the gate on",
+    ),
+    # an AKS cluster's security (docs/security.md): what cannot work is refused, each lowered default said
+    "subnet-id": _INVALID,
+    "subnet-range": _INVALID,
+    "cluster-access": _program("a cluster no one could sign in to, or an admin listed twice"),
+    "upgrade-channel": _program("a pinned Kubernetes version an upgrade channel would move on from"),
+    "api-server": _program("a private API server with authorized ranges", "AKS takes one or the other"),
+    "api-server-private": _warning("a private API server", "set at creation: turning it on replaces the cluster"),
+    "api-server-ranges": _warning("authorized ranges that let in much of the internet"),
+    "api-server-public": _warning("a production cluster's API server open to the internet"),
+    "tier": _warning("a production cluster on the Free tier", "no uptime SLA"),
+    "defender": _warning("a production cluster without Defender"),
+    "local-accounts": _warning("local accounts on", "a certificate that bypasses Entra ID and Azure RBAC"),
+    "azure-rbac": _warning("Kubernetes RBAC without Azure RBAC"),
+    "network-policy": _warning("no network policy engine", "every NetworkPolicy is ignored"),
+    "upgrade": _warning("no automatic Kubernetes or node image upgrades"),
+    "image-cleaner": _warning("Image Cleaner off"),
+    "azure-policy": _warning("the Azure Policy add-on off"),
+    "broad-role": _warning("an identity given Contributor, Owner or User Access Administrator"),
 }
 
 STACK_RULES: dict[str, Rule] = {
@@ -575,6 +608,13 @@ STACK_RULES: dict[str, Rule] = {
     "cluster": _program("not exactly one kind of cluster"),
     "engine": _program("engine config that is not JSON"),
     "foreign-key": _warning("a config key outside the namespace that looks like ours"),
+    "node-subnet": _program(
+        "a nodes' subnet with gpu-provisioner",
+        'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',
+    ),
+    "karpenter-subnet": _warning("Karpenter on a cluster created without a nodes' subnet", "refused at deploy time"),
+    "pod-security": _warning("a namespace created privileged for a model that mounts a host path"),
+    "load-balancer-cloud": _warning("an internal load balancer by Azure's annotation on another cloud"),
 }
 
 INVALID_CODES = (

@@ -197,6 +197,38 @@ def plain_of(tp: Any) -> Any:
     return members[0] if len(members) == 1 else typing.Union[tuple(members)]  # noqa: UP007 (built at run time)
 
 
+class _Switch:
+    """Annotated metadata of `bool | SomeArgs`: a switch (true, false) or its settings (a map of
+    the class's args). pydantic tries one member only, the one the value's kind picks, so a
+    problem is said once, in the member's words."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        members = [a for a in get_args(source) if a is not bool]
+        if len(members) != 1 or bool not in get_args(source):
+            raise TypeError(f"Switch is for `bool | SomeArgs`, not {source!r}")
+        settings = members[0]
+
+        def kind(value: Any) -> str | None:
+            if isinstance(value, bool):
+                return SWITCH_TAGS[0]
+            return SWITCH_TAGS[1] if isinstance(value, Mapping | settings) else None
+
+        return core_schema.tagged_union_schema(
+            {SWITCH_TAGS[0]: handler.generate_schema(bool), SWITCH_TAGS[1]: handler.generate_schema(settings)},
+            discriminator=kind,
+            custom_error_type="switch",
+            custom_error_message="must be true, false or a map of its settings",
+        )
+
+    def __repr__(self) -> str:
+        return "switch"
+
+
+SWITCH = _Switch()
+SWITCH_TAGS = ("switch", "settings")
+"""The members of a switch's union as pydantic's error locations name them."""
+
+
 # ---------------------------------------------------------------- the args classes
 
 ARGS_CONFIG = ConfigDict(
@@ -540,6 +572,8 @@ def describe(tp: Any, classes: bool = False) -> str:
     (help()), else "object" (the config reference, where Python's class names mean nothing)."""
     tp = plain(tp)
     origin = get_origin(tp)
+    if _is_union(tp):  # e.g. true | false or an object
+        return " or ".join(describe(a, classes) for a in get_args(tp))
     if origin is Literal:
         return " | ".join(str(v) for v in get_args(tp))
     if origin in (list, Sequence, tuple):
@@ -567,9 +601,23 @@ def default_text(f: Field) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if is_args_class(type(value)):
-        return ", ".join(f"{camel(k)}: {v}" for k, v in dataclasses.asdict(value).items())
+        return ", ".join(f"{camel(k)}: {_in_schema_names(v)}" for k, v in dataclasses.asdict(value).items())
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in typing.cast(tuple[Any, ...], value))
+    return str(value)
+
+
+def _in_schema_names(value: Any) -> str:
+    """A nested default as a stack file would write it: keys in the schema's names, true/false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        items = typing.cast(dict[Any, Any], value).items()
+        return "{" + ", ".join(f"{camel(str(k))}: {_in_schema_names(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_in_schema_names(v) for v in typing.cast(list[Any], value)) + "]"
     return str(value)
 
 

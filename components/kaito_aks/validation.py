@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast, get_args, get_origin
+from types import UnionType
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
 
 import pulumi
 from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
@@ -22,6 +23,7 @@ from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem,
 from kaito_aks.schema import (
     ARGS_CONFIG,
     LENIENT,
+    SWITCH_TAGS,
     USABLE_CODES,
     deferred,
     describe,
@@ -196,6 +198,9 @@ def _locate(root: Any, loc: tuple[int | str, ...]) -> _Spot:
             continue
         spot.secret = spot.secret or is_secret(spot.tp)
         tp = plain(spot.tp)
+        if part in SWITCH_TAGS and get_origin(tp) in (Union, UnionType):  # the member tried: not a key
+            spot.tp = bool if part == SWITCH_TAGS[0] else next(a for a in get_args(tp) if a is not bool)
+            continue
         known = _fields_of(tp)
         if known is not None:
             spot.owner = tp

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# The labels on every Kubernetes object kaito-aks writes itself (KAITO's objects and what it makes
+# from them carry their own).
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Words written in capitals in camelCase names, as Azure and the config files have them.
 _UPPER_WORDS = {"gb": "GB"}
 
@@ -26,7 +29,11 @@ NodeProvisioning = Literal["byo", "auto"]
 """byo: your GPU nodes, found by label selector (auto-provisioning off); auto: KAITO creates a
 node of each Workspace's instance type."""
 NodeProvisioner = Literal["gpu-provisioner", "karpenter"]
-"""What turns the NodeClaims KAITO creates in auto mode into nodes."""
+"""What makes KAITO's nodes in auto mode: gpu-provisioner (an AKS agent pool per NodeClaim) or
+self-hosted Karpenter (KAITO 0.11+: a NodePool per Workspace, VMs from KAITO's node classes)."""
+NodeClass = Literal["ubuntu", "azure-linux"]
+"""In Karpenter mode, the node class (OS image) of a model's nodes: KAITO's Ubuntu or Azure
+Linux AKSNodeClass."""
 GpuDiscovery = Literal["kaito", "external"]
 """kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another
 install (the NVIDIA GPU Operator) runs them and KAITO's copies are switched off."""

@@ -93,7 +93,11 @@ def test_a_protected_component_protects_its_children():
 
 def test_the_cluster_leaves_separately_managed_pools_alone_and_reports_its_identity_facts():
     ev = run(aks)
-    assert ev.named("c", CLUSTER).options["ignoreChanges"] == ["agentPoolProfiles"]
+    assert ev.named("c", CLUSTER).options["ignoreChanges"] == [
+        "agentPoolProfiles",
+        "networkProfile.networkDataplane",
+        "networkProfile.networkPolicy",
+    ]
     outputs = ev.component_outputs[ev.named("c", "kaito-aks:index:AksCluster").urn]
     assert outputs["oidcIssuerUrl"] == "https://oidc.example/c/"  # what Azure reports for the cluster
     assert outputs["nodeResourceGroup"] == "MC_rg_aks_eastus2"

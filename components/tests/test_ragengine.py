@@ -238,10 +238,24 @@ def test_the_ragengine_is_valid_against_kaitos_crd(version: str, shape: Any):
     assert manifest["metadata"]["name"] == name
 
 
-def test_each_version_gets_kaitos_shape_of_storage_and_the_load_balancer_annotation():
-    old = engine_of(run(lambda: RagEngine("docs", everything("0.8.1"), opts=on_cluster())), "0.8.1", "docs")
+def test_each_version_gets_kaitos_shape_of_storage_and_never_kaitos_public_load_balancer():
+    ev = run(lambda: RagEngine("docs", everything("0.8.1"), opts=on_cluster()))
+    old = engine_of(ev, "0.8.1", "docs")
     assert old["spec"]["storage"] == {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"}
-    assert old["metadata"]["annotations"] == {"kaito.sh/enablelb": "True"}
+    # KAITO's kaito.sh/enablelb makes a public Service it never updates: the engine's own instead
+    assert "annotations" not in old["metadata"]
+    lb = reveal(ev.named("docs/docs-lb", "kubernetes:core/v1:Service").inputs)
+    assert lb["metadata"]["annotations"]["service.beta.kubernetes.io/azure-load-balancer-internal"] == "true"
+    assert lb["spec"]["type"] == "LoadBalancer"
+    assert lb["spec"]["externalTrafficPolicy"] == "Local"
+    assert lb["spec"]["selector"] == {"kaito.sh/ragengine": "docs"}
+    assert lb["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 5000, "protocol": "TCP"}]
+    policy = reveal(ev.named("docs/docs-ingress", "kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs)
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"kaito.sh/ragengine": "docs"}}
+    assert policy["spec"]["ingress"][1] == {
+        "from": [{"ipBlock": {"cidr": c}} for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")],
+        "ports": [{"port": 5000, "protocol": "TCP"}],
+    }
     new = engine_of(run(lambda: RagEngine("docs", everything("0.12.0"), opts=on_cluster())), "0.12.0", "docs")
     assert new["spec"]["storage"] == {
         "persistentVolume": {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"},
@@ -257,7 +271,6 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
     ev = run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster()))
     engine = ev.named("rag/rag", "kubernetes:kaito.sh/v1beta1:RAGEngine")
     assert engine.options["replaceOnChanges"] == [
-        'metadata.annotations["kaito.sh/enablelb"]',
         "spec.compute",
         "spec.guardrails",
         "spec.storage.persistentVolume",
@@ -268,11 +281,7 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
     old = run(lambda: RagEngine("rag", minimal("0.8.1"), opts=on_cluster())).named(
         "rag/rag", "kubernetes:kaito.sh/v1alpha1:RAGEngine"
     )
-    assert old.options["replaceOnChanges"] == [
-        'metadata.annotations["kaito.sh/enablelb"]',
-        "spec.compute",
-        "spec.storage",
-    ]
+    assert old.options["replaceOnChanges"] == ["spec.compute", "spec.storage"]
 
 
 def test_the_default_embedding_is_the_model_kaitos_engine_really_uses():
@@ -770,7 +779,7 @@ def test_every_problem_is_named_at_once_and_a_mapping_of_args_is_checked_the_sam
         )
     )
     assert "args.inferenceService: unknown key; did you mean inference_service?" in message
-    assert "args.load_balancer: must be true or false, not 'yes'" in message
+    assert "args.load_balancer: must be true, false or a map of its settings" in message
 
 
 def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_same_words(

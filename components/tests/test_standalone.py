@@ -335,8 +335,9 @@ def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken(ca
     is a warning (issue 28), said alike by the operator and the model."""
     t4 = pool("t4", vm_size=T4, gpu_driver="aks", driver_installed=True)
     expected = (
-        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): it needs CUDA compute "
-        "capability 8.0 or newer"
+        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): its SKU table keeps "
+        "only GPUs of CUDA compute capability 8.0 or newer (KAITO v0.12.0 pkg/sku/azure_sku_handler.go:19-20), and the "
+        "T4's is 7.5; the nearest size it takes: Standard_NV36ads_A10_v5 (1x NVIDIA A10, 24 GiB)"
     )
     run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[t4]), opts=through(cluster())))
     assert expected in caplog.text

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks.cluster.access import ClusterAccess, access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
+from kaito_aks.endpoints import network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
@@ -56,7 +57,9 @@ def judge_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | No
 
 class KaitoModel(pulumi.ComponentResource):
     """One model KAITO serves (or fine-tunes): its Workspaces or InferenceSet, ConfigMaps,
-    Hugging Face Secret and Service, with waits so `pulumi up` ends with it serving. Deploy it
+    Hugging Face Secret, Service and NetworkPolicy (ingress from its own namespace and
+    `allow_from` only; enforced where the cluster has a policy engine), with waits so `pulumi up`
+    ends with it serving. Deploy it
     through the cluster's Kubernetes provider (in Python an AksCluster's or KubeconfigCluster's
     `provider`; elsewhere a kubernetes Provider made from their `kubeconfig`) and depend it on
     the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
@@ -166,19 +169,32 @@ class KaitoModel(pulumi.ComponentResource):
         """The model's endpoint: its Service's in-cluster URL, known once the Service exists."""
         if plan.service is None:
             return pulumi.Output.from_input(None)
+        planned = plan.service
         # Plain dicts rather than the typed *Args classes: the same inputs, registered with
         # noticeably less SDK work, which counts for stacks with hundreds of models.
+        manifest = service_manifest(
+            planned.name,
+            plan.namespace,
+            planned.selector,
+            planned.target_port,
+            SERVICE_PORT,
+            planned.load_balancer,
+            SKIP_AWAIT,
+        )
         service = k8s.core.v1.Service(
-            f"{name}/{plan.service.name}",
-            metadata={"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT},
-            spec={
-                "type": "LoadBalancer" if plan.service.load_balancer else "ClusterIP",
-                "selector": plan.service.selector,
-                "ports": [
-                    {"name": "http", "port": SERVICE_PORT, "target_port": plan.service.target_port, "protocol": "TCP"}
-                ],
-            },
-            opts=child,
+            f"{name}/{planned.name}", metadata=manifest["metadata"], spec=manifest["spec"], opts=child
+        )
+        # Who may call it: its namespace, the namespaces it names, and its load balancer's clients.
+        policy = network_policy(
+            planned.name,
+            plan.namespace,
+            planned.pods,
+            list(planned.allow_from),
+            planned.load_balancer,
+            planned.target_port,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
         )
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)

@@ -47,6 +47,7 @@ def placement_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -
             f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
             "node-provisioning",
         )
+    yield from _node_class(args, chart)
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -109,6 +110,32 @@ def _node_selector(args: KaitoModelArgs) -> Iterator[Problem]:
             "nodeSelector may keep the pod off it: leave it out unless the node surely carries it",
             "node-selector",
         )
+
+
+def _node_class(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """Karpenter mode exists from 0.11 (the chart's nodeProvisioner karpenter); a node class is
+    KAITO's choice of image for the NodePool it makes, so it means something only there."""
+    karpenter = args.node_provisioner == "karpenter"
+    if karpenter and chart is not None and chart.node_provisioner is None:
+        yield Problem.at(
+            "node_provisioner",
+            f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner",
+            "karpenter",
+        )
+    if args.node_class is None:
+        return
+    if chart is not None and args.node_class not in chart.node_classes:
+        why = f"KAITO {chart.version} has no node classes (they came with its Karpenter mode, in 0.11): remove it"
+    elif args.node_provisioning == "byo":
+        why = "with bring-your-own nodes KAITO makes no node, so a node class does nothing: remove it"
+    elif not karpenter:
+        why = (
+            "gpu-provisioner makes AKS agent pools of AKS's own node image; KAITO's node classes are for Karpenter "
+            "(`node_provisioner` karpenter): remove it, or use Karpenter"
+        )
+    else:
+        return
+    yield Problem.at("node_class", why, "node-class")
 
 
 def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:

@@ -11,11 +11,13 @@ from typing import Any
 import yaml
 
 from kaito_aks import catalog, policy
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs, load_balancer_of
 from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, InferenceSetSpec, InferenceSetTemplate
 from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from kaito_aks.kaito.workspace import (
     BYPASS_ANNOTATION,
     INFERENCE_CONFIG_KEY,
+    NODE_CLASS_ANNOTATION,
     RUNTIME_ANNOTATION,
     TUNING_CONFIG_KEY,
     AdapterSpec,
@@ -29,10 +31,9 @@ from kaito_aks.kaito.workspace import (
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.placement import match_labels, node_lookup_labels
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
-from kaito_aks.vocabulary import GpuDemand
+from kaito_aks.vocabulary import MANAGED_BY, GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Resources of a custom (CPU) serving container when none are given.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
 # The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
@@ -57,7 +58,13 @@ class ServicePlan:
     name: str
     selector: dict[str, str]
     target_port: int
-    load_balancer: bool
+    load_balancer: LoadBalancerArgs | None
+    allow_from: tuple[AllowFromArgs, ...] = ()
+
+    @property
+    def pods(self) -> dict[str, str]:
+        """Every pod of the model (each replica's, a multi-node instance's workers too)."""
+        return {GROUP_LABEL: self.selector[GROUP_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -144,7 +151,10 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     chart = catalog.kaito_charts()[args.kaito_version]
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
-    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
+    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else {}
+    if args.node_class is not None and auto:  # (the class's name in the chart: catalog/kaito_charts.yaml)
+        annotations[NODE_CLASS_ANNOTATION] = chart.node_classes[args.node_class]
+    annotations = annotations or None
     if args.tuning is not None:
         return _tuning_plan(args, args.tuning, resource, annotations)
     if policy.annotation_bypassed(args.bypass_checks):  # KAITO's own bypass of its GPU count and memory checks
@@ -167,7 +177,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             name=name,
             selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
             target_port=PRESET_PORT if args.model else args.port,
-            load_balancer=args.load_balancer,
+            load_balancer=load_balancer_of(args.load_balancer),
+            allow_from=tuple(args.allow_from),
         ),
         served_model=served_model_id(args, chart),
         gpu_nodes=_gpu_nodes(args, chart, preset, resource),

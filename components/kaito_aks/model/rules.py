@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from kaito_aks import catalog, policy
+from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.model.config import decoded_problems, max_model_len_problems, runtime_config_problems, tuning_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.placement import (
@@ -38,6 +39,8 @@ def model_findings(args: KaitoModelArgs) -> list[Problem]:
         *_source(args, chart),
         *placement_problems(args, chart),
         *tuning_problems(args, chart),
+        *load_balancer_problems(args.load_balancer),
+        *load_balancer_warnings(args.load_balancer),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.

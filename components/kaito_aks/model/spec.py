@@ -10,10 +10,11 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from kaito_aks import catalog
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
-from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, Secret, args_class
-from kaito_aks.vocabulary import NodeProvisioning
+from kaito_aks.schema import SWITCH, Check, Input, Matches, MaxItems, Range, Secret, args_class
+from kaito_aks.vocabulary import NodeClass, NodeProvisioner, NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -173,6 +174,13 @@ class KaitoModelArgs:
     """The Azure VM size KAITO creates nodes of (`node_provisioning` auto, where it is required),
     e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset. Leave it out with
     bring-your-own nodes."""
+    node_provisioner: NodeProvisioner = "gpu-provisioner"
+    """With `node_provisioning` auto: what makes KAITO's nodes, as the cluster's KAITO is set up:
+    gpu-provisioner or karpenter."""
+    node_class: NodeClass | None = None
+    """With Karpenter: the OS image of the model's nodes, KAITO's node class ubuntu
+    (image-family-ubuntu, Ubuntu 22.04) or azure-linux (image-family-azure-linux); default:
+    KAITO's default class (ubuntu)."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
         default_factory=list[AdapterArgs]
     )
@@ -187,8 +195,14 @@ class KaitoModelArgs:
     default: none (a gated preset then needs `model_access_secret`)."""
     model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
     """An existing Secret with key HF_TOKEN, instead of `hf_token`; default: none."""
-    load_balancer: bool = False
-    """Expose the endpoint through a LoadBalancer Service instead of ClusterIP."""
+    load_balancer: Annotated[bool | LoadBalancerArgs, SWITCH] = False
+    """Also expose the endpoint through a load balancer: true is an internal Azure one (an
+    address of the cluster's virtual network, open to private address space); settings choose
+    its client ranges or a public one (refused without `source_ranges`, and warned: KAITO's
+    servers authenticate no one). Default: in-cluster only (ClusterIP)."""
+    allow_from: Annotated[list[AllowFromArgs], MaxItems(50)] = field(default_factory=list[AllowFromArgs])
+    """Pods of other namespaces allowed to call the model (e.g. a gateway's); its NetworkPolicy
+    admits its own namespace and these only. Default: none."""
     port: Annotated[int, Range(1, 65535)] = 5000
     """Container port of a custom image."""
     args: list[str] | None = None

@@ -1,17 +1,19 @@
 """gpu-provisioner, the controller that makes KAITO's node auto-provisioning real on AKS: KAITO
 creates a NodeClaim per node a Workspace needs, gpu-provisioner creates an AKS agent pool of the
-Workspace's instance type for it. It runs as an Azure workload identity with Contributor on the
-cluster, as KAITO's own Terraform and docs install it."""
+Workspace's instance type for it. It runs as an Azure workload identity that may read, write and
+delete the cluster's agent pools and nothing else: a custom role of exactly the calls its code
+makes (KAITO's own Terraform and docs give it Contributor on the cluster)."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import field
 from typing import Annotated, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import containerservice
+from pulumi_azure_native import authorization, containerservice
 
 from kaito_aks import catalog
 from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
@@ -57,6 +59,12 @@ class ClusterRef(NamedTuple):
     name: str
 
 
+def agent_pool_role_guid(cluster_id: str) -> str:
+    """The GUID of the custom role of one cluster's gpu-provisioner: the same on every run and
+    for every program managing that cluster (a name-based UUID of its id), unique per cluster."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kaito-aks/gpu-provisioner/agent-pools{cluster_id.lower()}"))
+
+
 def cluster_ref(cluster_id: str) -> ClusterRef:
     """Subscription, resource group and name of an AKS cluster from its resource id."""
     match = CLUSTER_ID.fullmatch(cluster_id)
@@ -82,7 +90,7 @@ class GpuProvisionerArgs:
 
     cluster_id: Input[str]
     """The AKS cluster's resource id: its subscription, resource group and name, and the scope
-    of the identity's Contributor role."""
+    of the identity's role (its agent pools: read, write, delete)."""
     location: Input[str]
     """The cluster's Azure region (the node pools it creates go there)."""
     node_resource_group: Input[str]
@@ -164,7 +172,9 @@ def gpu_provisioner_values(
 
 class GpuProvisioner(pulumi.ComponentResource):
     """gpu-provisioner's Helm release with its WorkloadIdentity (managed identity, federated
-    credential for the chart's service account, Contributor on the cluster). The release waits
+    credential for the chart's service account, a custom role on the cluster with the agent pool
+    actions its code calls: read, write, delete; created in the cluster's resource group, so the
+    deployer needs Microsoft.Authorization/roleDefinitions/write there). The release waits
     for the identity, so its controller signs in on first start; Workspaces in auto mode should
     depend on this component, so nothing asks for nodes before something can make them, and
     `pulumi destroy` removes them (and KAITO's NodeClaims) while it still runs."""
@@ -180,6 +190,8 @@ class GpuProvisioner(pulumi.ComponentResource):
     identity_name: pulumi.Output[str]
     """The identity's Azure name."""
 
+    role: authorization.RoleDefinition
+    """Its custom role: the cluster's agent pools, read, write and delete."""
     identity: WorkloadIdentity
     release: k8s.helm.v3.Release
 
@@ -194,6 +206,7 @@ class GpuProvisioner(pulumi.ComponentResource):
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
         cluster = pulumi.Output.from_input(checked.cluster_id).apply(lambda given: _known_cluster(name, given))
+        self.role = self._agent_pool_role(name, checked, cluster, child_options(self, opts))
         self.identity = WorkloadIdentity(
             f"{name}-identity",
             WorkloadIdentityArgs(
@@ -204,7 +217,17 @@ class GpuProvisioner(pulumi.ComponentResource):
                 # one per cluster: programs whose clusters share a resource group do not collide
                 identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-gpu-provisioner"),
                 location=checked.location,
-                roles=[RoleGrantArgs(role=who.role, scope=checked.cluster_id)],
+                roles=[
+                    RoleGrantArgs(
+                        role_definition_id=pulumi.Output.all(
+                            cluster.apply(lambda c: c.subscription), self.role.name
+                        ).apply(
+                            lambda x: f"/subscriptions/{x[0]}/providers/Microsoft.Authorization/roleDefinitions/{x[1]}"
+                        ),
+                        scope=checked.cluster_id,
+                        name="agent-pools",
+                    )
+                ],
             ),
             opts=child_options(self, opts),
         )
@@ -242,6 +265,31 @@ class GpuProvisioner(pulumi.ComponentResource):
                 "principalId": self.principal_id,
                 "identityName": self.identity_name,
             }
+        )
+
+    @staticmethod
+    def _agent_pool_role(
+        name: str, args: GpuProvisionerArgs, cluster: pulumi.Output[ClusterRef], opts: pulumi.ResourceOptions
+    ) -> authorization.RoleDefinition:
+        """The custom role: exactly the actions of the calls gpu-provisioner's code makes
+        (catalog/gpu_provisioner_charts.yaml), assignable in the cluster's resource group (custom
+        roles are assignable at a management group, subscription or resource group)."""
+        group = cluster.apply(lambda c: f"/subscriptions/{c.subscription}/resourceGroups/{c.resource_group}")
+        guid = pulumi.Output.from_input(args.cluster_id).apply(agent_pool_role_guid)
+        return authorization.RoleDefinition(
+            f"{name}-agent-pools",
+            scope=group,
+            role_definition_id=guid,
+            # unique in the tenant: the cluster's name and its id's GUID
+            role_name=pulumi.Output.all(cluster.apply(lambda c: c.name), guid).apply(
+                lambda x: f"kaito-aks gpu-provisioner {x[0]} {x[1][:8]}"
+            ),
+            description="gpu-provisioner (KAITO node auto-provisioning): read, write and delete the agent pools of "
+            "one AKS cluster",
+            role_type="CustomRole",
+            permissions=[authorization.PermissionArgs(actions=catalog.gpu_provisioner_source().actions)],
+            assignable_scopes=[group],
+            opts=opts,
         )
 
     def _expect_workload_identity(

@@ -33,15 +33,6 @@ FORMER_TYPES = ("kaito-aks:kubernetes:KaitoOperator",)
 # fresh node takes a while.
 INSTALL_TIMEOUT_SECONDS = 900
 
-# Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
-KARPENTER_REFUSED = (
-    "Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet bootstrap token (a kube-system "
-    "Secret that AKS rotates), an SSH public key for the nodes and the id of the subnet the nodes join (of AKS's "
-    "managed VNet in the node resource group, or your own), none of which an AKS cluster resource exposes to a Pulumi "
-    "program (KAITO's and Karpenter's scripts read them with kubectl and az); use gpu-provisioner (the chart's default "
-    "provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
-)
-
 
 @args_class
 class KaitoOperatorArgs:
@@ -53,8 +44,10 @@ class KaitoOperatorArgs:
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
     node_provisioner: NodeProvisioner = "gpu-provisioner"
-    """With auto: what makes KAITO's NodeClaims into nodes; gpu-provisioner (install it with
-    `GpuProvisioner` and depend the models on it). karpenter is refused, with the reason."""
+    """With auto: what makes KAITO's nodes; gpu-provisioner (install it with `GpuProvisioner`) or
+    karpenter (0.11+, KAITO 0.12's recommendation: install it with `Karpenter` and deploy this
+    component after it, as KAITO exits when Karpenter does not answer in 120 s). Either way,
+    depend the models on the provisioner."""
     feature_gates: dict[str, bool] = field(default_factory=dict[str, bool])
     """Merged over the version's defaults; an unknown gate is refused (it would crash the controller)."""
     gpu_discovery: GpuDiscovery = "kaito"
@@ -77,12 +70,8 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         return [Problem.at("version", unsupported, "version")]
     chart = catalog.kaito_charts()[args.version]
     problems = gate_problems(("feature_gates",), args.feature_gates, chart)
-    if args.node_provisioner == "karpenter":
-        why = (
-            KARPENTER_REFUSED
-            if chart.node_provisioner is not None
-            else f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
-        )
+    if args.node_provisioner == "karpenter" and chart.node_provisioner is None:
+        why = f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
         problems.append(Problem.at("node_provisioner", why, "karpenter"))
     for key in args.values:
         if key not in chart.value_keys:
@@ -128,7 +117,7 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         problems.append(
             Problem(
                 ("values", Key("nodeProvisioner")),
-                "set by `node_provisioning` (byo | auto); remove it",
+                "set by `node_provisioning` (byo | auto) and `node_provisioner`; remove it",
                 "managed-value",
             )
         )
@@ -237,7 +226,10 @@ def kaito_chart_values(args: KaitoOperatorArgs) -> dict[str, Any]:
         "featureGates": {**chart.feature_gates, **args.feature_gates, "disableNodeAutoProvisioning": byo},
     }
     if chart.node_provisioner is not None:
-        values["nodeProvisioner"] = chart.node_provisioner.byo if byo else chart.node_provisioner.auto
+        modes = chart.node_provisioner
+        values["nodeProvisioner"] = (
+            modes.byo if byo else modes.karpenter if args.node_provisioner == "karpenter" else modes.auto
+        )
     if args.cluster_name is not None:
         values["clusterName"] = args.cluster_name
     if args.gpu_discovery == "external":

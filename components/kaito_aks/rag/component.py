@@ -13,7 +13,9 @@ import pulumi_kubernetes as k8s
 from kaito_aks import policy
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
+from kaito_aks.endpoints import network_policy, service_manifest
 from kaito_aks.kaito import ragengine as kaito
+from kaito_aks.model.component import SKIP_AWAIT
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import InvalidArgsError, Problem, raise_if
@@ -177,6 +179,7 @@ class RagEngine(pulumi.ComponentResource):
                 ),
             ),
         )
+        self._endpoint_access(name, plan, child)
         self.ready: ModelReady | None = None
         gate: pulumi.Output[Any] = self.rag_engine.id
         if plan.readiness is not None and args.wait_for_ready:
@@ -206,6 +209,30 @@ class RagEngine(pulumi.ComponentResource):
                 "apiVersion": self.api_version,
             }
         )
+
+    @staticmethod
+    def _endpoint_access(name: str, plan: RagEnginePlan, child: pulumi.ResourceOptions) -> None:
+        """Who may call the engine (its NetworkPolicy), and its load balancer when asked: a
+        Service of this component (internal unless said otherwise), beside KAITO's ClusterIP one."""
+        policy = network_policy(
+            plan.name, plan.namespace, plan.pods, list(plan.allow_from), plan.load_balancer, kaito.ENGINE_PORT
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
+        )
+        if plan.load_balancer is not None:
+            manifest = service_manifest(
+                plan.load_balancer_service,
+                plan.namespace,
+                plan.pods,
+                kaito.ENGINE_PORT,
+                kaito.SERVICE_PORT,
+                plan.load_balancer,
+                dict(SKIP_AWAIT),
+            )
+            k8s.core.v1.Service(
+                f"{name}/{plan.load_balancer_service}", metadata=manifest["metadata"], spec=manifest["spec"], opts=child
+            )
 
 
 def watched_object(plan: RagEnginePlan) -> Watched:

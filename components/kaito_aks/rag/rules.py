@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from kaito_aks import catalog, policy
+from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.kaito.go_url import parse_request_uri
 from kaito_aks.model.names import RESERVED_NAMESPACES
 from kaito_aks.problems import Key, Problem
@@ -64,6 +65,8 @@ def rag_engine_findings(args: RagEngineArgs) -> list[Problem]:
         *_storage(args, chart),
         *_guardrails(args, chart),
         *policy.bypass_problems(args.bypass_checks, [*policy.RAG_RULES, "namespace", "rag-no-pool"]),
+        *load_balancer_problems(args.load_balancer),
+        *load_balancer_warnings(args.load_balancer),
     ]
 
 

@@ -27,7 +27,7 @@ from kaito_aks.vocabulary import GpuDemand, selector_text
 from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, labels_of, text_at
 from kaito_aks.waits.args import check_wait_args
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
+from kaito_aks.waits.base import Check, ClusterWaitProvider, poll, wait_options
 from kaito_aks.waits.kube_client import Reader
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -226,7 +226,7 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
             "timeoutSeconds": timeout_minutes * 60,
             **dict.fromkeys(OUTPUTS),
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
 
     @classmethod
     def type_token(cls) -> str:

@@ -32,7 +32,7 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, segment, text_at
 from kaito_aks.waits.args import check_wait_args
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
+from kaito_aks.waits.base import Check, ClusterWaitProvider, poll, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 GROUP = "kaito.sh"
@@ -330,4 +330,4 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
             **access.props(),
             "unchecked": None,
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
