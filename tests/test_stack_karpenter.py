@@ -267,7 +267,6 @@ def test_a_node_class_where_kaito_makes_no_karpenter_node_pool_is_said_to_do_not
     assert any(w.startswith(expected) for w in said), said
 
 
-
 def test_karpenter_already_running_on_an_adopted_cluster_is_taken_as_it_is():
     ev = run(
         new(
