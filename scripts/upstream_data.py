@@ -23,6 +23,8 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     # the charts whose values the gateway sets: GAIE's body-based router (its Go module) and istiod
     python scripts/upstream_data.py body-based-routing --go-module --tag v1.3.0
     python scripts/upstream_data.py istiod --git <istio repo> --tag 1.29.6
+    # self-hosted Azure Karpenter, KAITO's node provisioner from 0.11 (nodeProvisioner: karpenter)
+    python scripts/upstream_data.py karpenter --git <karpenter-provider-azure repo> --tag v1.12.0
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -45,6 +47,14 @@ subset directory has no Go sources):
     skus.yaml           KAITO's Azure GPU SKU table (pkg/sku/azure_sku_handler.go)
     feature-gates.yaml  the feature gates KAITO's controller knows, with their defaults
     service-account.yaml  gpu-provisioner: the service account its controller runs as
+    azure-calls.yaml    gpu-provisioner: the Azure SDK clients its code builds and the methods of its
+                        agent pool client (the ARM calls its identity must be allowed)
+    pod-security.yaml   KAITO: the pod fields its code sets that Pod Security Admission levels
+                        judge (by file), and the models whose inference pods mount host paths
+    crds/<name>.yaml    Karpenter: its four CRDs (NodePool, NodeClaim, NodeOverlay, AKSNodeClass)
+                        as applied to a cluster, descriptions stripped, CEL rules kept
+    controller-env.yaml Karpenter: the environment variables its controller reads, and which of
+                        them it refuses to start without
 """
 
 from __future__ import annotations
@@ -79,6 +89,7 @@ REPOSITORIES = {
     "prometheus-operator": "https://github.com/prometheus-operator/prometheus-operator",
     "body-based-routing": "https://github.com/kubernetes-sigs/gateway-api-inference-extension",
     "istiod": "https://github.com/istio/istio",
+    "karpenter": "https://github.com/Azure/karpenter-provider-azure",
 }
 
 
@@ -297,6 +308,18 @@ def go_func_bodies(text: str, method: str) -> dict[str, str]:
     """Receiver type -> body of `func (*T) method(...)`, found by brace matching."""
     out = {}
     for m in re.finditer(rf"func \((?:\w+\s+)?\*?(\w+)\) {method}\([^)]*\)[^{{]*\{{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        out[m.group(1)] = text[m.end() : i - 1]
+    return out
+
+
+def go_method_bodies(text: str, receiver: str) -> dict[str, str]:
+    """Method name -> body of every `func (p *receiver) Name(...)`, found by brace matching."""
+    out = {}
+    for m in re.finditer(rf"func \((?:\w+\s+)?\*?{receiver}\) (\w+)\([^)]*\)[^{{]*\{{", text):
         depth, i = 1, m.end()
         while depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -554,6 +577,52 @@ def kaito_feature_gates(src: Source) -> dict[str, Any] | None:
     }
 
 
+# Pod fields the Pod Security Standards judge (kubernetes.io/docs/concepts/security/pod-security-standards):
+# KAITO's code setting none of them is what lets its pods run under the baseline level.
+POD_SECURITY_FIELDS = ("SecurityContext", "Privileged", "HostNetwork", "HostPID", "HostIPC", "HostPort", "HostPath")
+INTERFACE = "pkg/model/interface.go"
+PRESET_INFERENCES = "pkg/workspace/inference/preset_inferences.go"
+
+
+def _go_sources(src: Source, *roots: str) -> list[str]:
+    """The non-test Go files under `roots` (test doubles under pkg/fake left out)."""
+    return [
+        p
+        for root in roots
+        for p in src.listdir(root)
+        if p.endswith(".go") and not p.endswith("_test.go") and "/fake/" not in p
+    ]
+
+
+def kaito_pod_security(src: Source) -> dict[str, Any] | None:
+    """Where KAITO's code (pkg/) sets a pod field the Pod Security Standards judge, by field and
+    file; and the models whose inference pods 0.12 gives the node's CUDA toolkit as a hostPath
+    volume (RequiresCUDAToolkit: the architectures of RequiresDeepGEMM and the names of
+    RequiresFlashInfer, pkg/model/interface.go), with the node path (preset_inferences.go)."""
+    files = _go_sources(src, "pkg")
+    if not files:
+        return None
+    fields: dict[str, list[str]] = {}
+    for path in files:
+        found = src.read(path)
+        assert found is not None
+        for name in POD_SECURITY_FIELDS:
+            if re.search(rf"\b{name}:|\.{name}\s*=[^=]", found[1]):
+                fields.setdefault(name, []).append(path)
+    data: dict[str, Any] = {"podFields": {name: fields.get(name, []) for name in POD_SECURITY_FIELDS}}
+    interface = src.read(INTERFACE)
+    inferences = src.read(PRESET_INFERENCES)
+    bodies = go_method_bodies(interface[1], "PresetParam") if interface else {}
+    if "RequiresCUDAToolkit" in bodies and inferences is not None:
+        path = re.search(r'defaultCudaHomePath\s*=\s*"([^"]+)"', inferences[1])
+        data["cudaToolkitHostPath"] = {
+            "path": path[1] if path else None,
+            "architectures": re.findall(r'"(\w+)"', bodies.get("RequiresDeepGEMM", "")),
+            "presetNames": re.findall(r'"([\w.-]+)"', bodies.get("RequiresFlashInfer", "")),
+        }
+    return data
+
+
 def derive_kaito(src: Source) -> dict[str, Any]:
     files: dict[str, Any] = {}
     for name, candidates in KAITO_CRDS.items():
@@ -585,6 +654,9 @@ def derive_kaito(src: Source) -> dict[str, Any]:
     gates = kaito_feature_gates(src)
     if gates is not None:
         files["feature-gates.yaml"] = gates
+    pod_security = kaito_pod_security(src)
+    if pod_security is not None:
+        files["pod-security.yaml"] = pod_security
     files.update(bundled_chart(src, KAITO_SUBCHARTS, "flux2"))
     return files
 
@@ -650,6 +722,64 @@ def derive_gpu_provisioner(src: Source) -> dict[str, Any]:
             "namespace": "the release namespace" if "namespace: {{ .Release.Namespace }}" in text else None,
             "annotationsFromValues": {key: value for key, value in annotations},
         }
+    calls = gpu_provisioner_azure_calls(src)
+    if calls is not None:
+        files["azure-calls.yaml"] = calls
+    return files
+
+
+AZURE_CLIENT = "pkg/providers/instance/azure_client.go"
+
+
+def gpu_provisioner_azure_calls(src: Source) -> dict[str, Any] | None:
+    """The Azure SDK clients gpu-provisioner's code builds (every `arm<pkg>.New<X>Client(` in its
+    non-test Go files under pkg/ and cmd/), and the methods of its AgentPoolsAPI interface (the
+    only calls it makes through that client): what its identity's role must allow."""
+    files = _go_sources(src, "pkg", "cmd")
+    if not files:
+        return None
+    clients: dict[str, list[str]] = {}
+    for path in files:
+        found = src.read(path)
+        assert found is not None
+        for client in re.findall(r"\b(arm\w+\.New\w+Client)\(", found[1]):
+            clients.setdefault(client, []).append(path)
+    interface = src.read(AZURE_CLIENT)
+    methods: list[str] = []
+    if interface is not None:
+        body = re.search(r"type AgentPoolsAPI interface \{(.*?)\n\}", interface[1], re.S)
+        methods = re.findall(r"^\s*(\w+)\(", body[1], re.M) if body else []
+    return {"clients": clients, "agentPoolsApi": methods}
+
+
+KARPENTER_CHART = "charts/karpenter"
+KARPENTER_CRDS = "pkg/apis/crds"  # charts/karpenter/crds/* are symlinks to these
+KARPENTER_OPTIONS = "pkg/operator/options/options.go"
+KARPENTER_VALIDATION = "pkg/operator/options/options_validation.go"
+KARPENTER_AUTH = "pkg/auth/config.go"
+
+
+def derive_karpenter(src: Source) -> dict[str, Any]:
+    """The chart, its CRDs and the controller's environment: what it reads (each flag of
+    options.go falls back to the environment variable of its upper-cased name, pkg/auth/config.go
+    reads its own) and what it refuses to start without (validateRequiredFields; a subscription
+    for the Azure client)."""
+    files = chart_deriver(KARPENTER_CHART)(src)
+    for path in src.listdir(KARPENTER_CRDS):
+        found = src.read(path) if path.endswith(".yaml") else None
+        if found is not None:
+            crd = crd_manifest(found[1])
+            files[f"crds/{crd['metadata']['name']}.yaml"] = crd
+    options, validation, auth = src.read(KARPENTER_OPTIONS), src.read(KARPENTER_VALIDATION), src.read(KARPENTER_AUTH)
+    if options is not None and validation is not None and auth is not None:
+        flags = dict(re.findall(r'fs\.\w+\(&o\.\w+, "([a-z0-9-]+)", env\.WithDefault\w+\("([A-Z0-9_]+)"', options[1]))
+        reads = set(re.findall(r'WithDefault\w+\("([A-Z0-9_]+)"', options[1]))
+        reads |= set(re.findall(r'os\.Getenv\("([A-Z0-9_]+)"\)', auth[1]))
+        body = re.search(r"func \(o \*Options\) validateRequiredFields\(\) error \{(.*?)\n\}", validation[1], re.S)
+        required = [flags[f] for f in re.findall(r'missing field, ([a-z0-9-]+)"', body.group(1) if body else "")]
+        if re.search(r'\{cfg\.SubscriptionID, "subscription ID"\}', auth[1]):
+            required.append("AZURE_SUBSCRIPTION_ID")
+        files["controller-env.yaml"] = {"reads": sorted(reads), "required": required}
     return files
 
 
@@ -793,6 +923,7 @@ PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     **{project: chart_deriver(path) for project, (_, path) in GO_MODULE_CHARTS.items()},
     # istiod's chart: the values the gateway sets on it
     "istiod": chart_deriver("manifests/charts/istio-control/istio-discovery"),
+    "karpenter": derive_karpenter,
 }
 
 
@@ -864,7 +995,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("--dir needs --commit (the commit of the tag the files come from)")
         src = Source(tag=args.tag, commit=args.commit, directory=args.dir)
 
-    version = args.tag.removeprefix("v") if args.project == "kaito" else args.tag
+    version = args.tag.removeprefix("v") if args.project in ("kaito", "karpenter") else args.tag
     files = PROJECTS[args.project](src)
     if not files:
         raise SystemExit(f"no {args.project} upstream files found in {args.git or args.dir} at {args.tag}")

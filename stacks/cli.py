@@ -5,7 +5,7 @@ python -m stacks render <stack>... [--out DIR]   desired state as reviewable fil
 python -m stacks validate <stack>...             the config checks alone, every error at once
 python -m stacks status <stack>... [--watch] [--json]   what the deployed models are doing (reads the cluster)
 python -m stacks models list [--version V] [--json]
-python -m stacks models estimate <model> [--version V] [--pool VMSIZE] [--region R] [--json]
+python -m stacks models estimate <model> [--version V | --stack S] [--pool VMSIZE] [--region R] [--json]
 python -m stacks dashboard                       the Grafana dashboard of the models' metrics (JSON)
 """
 
@@ -73,14 +73,26 @@ def main(argv: list[str] | None = None) -> int:
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (
         ("list", "every model a KAITO version serves, what it needs, its licence and gating"),
-        ("estimate", "the smallest GPU SKUs per node count"),
+        ("estimate", "every GPU SKU that holds the model, with its node count, cheapest (or least GPU memory) first"),
     ):
         p = msub.add_parser(name, help=help_text)
         if name == "estimate":
             p.add_argument("preset", metavar="model", help="a preset name or (0.11+) a catalog Hugging Face id")
             p.add_argument("--pool", metavar="VMSIZE", help="how many nodes of this VM size one instance needs")
             p.add_argument("--region", default=DEFAULT_REGION, help=f"for prices (default: {DEFAULT_REGION})")
-        p.add_argument("--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version")
+            p.add_argument(
+                "--stack", help="the KAITO version of this stack (its Pulumi.<stack>.yaml) instead of --version"
+            )
+            p.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
+            p.add_argument(
+                "--version",
+                choices=list(catalog.kaito_charts()),
+                help=f"KAITO version (default: the newest this program installs, {newest_kaito()}, or --stack's)",
+            )
+        else:
+            p.add_argument(
+                "--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version"
+            )
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
 
     args = parser.parse_args(argv)
@@ -122,7 +134,35 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.models_command == "list":
         return _models_list(args.version, args.json)
-    return _models_estimate(args.preset, args.version, args.json, args.pool, args.region)
+    version = args.version or (stack_kaito_version(args.stack, args.dir) if args.stack else newest_kaito())
+    if version is None:
+        return 2
+    return _models_estimate(args.preset, version, args.json, args.pool, args.region)
+
+
+def newest_kaito() -> str:
+    """The newest KAITO release this program installs: what `models estimate` sizes for by default."""
+    return max(catalog.installable_kaito_versions(), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def stack_kaito_version(stack: str, root: Path) -> str | None:
+    """The KAITO release a stack runs (kaito.version, else its default: the add-on's or the
+    program's), or None when its file cannot be read (said on stderr)."""
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_file
+    from stacks.stackfile import StackFileError, read_stack_file
+
+    try:
+        f = read_stack_file(stack, root)
+    except (OSError, StackFileError) as err:
+        print(f"{stack}: {err}", file=sys.stderr)
+        return None
+    try:
+        return parse_stack_file(f).kaito.version
+    except StackConfigError:  # a stack with problems still names its release
+        section = f.config.get("kaito-aks:kaito")
+        given = section.get("version") if isinstance(section, dict) else None
+        return given if isinstance(given, str) and given in catalog.kaito_charts() else DEFAULT_VERSION
 
 
 def _positive(text: str) -> float:
@@ -168,6 +208,7 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
 def _validate(stacks: list[str], root: Path) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
+    from stacks.defaults import generation_note
     from stacks.errors import StackConfigError, located
     from stacks.load import foreign_keys, parse_stack_file
 
@@ -190,6 +231,9 @@ def _validate(stacks: list[str], root: Path) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
+        note = generation_note(cfg)
+        if note is not None:
+            print(f"{stack}: {note}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
@@ -283,6 +327,13 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
 
     chart = catalog.kaito_charts()[version]
     preset = catalog.find_preset(name, chart.preset_catalog)
+    if preset is None and not chart.accepts_hugging_face_ids and HF_MODEL_ID.match(name):
+        print(
+            f"{name} is a Hugging Face id, which KAITO takes from 0.11; KAITO {version} serves presets only: try "
+            f"--version {newest_kaito()}",
+            file=sys.stderr,
+        )
+        return 2
     if preset is None and chart.accepts_hugging_face_ids and HF_MODEL_ID.match(name):
         print(
             f"{name} is not in KAITO {version}'s model catalog: KAITO sizes it from Hugging Face when the "
@@ -299,24 +350,32 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
         return _estimate_pool(preset, chart, pool, as_json)
     prices = catalog.prices(region)
     rows = []
-    for nodes, skus in kaito_sizing.estimate(preset, chart.preset_catalog):
-        for s in skus:
-            price = prices.get(s.name)
-            rows.append(
-                {
-                    "nodes": nodes,
-                    "sku": s.name,
-                    "gpuModel": s.gpu_model,
-                    "gpusPerNode": s.gpu_count,
-                    "gpuMemoryGiBPerNode": s.gpu_mem_gib,
-                    "gpuMemoryGiBPerGpu": s.gpu_mem_gib_per_gpu,
-                    "localNvme": s.nvme,
-                    "usdPerHour": round(nodes * price.usd_per_hour, 4) if price else None,
-                    "priceSource": f"{price.source}, {region}, {price.effective_date}" if price else None,
-                }
-            )
-    # cheapest priced choice first; unpriced ones after, fewest nodes first
-    rows.sort(key=lambda r: (r["usdPerHour"] is None, r["usdPerHour"] or 0, r["nodes"], r["gpuMemoryGiBPerNode"]))
+    for s, nodes in kaito_sizing.estimate(preset, chart.preset_catalog):
+        price = prices.get(s.name)
+        rows.append(
+            {
+                "nodes": nodes,
+                "sku": s.name,
+                "gpuModel": s.gpu_model,
+                "gpusPerNode": s.gpu_count,
+                "gpuMemoryGiBPerNode": s.gpu_mem_gib,
+                "gpuMemoryGiBPerGpu": s.gpu_mem_gib_per_gpu,
+                "localNvme": s.nvme,
+                "usdPerHour": round(nodes * price.usd_per_hour, 4) if price else None,
+                "priceSource": f"{price.source}, {region}, {price.effective_date}" if price else None,
+            }
+        )
+    # cheapest priced choice first; unpriced ones after, by the GPU memory they take in all (the
+    # 8-GPU sizes among them), then fewest nodes
+    rows.sort(
+        key=lambda r: (
+            r["usdPerHour"] is None,
+            r["usdPerHour"] or 0,
+            r["nodes"] * r["gpuMemoryGiBPerNode"],
+            r["nodes"],
+            r["sku"],
+        )
+    )
     unusable = {n: s.unusable for n, s in catalog.gpu_skus(chart.sku_catalog).items() if s.unusable}
     if as_json:
         print(

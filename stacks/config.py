@@ -12,10 +12,11 @@ give the configuration reference (docs/configuration.md).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Optional, cast
+from typing import Annotated, Any, Literal, Optional, cast
 
 import typing_extensions
 from pydantic import BeforeValidator, ConfigDict, TypeAdapter
@@ -23,14 +24,17 @@ from pydantic import BeforeValidator, ConfigDict, TypeAdapter
 from kaito_aks.azure.aks_cluster import AksClusterArgs
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
+from kaito_aks.operators.karpenter import KarpenterArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
+from kaito_aks.pod_security import namespace_level
 from kaito_aks.problems import PathPart, Problem, camel
 from kaito_aks.rag.spec import RagEngineArgs
-from kaito_aks.schema import REQUIRED, SHAPED, Field, Range, fields
+from kaito_aks.schema import REQUIRED, SHAPED, Field, MaxItems, Range, fields, optional_of
 from kaito_aks.serving.dashboard import VllmDashboardArgs
 from kaito_aks.serving.gateway import InferenceGatewayArgs
 from kaito_aks.serving.keda import KedaAutoscalingArgs
@@ -40,6 +44,11 @@ from kaito_aks.vocabulary import GpuDiscovery
 
 PROJECT = "kaito-aks"
 DEFAULT_KAITO_VERSION = "0.8.1"
+# The generations of the program's defaults (`kaito-aks:defaults`): a stack file without the key
+# keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
+# lists what each generation changes.
+Generation = Literal[1, 2]
+NEWEST_GENERATION = 2
 # Stand in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
@@ -88,9 +97,10 @@ class Take:
         for name in names:
             f = every[name]
             default = REQUIRED if name in self.required else (None if name in self.decided else f.default)
+            required = name in self.required
             out[name] = Field(
                 name=name,
-                type=f.type,
+                type=(optional_of(f.type) or f.type) if required else f.type,  # required: null is no value
                 doc=self.docs.get(name, f.doc),
                 owner=f.owner,
                 default=default,
@@ -179,13 +189,24 @@ MODEL_FILLED = (
     "wait_for_ready",
     "wait_for_gpu_nodes",
     "gpu_nodes_timeout_minutes",
+    "node_provisioner",
 )
 PROTECT = "Refuse to delete or replace it (production)."
 
 TOP = Section(
     "",
     "Top-level keys (namespace `kaito-aks:`)",
-    own={"create_namespaces": Own(bool, "Create the workspaces' namespaces (other than default).", True)},
+    own={
+        "create_namespaces": Own(bool, "Create the workspaces' namespaces (other than default).", True),
+        "defaults": Own(
+            Generation,
+            "The generation of this program's defaults the stack was made with: 1 (no key: the stacks made before "
+            "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), or 2 (a new stack: Karpenter "
+            "is KAITO 0.12's auto-mode provisioner on a cluster the stack creates); docs/upgrading.md lists what "
+            "each changes. Upgrading this program never changes a stack's generation.",
+            1,
+        ),
+    },
 )
 KUBECONFIG = Section(
     "cluster.kubeconfig",
@@ -200,9 +221,14 @@ AKS = Section(
         Take(
             AksClusterArgs,
             without=("existing", "keda"),  # (the KEDA add-on: autoscaling.keda addon)
+            decided=("node_subnet",),
             docs={
                 "location": "Azure region; default: `azure-native:location`",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
+                "node_subnet": "The subnet of the cluster's nodes: made with the cluster (addressSpace, "
+                "addressPrefix) or yours (subnetId). Default: made with the cluster when Karpenter is installed "
+                "(Karpenter must be given the nodes' subnet), else AKS's managed VNet. Set at creation only: a "
+                "cluster created without it keeps AKS's VNet (refused at deploy time, not applied).",
             },
         ),
     ),
@@ -214,7 +240,7 @@ EXISTING = Section(
     (
         Take(
             AksClusterArgs,
-            only=("resource_group", "name", "ai_toolchain_operator"),
+            only=("resource_group", "name", "ai_toolchain_operator", "kubelogin_mode"),
             docs={
                 "ai_toolchain_operator": "The cluster runs the AKS AI toolchain operator add-on (AKS's KAITO); "
                 "checked at deploy time."
@@ -229,13 +255,18 @@ KAITO = Section(
         Take(
             KaitoOperatorArgs,
             without=("node_groups", "cluster_name", "gpu_discovery"),
-            decided=("version", "node_provisioning"),
+            decided=("version", "node_provisioning", "node_provisioner"),
             docs={
                 "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
                 "the AKS add-on the release it runs on the cluster's Kubernetes minor (catalog/aks_add_on.yaml: "
                 "0.6.0 on 1.34, on a newer minor, or when the minor is not known).",
                 "node_provisioning": "byo: your GPU nodes (gpuNodePools), auto-provisioning off; auto: KAITO creates "
                 "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
+                "node_provisioner": "With auto: what makes KAITO's nodes: gpu-provisioner (an AKS node pool per "
+                "node) or karpenter (KAITO 0.11+: self-hosted Karpenter, its VMs from KAITO's node classes; "
+                "installed with a cluster this stack creates). Default: karpenter for KAITO 0.12 on cluster.aks "
+                "in a stack of `defaults: 2` (KAITO's own recommendation), gpu-provisioner otherwise (every stack "
+                "without the defaults key keeps it).",
             },
         ),
         Take(
@@ -262,7 +293,7 @@ KAITO = Section(
 GPU_PROVISIONER = Section(
     "gpuProvisioner",
     "gpu-provisioner, which turns KAITO's NodeClaims into AKS node pools (kaito.nodeProvisioning auto), and "
-    "its Azure workload identity (Contributor on the cluster).",
+    "its Azure workload identity (a custom role on the cluster: its agent pools, read, write, delete).",
     (
         Take(
             GpuProvisionerArgs,
@@ -281,6 +312,31 @@ GPU_PROVISIONER = Section(
             bool | None,
             "Whether the stack installs gpu-provisioner; default: on with kaito.nodeProvisioning auto when this "
             "stack installs KAITO on an AKS cluster (cluster.aks or cluster.existing).",
+        )
+    },
+)
+KARPENTER = Section(
+    "karpenter",
+    "Self-hosted Azure Karpenter, which makes KAITO's nodes with kaito.nodeProvisioner karpenter, and its Azure "
+    "workload identity (Virtual Machine Contributor, Network Contributor and Managed Identity Operator on the "
+    "node resource group; Network Contributor on the nodes' subnet).",
+    (
+        Take(
+            KarpenterArgs,
+            only=("version", "identity_name", "bootstrap_token_rotation", "values"),
+            decided=("version",),
+            docs={
+                "version": "Chart version: 1.12.0; default: the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0).",
+                "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
+                "<cluster name>-karpenter.",
+            },
+        ),
+    ),
+    own={
+        "install": Own(
+            bool | None,
+            "Whether the stack installs Karpenter; default: on with kaito.nodeProvisioner karpenter when this stack "
+            "installs KAITO on a cluster it creates (cluster.aks). false: Karpenter runs there already.",
         )
     },
 )
@@ -441,9 +497,24 @@ RAG_ENGINE = Section(
         ),
     },
 )
+ENDPOINTS = Section(
+    "endpoints",
+    "Who may call the models and RAG engines: each gets a NetworkPolicy admitting its own namespace, these, and "
+    "its load balancer's clients (enforced where the cluster has a policy engine; AKS clusters this stack creates "
+    "run Cilium).",
+    own={
+        "allow_from": Own(
+            Annotated[list[AllowFromArgs], MaxItems(50)],
+            "Namespaces (and, with podLabels, only their pods matching) allowed to call every workspace and RAG "
+            "engine of the stack, e.g. a gateway's or a monitoring namespace; an entry's own allowFrom adds to "
+            "these. Default: none.",
+        )
+    },
+)
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, WORKSPACE, RAG_ENGINE_OPERATOR)
-SECTIONS += (RAG_ENGINE, GATEWAY, AUTOSCALING, METRICS)
+SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, KARPENTER, WORKSPACE)
+SECTIONS += (RAG_ENGINE_OPERATOR,)
+SECTIONS += (RAG_ENGINE, ENDPOINTS, GATEWAY, AUTOSCALING, METRICS)
 
 
 def _empty_if_null(value: Any) -> Any:
@@ -466,12 +537,15 @@ FILE_KEYS: dict[str, Any] = {
     "gpu_node_pools": Annotated[list[POOL.schema], SOFT],
     "gpu_operator": GPU_OPERATOR.schema,
     "gpu_provisioner": GPU_PROVISIONER.schema,
+    "karpenter": KARPENTER.schema,
     "rag_engine_operator": RAG_ENGINE_OPERATOR.schema,
     "rag_engines": Annotated[list[RAG_ENGINE.schema], SOFT],
+    "endpoints": ENDPOINTS.schema,
     "create_namespaces": Annotated[bool, SOFT],
     "gateway": GATEWAY.schema,
     "autoscaling": AUTOSCALING.schema,
     "metrics": METRICS.schema,
+    "defaults": Annotated[Generation, SOFT],
 }
 TOP_KEYS = {camel(k) for k in FILE_KEYS}
 _FILE = typed_dict("file", FILE_KEYS, FILE_KEYS, extra="ignore")  # (the other keys: stacks/load.py says them)
@@ -494,7 +568,7 @@ class Placed:
     def where(self, problem: Problem) -> Problem:
         head = problem.path[0] if problem.path else None
         if isinstance(head, str) and head in self.filled:
-            return Problem((*self.filled[head], *problem.path[1:]), problem.message, problem.code)
+            return dataclasses.replace(problem, path=(*self.filled[head], *problem.path[1:]))
         return problem.under(*self.at)
 
 
@@ -509,6 +583,7 @@ class PoolConfig:
 class ModelConfig:
     args: KaitoModelArgs
     placed: Placed = Placed(())
+    warnings: tuple[Problem, ...] = ()  # its rules' warnings, relative to its args (the component logs them)
 
 
 @dataclass(frozen=True)
@@ -516,6 +591,7 @@ class RagEngineConfig:
     args: RagEngineArgs  # a workspace's endpoint: its in-cluster URL, the Output at `up`
     workspace: str | None = None  # the workspaces[] entry it answers with
     placed: Placed = Placed(())
+    warnings: tuple[Problem, ...] = ()  # its rules' warnings, relative to its args (the component logs them)
 
 
 @dataclass(frozen=True)
@@ -532,6 +608,8 @@ class StackConfig:
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
     gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
+    karpenter: KarpenterArgs | None  # None: not installed; its cluster inputs: placeholders
+    generation: Generation  # kaito-aks:defaults (1 when the file has no such key)
     given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
     rag_engines: tuple[RagEngineConfig, ...]
     rag_operator: RagEngineOperatorArgs | None  # None: not installed
@@ -572,3 +650,7 @@ class StackConfig:
             return ()
         used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
         return tuple(sorted(used - {"default"}))
+
+    def pod_security(self, namespace: str) -> str:
+        """The Pod Security level a namespace this stack creates enforces."""
+        return namespace_level(m for m in self.models if m.namespace == namespace)

@@ -9,16 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaito_aks import catalog
-from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.azure.aks_cluster import AksClusterArgs, NodeSubnetArgs
 from kaito_aks.model.placement import off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime
+from kaito_aks.operators.karpenter import DEFAULT_VERSION as KARPENTER_VERSION
 from kaito_aks.problems import Key, PathPart
-from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioning
-from stacks.config import DEFAULT_KAITO_VERSION
+from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioner, NodeProvisioning
+from stacks.config import DEFAULT_KAITO_VERSION, Generation, StackConfig
 from stacks.errors import secret_key
 
 Section = Mapping[str, Any]  # a section's keys as written, by arg name
@@ -35,11 +36,14 @@ class Written:
     kaito: Section = field(default_factory=dict[str, Any])
     gpu_operator: Section = field(default_factory=dict[str, Any])
     gpu_provisioner: Section = field(default_factory=dict[str, Any])
+    karpenter: Section = field(default_factory=dict[str, Any])
     rag_engine_operator: Section = field(default_factory=dict[str, Any])
     pools: tuple[Section | None, ...] = ()
     workspaces: tuple[Section | None, ...] = ()
     rag_engines: tuple[Section | None, ...] = ()
     create_namespaces: bool = True
+    endpoints: Section = field(default_factory=dict[str, Any])
+    generation: Generation = 1  # kaito-aks:defaults; 1 where the file does not say
     gateway: Section | None = None  # None: not written (no gateway)
     autoscaling: Section | None = None
     metrics: Section | None = None
@@ -99,6 +103,27 @@ def add_on_kaito_version(cluster: AksClusterArgs | None) -> str:
     return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
 
 
+def node_provisioner(written: Written, version: str, provisioning: NodeProvisioning, add_on: bool) -> NodeProvisioner:
+    """kaito.nodeProvisioner, else KAITO's recommendation where a stack made with generation-2
+    defaults can follow it: Karpenter for KAITO 0.12 in auto mode on a cluster the stack creates
+    with KAITO it installs (KAITO 0.12's docs call gpu-provisioner deprecated). Everything else,
+    and every stack file without `defaults: 2`, keeps gpu-provisioner: no stack changes its
+    provisioner because this program was upgraded."""
+    given = written.kaito.get("node_provisioner")
+    if given is not None:
+        return given
+    minor = ".".join(version.split(".")[:2])
+    recommended = (
+        written.generation >= 2
+        and minor == "0.12"
+        and provisioning == "auto"
+        and written.cluster_kind == "aks"
+        and kaito_installed(written.kaito, add_on)
+        and not add_on
+    )
+    return "karpenter" if recommended else "gpu-provisioner"
+
+
 def gpu_discovery(kaito: Section, gpu_operator_on: bool) -> GpuDiscovery:
     """Who labels the GPU nodes: the GPU Operator when this stack installs it, else KAITO's own."""
     return kaito.get("gpu_discovery") or ("external" if gpu_operator_on else "kaito")
@@ -121,6 +146,29 @@ def gpu_provisioner_on(written: Written, kaito: KaitoOperatorArgs, kaito_install
         return install
     auto = kaito.node_provisioning == "auto"
     return auto and kaito_install and written.is_azure and kaito.node_provisioner == "gpu-provisioner"
+
+
+def karpenter_on(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) -> bool:
+    """Karpenter makes the nodes of a KAITO this stack installs in Karpenter mode, on a cluster
+    the stack creates (which it creates with the nodes' subnet Karpenter must be given)."""
+    install = written.karpenter.get("install")
+    if install is not None:
+        return install
+    karpenter = kaito.node_provisioning == "auto" and kaito.node_provisioner == "karpenter"
+    return karpenter and kaito_install and written.cluster_kind == "aks"
+
+
+def karpenter_version(karpenter: Section, kaito_version: str) -> str:
+    """The Karpenter release KAITO pins for its release."""
+    return karpenter.get("version") or catalog.karpenter_for_kaito(kaito_version) or KARPENTER_VERSION
+
+
+def node_subnet(aks: Section, karpenter: bool) -> NodeSubnetArgs | None:
+    """cluster.aks.nodeSubnet, else one made with the cluster where Karpenter needs it."""
+    given: NodeSubnetArgs | None = aks.get("node_subnet")
+    if given is not None:
+        return given
+    return NodeSubnetArgs() if karpenter else None
 
 
 def gpu_provisioner_version(provisioner: Section, kaito_version: str) -> str:
@@ -154,7 +202,13 @@ def stack_wide_model_args(kaito: KaitoOperatorArgs, kaito_section: Section) -> d
     given = {k: kaito_section[k] for k in waits if k in kaito_section}
     forced = forced_runtime(kaito)
     runtime = {"runtime": forced} if forced is not None else {}
-    return {"kaito_version": kaito.version, "node_provisioning": kaito.node_provisioning, **given, **runtime}
+    return {
+        "kaito_version": kaito.version,
+        "node_provisioning": kaito.node_provisioning,
+        "node_provisioner": kaito.node_provisioner,
+        **given,
+        **runtime,
+    }
 
 
 def model_defaults(stack_wide: Mapping[str, Any], entry: Section) -> dict[str, Any]:
@@ -168,6 +222,7 @@ def stack_wide_paths(kaito: KaitoOperatorArgs) -> dict[str, tuple[PathPart, ...]
     paths: dict[str, tuple[PathPart, ...]] = {
         "kaito_version": ("kaito", "version"),
         "node_provisioning": ("kaito", "node_provisioning"),
+        "node_provisioner": ("kaito", "node_provisioner"),
         "wait_for_ready": ("kaito", "wait_for_ready"),
         "ready_timeout_minutes": ("kaito", "ready_timeout_minutes"),
         "wait_for_gpu_nodes": ("kaito", "wait_for_gpu_nodes"),
@@ -183,6 +238,12 @@ def stack_wide_paths(kaito: KaitoOperatorArgs) -> dict[str, tuple[PathPart, ...]
             Key("vLLM"),
         )
     return paths
+
+
+def allowed_callers(endpoints: Section, entry: Section) -> list[Any]:
+    """Who may call a workspace or RAG engine from another namespace: the stack's endpoints.allowFrom,
+    then the entry's own."""
+    return [*(endpoints.get("allow_from") or []), *(entry.get("allow_from") or [])]
 
 
 def cpu_model_on_system_pool(args: KaitoModelArgs, is_azure: bool) -> dict[str, str] | None:
@@ -251,3 +312,30 @@ def with_gateway_gate(kaito: Section, chart: catalog.KaitoChart | None) -> dict[
 def keda_add_on(written: Written) -> bool:
     """The AKS KEDA add-on is turned on for a cluster this stack creates when autoscaling asks for it."""
     return written.cluster_kind == "aks" and (written.autoscaling or {}).get("keda") == "addon"
+
+
+# ---------------------------------------------------------------- the generation of the defaults
+
+
+def generation_note(cfg: StackConfig) -> str | None:
+    """What the stack's generation of defaults (kaito-aks:defaults) decides for it, where that
+    differs between generations (None: nothing): today, KAITO 0.12's auto-mode provisioner on a
+    cluster the stack creates, when kaito.nodeProvisioner does not say it."""
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    decides = (
+        ".".join(cfg.kaito.version.split(".")[:2]) == "0.12"
+        and cfg.kaito.node_provisioning == "auto"
+        and created
+        and cfg.kaito_install
+        and not cfg.add_on
+        and "kaito.nodeProvisioner" not in cfg.given
+    )
+    if not decides:
+        return None
+    if cfg.generation == 1:
+        return (
+            "defaults generation 1 (the file has no kaito-aks:defaults): KAITO 0.12's nodes come from gpu-provisioner, "
+            "as they always have for this stack; a new stack writes `kaito-aks:defaults: 2` and gets Karpenter, "
+            "KAITO's recommendation (docs/upgrading.md)"
+        )
+    return "defaults generation 2: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"

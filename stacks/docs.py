@@ -10,13 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.azure.aks_cluster import SystemPoolArgs
+from kaito_aks.azure.aks_security import (
+    AdminArgs,
+    ApiServerArgs,
+    DefenderArgs,
+    EntraArgs,
+    MaintenanceWindowArgs,
+    UpgradeArgs,
+)
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.model.spec import AdapterArgs, TuningArgs
 from kaito_aks.problems import camel, rename
 from kaito_aks.provider import SCHEMA_FILE, schema_text
 from kaito_aks.rag.spec import EmbeddingArgs, GuardrailsArgs, InferenceServiceArgs, RagComputeArgs, StorageArgs
 from kaito_aks.schema import Field, constraint_text, default_text, describe, fields, summary
-from kaito_aks.serving.gateway import EntraArgs, GatewayTlsArgs
+from kaito_aks.serving.gateway import GatewayEntraArgs, GatewayTlsArgs
 from kaito_aks.serving.spec import ModelAutoscaleArgs
 from stacks import config
 
@@ -31,9 +40,17 @@ NESTED: list[tuple[str, type]] = [
     ("ragEngines[].storage", StorageArgs),
     ("ragEngines[].guardrails", GuardrailsArgs),
     ("ragEngines[].embedding", EmbeddingArgs),
+    ("cluster.aks.entra", EntraArgs),
+    ("cluster.aks.entra.admins[]", AdminArgs),
+    ("cluster.aks.apiServer", ApiServerArgs),
+    ("cluster.aks.upgrade", UpgradeArgs),
+    ("cluster.aks.upgrade.window", MaintenanceWindowArgs),
+    ("cluster.aks.defender", DefenderArgs),
+    ("workspaces[].loadBalancer, ragEngines[].loadBalancer", LoadBalancerArgs),
+    ("workspaces[].allowFrom[], ragEngines[].allowFrom[], endpoints.allowFrom[]", AllowFromArgs),
     ("workspaces[].autoscale", ModelAutoscaleArgs),
     ("gateway.tls", GatewayTlsArgs),
-    ("gateway.entra", EntraArgs),
+    ("gateway.entra", GatewayEntraArgs),
 ]
 
 
@@ -106,9 +123,57 @@ EXAMPLE_BLOCKS = {
     "example-python-auto": (EXAMPLES / "python" / "auto_provisioning.py", "python", LIBRARY),
     "example-python-rag": (EXAMPLES / "python" / "rag_engine.py", "python", LIBRARY),
     "example-python-add-on": (EXAMPLES / "python" / "add_on.py", "python", LIBRARY),
+    "example-python-karpenter": (EXAMPLES / "python" / "karpenter.py", "python", LIBRARY),
     "example-python-test": (EXAMPLES / "python" / "test_program.py", "python", LIBRARY),
     "example-yaml": (EXAMPLES / "yaml" / "Pulumi.yaml", "yaml", LIBRARY),
 }
+
+
+KAITO_RULES = ROOT / "docs" / "kaito-rules.md"
+POLICY_BLOCK = "policy"
+_KIND_WORDS = {
+    "denied": "KAITO denies",
+    "cannot-serve": "cannot serve",
+    "stricter": "stricter",
+    "exposed": "not exposed",
+    "program": "not built",
+    "invalid": "malformed",
+    "warning": "warning",
+}
+_BYPASS_WORDS = {"program": "`bypassChecks`", "kaito-annotation": "`bypassChecks`: KAITO's annotation"}
+
+
+def policy_table() -> str:
+    """The audit table of every rule code, from kaito_aks.policy (the one place the policy is)."""
+    from kaito_aks import policy
+
+    sections = (
+        ("A model (`workspaces[]`, `KaitoModel`)", policy.MODEL_RULES),
+        ("A RAG engine (`ragEngines[]`, `RagEngine`)", policy.RAG_RULES),
+        ("The operators, pools and clusters", policy.COMPONENT_RULES),
+        ("The stack as a whole", policy.STACK_RULES),
+        ("Serving: the gateway, autoscaling and metrics", policy.SERVING_RULES),
+    )
+    lines: list[str] = []
+    for title, rules in sections:
+        lines += [
+            "",
+            f"**{title}**",
+            "",
+            "| code | kind | way past | about | evidence (file:line at the tags) |",
+            "|---|---|---|---|---|",
+        ]
+        for code, rule in sorted(rules.items(), key=lambda item: (list(_KIND_WORDS).index(item[1].kind), item[0])):
+            past = _BYPASS_WORDS.get(rule.bypass or "", "")
+            evidence = rule.evidence.replace("|", "\\|")
+            lines.append(f"| `{code}` | {_KIND_WORDS[rule.kind]} | {past} | {rule.about} | {evidence} |")
+    lines += [
+        "",
+        "Malformed values (a wrong type, out of range, unknown key): "
+        + ", ".join(f"`{c}`" for c in policy.INVALID_CODES)
+        + ".",
+    ]
+    return "\n".join(lines).lstrip("\n") + "\n"
 
 
 def configuration_page() -> str:
@@ -202,10 +267,11 @@ def _type(spec: Mapping[str, Any]) -> str:
 
 
 def write() -> None:
-    """Regenerate components/schema.json, docs/api.md from it, docs/configuration.md and the
-    example blocks of the pages that show them."""
+    """Regenerate components/schema.json, docs/api.md from it, docs/configuration.md, the
+    example blocks of the pages that show them and the policy table of docs/kaito-rules.md."""
     SCHEMA_FILE.write_text(schema_text())
     API.write_text(api_page())
     CONFIGURATION.write_text(configuration_page())
     for name, (_, _, page) in EXAMPLE_BLOCKS.items():
         marked_block(page, name, example_block(name))
+    marked_block(KAITO_RULES, POLICY_BLOCK, policy_table())

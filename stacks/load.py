@@ -14,23 +14,28 @@ from typing import Any, cast
 
 import pulumi
 
-from kaito_aks import catalog
-from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems
+from kaito_aks import catalog, policy
+from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems, aks_cluster_warnings
+from kaito_aks.azure.aks_security import is_production
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
-from kaito_aks.model.component import check_model
+from kaito_aks.endpoints import INTERNAL_LB, AllowFromArgs, load_balancer_of
+from kaito_aks.model.component import judge_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.placement import cpu_on_gpu_pools
-from kaito_aks.model.rules import model_warnings
+from kaito_aks.model.rules import SIZING_UNAFFECTED
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import with_driver
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs, gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs, gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_operator_problems
+from kaito_aks.operators.karpenter import KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs, karpenter_problems
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs, ragengine_operator_problems
+from kaito_aks.pod_security import host_path_reason
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
-from kaito_aks.rag.component import check_rag_engine
+from kaito_aks.rag.component import judge_rag_engine
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import collect, unusable
@@ -93,13 +98,15 @@ def stack_config(
     secret_values: StackSecrets = StackSecrets(),
     azure_location: str | None = None,
     base_dir: Path | None = None,
+    stack: str = "",
 ) -> StackConfig:
     """Check raw config values (keyed by their name in the kaito-aks namespace, already
-    decoded) and map them onto the components' args. `secrets` names the secret keys that are
-    set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
-    --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
-    read from (default: the working directory, where `pulumi up` runs the program). Raises
-    StackConfigError listing every problem, each at its config path."""
+        decoded) and map them onto the components' args. `secrets` names the secret keys that are
+        set; `plaintext_secrets` those set without --secret; `encrypted` the other keys set with
+        --secret (their values in `raw` when known). `base_dir`: where a relative kubeconfig path is
+        read from (default: the working directory, where `pulumi up` runs the program); `stack`: the
+    stack's name (a stack named prod gets production's warnings). Raises
+        StackConfigError listing every problem, each at its config path."""
     problems = key_problems(raw, encrypted, plaintext_secrets)
     raw = _without_nested_secrets(raw, problems)
     if "cluster" not in raw:
@@ -108,12 +115,25 @@ def stack_config(
             problems.append(Problem((Key(f"{PROJECT}:cluster"),), why, "required"))
         raise StackConfigError(problems)
     written, shape = read_file(raw)
-    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location)
-    found = judge(cfg, written, base_dir, tied)
+    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location, stack)
+    found, cfg = judge(cfg, written, base_dir, tied)
     problems += shape + beside_shape(found, shape)
     if problems:
-        raise StackConfigError(problems)
+        raise StackConfigError(_once(problems))
     return cfg
+
+
+def _once(problems: list[Problem]) -> list[Problem]:
+    """Each problem once: two components may say the same thing at one path (a release the
+    operator and the models both find unsupported)."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[Problem] = []
+    for p in problems:
+        key = (p.path, p.code, p.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def key_problems(
@@ -212,11 +232,14 @@ def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
             kaito=values.get("kaito") or {},
             gpu_operator=values.get("gpu_operator") or {},
             gpu_provisioner=values.get("gpu_provisioner") or {},
+            karpenter=values.get("karpenter") or {},
             rag_engine_operator=values.get("rag_engine_operator") or {},
             pools=tuple(values.get("gpu_node_pools") or ()),
             workspaces=tuple(values.get("workspaces") or ()),
             rag_engines=tuple(values.get("rag_engines") or ()),
             create_namespaces=values.get("create_namespaces", True) is not False,
+            endpoints=values.get("endpoints") or {},
+            generation=values.get("defaults") or 1,
             gateway=_section(values.get("gateway")),
             autoscaling=_section(values.get("autoscaling")),
             metrics=_section(values.get("metrics")),
@@ -243,18 +266,22 @@ def beside_shape(found: list[Problem], shape: list[Problem]) -> list[Problem]:
 # ---------------------------------------------------------------- the components' args
 
 
-def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> tuple[StackConfig, list[Problem]]:
+def assemble(
+    written: Written, secrets: Secrets, azure_location: str | None, stack: str = ""
+) -> tuple[StackConfig, list[Problem]]:
     """The components' args from what the file writes and what the stack decides, each placed
     where it was written; the problems of tying a RAG engine to a workspace."""
     kubeconfig_cluster, aks_cluster = _cluster(written, secrets, azure_location)
     if aks_cluster is not None and defaults.keda_add_on(written):
         aks_cluster = dataclasses.replace(aks_cluster, keda=True)
     pools = _pools(written)
-    groups = [node_group(p.args, p.args.name or "") for p in pools]
     add_on = defaults.runs_add_on(aks_cluster)
     provisioning = defaults.node_provisioning(written.kaito, add_on)
     kaito_install = defaults.kaito_installed(written.kaito, add_on)
     gpu_operator_on = defaults.gpu_operator_on(written, provisioning == "auto")
+    groups = [node_group(p.args, p.args.name or "") for p in pools]
+    if gpu_operator_on:  # the stack's GPU Operator installs the driver the pools leave to it
+        groups = [with_driver(g) for g in groups]
     version = defaults.kaito_version(written.kaito, aks_cluster)
     gates = written.kaito.get("feature_gates", {})
     if written.gateway is not None and kaito_install:
@@ -262,7 +289,7 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     kaito = KaitoOperatorArgs(
         version=version,
         node_provisioning=provisioning,
-        node_provisioner=written.kaito.get("node_provisioner", "gpu-provisioner"),
+        node_provisioner=defaults.node_provisioner(written, version, provisioning, add_on),
         feature_gates=gates,
         values=written.kaito.get("values", {}),
         gpu_discovery=defaults.gpu_discovery(written.kaito, gpu_operator_on),
@@ -273,13 +300,26 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     metrics = serving.metrics_args(written, aks_cluster)
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None, metrics)
     served = serving.serving_args(written, kaito, [w.args for w in workspaces])
+    workspaces = [_admitting(w, serving.service_callers(w.args, served.autoscaling, metrics)) for w in workspaces]
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
-    warnings = [w.placed.where(p) for w in workspaces for p in model_warnings(w.args)]
+    karpenter = _karpenter(written, kaito, kaito_install)
+    if aks_cluster is not None and written.cluster_kind == "aks":
+        subnet = defaults.node_subnet(written.cluster or {}, karpenter is not None)
+        aks_cluster = dataclasses.replace(aks_cluster, node_subnet=subnet)
+    # (each model's and engine's own warnings are their rules', said by judge)
+    warnings = _pod_security_warnings(workspaces, written.create_namespaces)
+    if not written.is_azure:
+        warnings += _internal_elsewhere(workspaces, rag_engines)
+    protect = written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False)
+    if aks_cluster is not None:
+        production = is_production(stack, protect)
+        at = ("cluster", written.cluster_kind or "aks")
+        warnings += [p.under(*at) for p in aks_cluster_warnings(aks_cluster, production)]
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
-        cluster_protect=written.cluster_kind == "aks" and (written.cluster or {}).get("protect", False),
+        cluster_protect=protect,
         kaito=kaito,
         kaito_install=kaito_install,
         gpu_discovery_given=written.kaito.get("gpu_discovery") is not None,
@@ -287,6 +327,8 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
         pools=tuple(pools),
         gpu_operator=_gpu_operator(written, groups) if gpu_operator_on else None,
         gpu_provisioner=provisioner,
+        karpenter=karpenter,
+        generation=written.generation,
         given=_written_settings(written),
         rag_engines=tuple(rag_engines),
         rag_operator=RagEngineOperatorArgs(version=kaito.version, values=written.rag_engine_operator.get("values", {}))
@@ -297,7 +339,11 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
         has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=knows_pools,
-        warnings=(*warnings, *_provisioner_warnings(provisioner, kaito.version)),
+        warnings=(
+            *warnings,
+            *_provisioner_warnings(provisioner, kaito.version),
+            *_karpenter_warnings(written, karpenter),
+        ),
         gateway=served.gateway,
         autoscaling=served.autoscaling,
         metrics=served.metrics,
@@ -305,6 +351,55 @@ def assemble(written: Written, secrets: Secrets, azure_location: str | None) -> 
     )
     cfg = dataclasses.replace(cfg, warnings=(*cfg.warnings, *serving.warnings(cfg, written)))
     return cfg, tied
+
+
+def _admitting(model: ModelConfig, callers: list[AllowFromArgs]) -> ModelConfig:
+    """The model with its NetworkPolicy admitting `callers` too (the service's pieces it serves)."""
+    if not callers:
+        return model
+    args = dataclasses.replace(model.args, allow_from=[*model.args.allow_from, *callers])
+    return dataclasses.replace(model, args=args)
+
+
+def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:
+    """A model whose pods mount a host directory makes the namespace the stack creates for it
+    privileged (Pod Security's baseline refuses host paths): said at the model, with what that
+    opens. In `default` (or a namespace not created here) its pods are admitted by whatever
+    labels the namespace has."""
+    found: list[Problem] = []
+    for w in workspaces:
+        why = host_path_reason(w.args)
+        if why is None or not create_namespaces or w.args.namespace == "default":
+            continue
+        found.append(
+            w.placed.where(
+                Problem.at(
+                    "model",
+                    f"{why}, which Pod Security's baseline level refuses: namespace {w.args.namespace} is created at the "
+                    "privileged level, so any pod there may run privileged; give such models a namespace of their own",
+                    "pod-security",
+                )
+            )
+        )
+    return found
+
+
+def _internal_elsewhere(workspaces: list[ModelConfig], rag_engines: list[RagEngineConfig]) -> list[Problem]:
+    """An internal load balancer on a cluster this stack does not know is AKS: the annotation
+    that makes it internal is Azure's."""
+    found: list[Problem] = []
+    entries = [(w.args.load_balancer, w.placed) for w in workspaces] + [
+        (e.args.load_balancer, e.placed) for e in rag_engines
+    ]
+    for value, placed in entries:
+        lb = load_balancer_of(value)
+        if lb is not None and lb.internal and not lb.annotations:
+            why = (
+                f"internal through Azure's annotation ({INTERNAL_LB}); on another cloud give that cloud's "
+                "internal load balancer annotation in `annotations`, or its load balancer may be public"
+            )
+            found.append(placed.where(Problem.at("load_balancer", why, "load-balancer-cloud")))
+    return found
 
 
 def _cluster(
@@ -364,6 +459,33 @@ def _gpu_provisioner(written: Written, kaito: KaitoOperatorArgs, kaito_install: 
     )
 
 
+def _karpenter(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) -> KarpenterArgs | None:
+    if not defaults.karpenter_on(written, kaito, kaito_install):
+        return None
+    chosen = written.karpenter
+    return KarpenterArgs(
+        # the cluster's outputs, filled in by the program; stand-ins the rules accept
+        cluster_id=FROM_CLUSTER_ID,
+        location=FROM_CLUSTER,
+        node_resource_group=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        api_server_endpoint=FROM_CLUSTER,
+        kubelet_identity=KubeletIdentityArgs(client_id=FROM_CLUSTER, resource_id=FROM_CLUSTER),
+        network=KarpenterNetworkArgs(
+            subnet_id=FROM_CLUSTER,
+            vnet_guid=FROM_CLUSTER,
+            plugin=FROM_CLUSTER,
+            plugin_mode=FROM_CLUSTER,
+            policy=FROM_CLUSTER,
+            dataplane=FROM_CLUSTER,
+        ),
+        version=defaults.karpenter_version(chosen, kaito.version),
+        identity_name=chosen.get("identity_name"),
+        bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        values=chosen.get("values", {}),
+    )
+
+
 def _written_settings(written: Written) -> frozenset[str]:
     """The settings the file writes whose default depends on others (the rules tell a written
     one from a decided one)."""
@@ -374,6 +496,11 @@ def _written_settings(written: Written) -> frozenset[str]:
         "gpuOperator.enabled": written.gpu_operator.get("enabled") is not None,
         "gpuProvisioner.install": written.gpu_provisioner.get("install") is not None,
         "gpuProvisioner": any(k != "install" for k in written.gpu_provisioner),
+        "karpenter.install": written.karpenter.get("install") is not None,
+        "karpenter": any(k != "install" for k in written.karpenter),
+        "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
+        and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
         "ragEngineOperator": any(k != "install" for k in written.rag_engine_operator),
     }
@@ -398,6 +525,7 @@ def _models(
         if entry is None:
             continue
         given = {k: v for k, v in entry.items() if v is not None and k not in serving.OWN_KEYS}
+        given["allow_from"] = defaults.allowed_callers(written.endpoints, given)
         args = KaitoModelArgs(
             **defaults.model_defaults(stack_wide, given) | given,
             hf_token=hf_token,
@@ -425,6 +553,7 @@ def _rag_engines(
             continue
         placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")})
         given = {k: v for k, v in entry.items() if v is not None and k not in ("workspace", "context_window_size")}
+        given["allow_from"] = defaults.allowed_callers(written.endpoints, given)
         workspace: str | None = entry.get("workspace")
         service, found = _llm_of(entry, given, workspace, by_key, version)
         problems += [placed.where(p) for p in found]
@@ -516,28 +645,55 @@ def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -
     )
 
 
+def _karpenter_warnings(written: Written, karpenter: KarpenterArgs | None) -> tuple[Problem, ...]:
+    """Karpenter needs the nodes' subnet, which a cluster gets only when it is created: a stack of
+    the first generation of defaults may have created its cluster without one."""
+    if karpenter is None or written.generation >= 2 or written.cluster_kind != "aks":
+        return ()
+    return (
+        Problem(
+            ("kaito", "node_provisioner"),
+            "Karpenter needs the cluster's nodes in a subnet it is given (cluster.aks.nodeSubnet), which AKS sets "
+            "only when it creates the cluster: a cluster this stack created earlier keeps AKS's managed VNet, and "
+            "`pulumi up` refuses Karpenter there; use it with a new cluster (docs/upgrading.md)",
+            "karpenter-subnet",
+        ),
+    )
+
+
 # ---------------------------------------------------------------- every rule, at config paths
 
 
-def judge(cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]) -> list[Problem]:
+def judge(
+    cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]
+) -> tuple[list[Problem], StackConfig]:
     """The components' own rules, each problem where its arg was written, then what only a whole
     stack can get wrong (stacks/rules.py: `tied`, those of tying RAG engines to workspaces, with
-    them) and the pools' budget (stacks/budget.py)."""
+    them) and the pools' budget (stacks/budget.py): the errors, and the config with every warning
+    (`warnings`, at config paths; each workspace's and engine's own, for its component to log)."""
     found = tied + _cluster_problems(cfg, written, base_dir)
     found += [p for pool in cfg.pools for p in map(pool.placed.where, gpu_node_pool_problems(pool.args))]
     found += _operator_problems(cfg)
-    model_found, sound = _model_problems(cfg, written)
+    workspaces, model_found, model_warned = _model_problems(cfg, written)
     found += model_found
-    for engine in cfg.rag_engines:  # (with the add-on, ragEngines are refused as a whole)
-        found += [p for p in map(engine.placed.where, check_rag_engine(engine.args)[1]) if not _add_on_release(cfg, p)]
+    engines, engine_found, engine_warned = _engine_problems(cfg, tied)
+    found += engine_found
     found += rules.check(cfg)
     found += serving.check(cfg, written) + list(serving.own_key_problems(cfg, written))
-    found += budget.check(cfg, sound)
+    sound = [w for w in workspaces if w.sizable]
+    found += budget.check(cfg, [w.config for w in sound])
     found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
     if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
         refused = [p.path for p in found if p.code == "add-on"]
         found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
-    return found
+    warnings = [*cfg.warnings, *model_warned, *engine_warned, *policy.warnings_of(found)]
+    cfg = dataclasses.replace(
+        cfg,
+        workspaces=tuple(w.config for w in workspaces),
+        rag_engines=engines,
+        warnings=tuple(_once(warnings)),
+    )
+    return policy.errors_of(found), cfg
 
 
 def _add_on_release(cfg: StackConfig, problem: Problem) -> bool:
@@ -566,9 +722,14 @@ def at_pools(problem: Problem, pools: Sequence[PoolConfig]) -> Problem | None:
     return None
 
 
+# What the stack's own rules (driver, discovery) or its models' (spot) say of the pools in its terms
+STACK_SAYS = frozenset({"discovery-driver", "discovery", "gpu-driver", "spot-pool"})
+
+
 def _operator_problems(cfg: StackConfig) -> list[Problem]:
     found: list[Problem] = []
-    operator = kaito_operator_problems(cfg.kaito)
+    # who installs the pools' driver, and who discovers their GPUs: the stack's own rules say it in its terms
+    operator = [p for p in kaito_operator_problems(cfg.kaito) if p.code not in STACK_SAYS]
     if cfg.add_on:  # refused at kaito.install, which says why: not the add-on's release again
         operator = [p for p in operator if p.path != ("version",)]
     if not cfg.kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
@@ -579,26 +740,69 @@ def _operator_problems(cfg: StackConfig) -> list[Problem]:
         found += [at_pools(p, cfg.pools) or p.under("gpuOperator") for p in gpu_operator_problems(cfg.gpu_operator)]
     if cfg.gpu_provisioner is not None:
         found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(cfg.gpu_provisioner)]
+    if cfg.karpenter is not None:
+        found += [p.under("karpenter") for p in karpenter_problems(cfg.karpenter)]
     if cfg.rag_operator is not None:
         rag = ragengine_operator_problems(cfg.rag_operator)
         found += [p.under("ragEngineOperator") for p in rag if p.path != ("version",)]
     return found
 
 
-def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[Problem], list[ModelConfig]]:
+@dataclasses.dataclass(frozen=True)
+class _Judged:
+    config: ModelConfig
+    sizable: bool  # its problems (if any) leave KAITO's sizing of it unchanged: it counts in the pools' budget
+
+
+def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], list[Problem], list[Problem]]:
     """Each model's own rules (and, on a cluster it adopts, no CPU model on the pools the stack
-    adds), at config paths in the stack's words; and the models they found nothing wrong with."""
+    adds), at config paths in the stack's words: the models with their warnings, the errors, and
+    the warnings at config paths."""
     groups = cfg.kaito.node_groups
     found: list[Problem] = []
-    sound: list[ModelConfig] = []
+    warned: list[Problem] = []
+    judged_models: list[_Judged] = []
     for w in cfg.workspaces:
-        own = check_model(w.args)[1]
+        _, own, warnings = judge_model(w.args)
         if written.cluster_kind == "existing" and w.args.node_groups is None:
-            own += list(cpu_on_gpu_pools(w.args, groups))
-        if not own:
-            sound.append(w)
+            errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
+            own, warnings = own + errors, warnings + more
+        if cfg.create_namespaces:
+            own, warnings = rules.created_namespace(own, warnings, w.args.namespace)
+        sizable = all(p.code in SIZING_UNAFFECTED for p in own)
+        judged_models.append(_Judged(dataclasses.replace(w, warnings=tuple(warnings)), sizable))
         found += [rules.stack_wording(at_pools(p, cfg.pools) or w.placed.where(p), w.args) for p in own]
-    return found, sound
+        warned += [rules.stack_wording(_at_workspace(p, w, cfg), w.args) for p in warnings]
+    return judged_models, found, warned
+
+
+def _at_workspace(problem: Problem, w: ModelConfig, cfg: StackConfig) -> Problem:
+    """A model's warning at its config path: the pools' entries, or the workspace's (one that the
+    pools are not known is about the workspace as a whole)."""
+    if problem.code == "unsized":
+        return w.placed.where(dataclasses.replace(problem, path=()))
+    return at_pools(problem, cfg.pools) or w.placed.where(problem)
+
+
+def _engine_problems(
+    cfg: StackConfig, tied: list[Problem]
+) -> tuple[tuple[RagEngineConfig, ...], list[Problem], list[Problem]]:
+    """Each RAG engine's own rules at config paths (with the add-on, ragEngines are refused as a
+    whole); an engine whose workspace could not be tied is not also told it lacks an LLM."""
+    untied = {p.path[:2] for p in tied if p.code in ("rag-workspace", "rag-llm")}
+    found: list[Problem] = []
+    warned: list[Problem] = []
+    engines: list[RagEngineConfig] = []
+    for engine in cfg.rag_engines:
+        _, own, warnings = judge_rag_engine(engine.args)
+        if cfg.create_namespaces:
+            own, warnings = rules.created_namespace(own, warnings, engine.args.namespace)
+        if engine.placed.at[:2] in untied:
+            own = [p for p in own if p.code != "inference-service"]
+        found += [p for p in map(engine.placed.where, own) if not _add_on_release(cfg, p)]
+        warned += [engine.placed.where(p) for p in warnings]
+        engines.append(dataclasses.replace(engine, warnings=tuple(warnings)))
+    return tuple(engines), found, warned
 
 
 def parse_stack_file(f: StackFile) -> StackConfig:
@@ -628,6 +832,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
             encrypted=[k for k in encrypted if k not in SECRET_KEYS],
             azure_location=f.config.get("azure-native:location"),
             base_dir=f.path.parent if f.path is not None else None,
+            stack=f.name,
         )
     except StackConfigError as err:
         raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None
@@ -750,6 +955,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
             encrypted=encrypted,
             secret_values=secrets,
             azure_location=engine.get("azure-native:location"),
+            stack=pulumi.get_stack(),
         )
     except StackConfigError as err:
         problems += err.problems

@@ -1,6 +1,7 @@
 """The Pulumi program: one checked stack config in, components out, in dependency order.
 
     cluster -> GPU node pools -> { GPU Operator || KAITO operator || gpu-provisioner } -> models
+    cluster -> Karpenter -> KAITO operator -> models                  (Karpenter mode)
 
 (KAITO installed elsewhere, the AKS add-on's included: cluster -> KAITO serving -> models.)
 
@@ -16,7 +17,7 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
@@ -27,7 +28,9 @@ from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
+from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
+from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.rag.component import RagEngine, watched_object
 from kaito_aks.serving.dashboard import VllmDashboard
 from kaito_aks.serving.gateway import InferenceGateway
@@ -70,14 +73,25 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     if isinstance(cluster, AksCluster):
         for p in cfg.pools:
             args = dataclasses.replace(
-                p.args, cluster_name=cluster.cluster_name, resource_group_name=cluster.resource_group_name
+                p.args,
+                cluster_name=cluster.cluster_name,
+                resource_group_name=cluster.resource_group_name,
+                # a cluster with a subnet of its own keeps every pool in it
+                vnet_subnet_id=cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None,
             )
             pools.append(GpuNodePool(p.args.name or "", args, opts=pulumi.ResourceOptions(protect=p.protect or None)))
     # In-cluster work starts once the GPU nodes exist.
     on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
 
     gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
-    kaito = KaitoOperator("kaito", cfg.kaito, opts=on_cluster) if cfg.kaito_install else None
+    karpenter = _karpenter(cfg, cluster, on_cluster)
+    # KAITO in Karpenter mode exits unless Karpenter answers within 120 s of its start
+    kaito_opts = (
+        pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[*pools, karpenter])
+        if karpenter
+        else on_cluster
+    )
+    kaito = KaitoOperator("kaito", cfg.kaito, opts=kaito_opts) if cfg.kaito_install else None
     provisioner = None
     if cfg.gpu_provisioner is not None:
         assert isinstance(cluster, AksCluster)
@@ -94,10 +108,18 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
         )
         for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
             pulumi.log.warn(warning.text("schema"), resource=provisioner)
+    for warning in cfg.warnings:  # the stack's own (the components log theirs)
+        if (
+            warning.code in policy.STACK_RULES
+            and warning.code not in SERVING_WARNINGS
+            and warning.path[:1] != ("gpuProvisioner",)
+        ):
+            pulumi.log.warn(warning.text("schema"))
+    # The namespaces it creates admit only pods of the strictest Pod Security level KAITO's pass.
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=pod_security_labels(cfg.pod_security(ns))),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
         )
         for ns in cfg.namespaces
@@ -109,17 +131,32 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     serving = _serving(cfg, cluster)
-    operators = (r for r in (kaito, gpu_operator, provisioner, serving.keda) if r is not None)
+    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
-        [(f"{args.namespace}/{args.name}", Judged(_through(args, serving.gateway))) for args in cfg.models],
+        # judged by load_stack, with their warnings (each model logs its own)
+        [
+            (f"{w.args.namespace}/{w.args.name}", Judged(_through(w.args, serving.gateway), w.warnings))
+            for w in cfg.workspaces
+        ],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
-    )  # (judged by load_stack)
-    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner, namespaces)
+    )
+    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner or karpenter, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
     _export_serving(cfg, group, serving)
+    if karpenter is not None:
+        pulumi.export(
+            "karpenter",
+            {
+                "namespace": karpenter.namespace,
+                "identityName": karpenter.identity_name,
+                "clientId": karpenter.client_id,
+                "principalId": karpenter.principal_id,
+                "bootstrapTokenId": karpenter.bootstrap_token_id,
+            },
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,8 +173,6 @@ def _serving(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> Servi
     drop the ScaledObjects its finalizer guards)."""
     opts = pulumi.ResourceOptions(providers=[cluster.provider])
     gateway = InferenceGateway("gateway", cfg.gateway, opts=opts) if cfg.gateway is not None else None
-    # issue 29 seam: the model NetworkPolicies must let the gateway's pods (serving.gateway_clients)
-    # and keda-kaito-scaler (serving.keda.scaler_clients) reach the models' pods.
     keda = KedaAutoscaling("autoscaling", cfg.autoscaling, opts=opts) if cfg.autoscaling is not None else None
     for warning in (w for w in cfg.warnings if w.code in SERVING_WARNINGS):  # (validate says them too)
         pulumi.log.warn(warning.text("schema"), resource=gateway or keda)
@@ -150,6 +185,35 @@ def _through(args: KaitoModelArgs, gateway: InferenceGateway | None) -> KaitoMod
     if args.gateway is None or gateway is None:
         return args
     return dataclasses.replace(args, gateway=GatewayRefArgs(name=gateway.gateway_name, namespace=gateway.namespace))
+
+
+def _karpenter(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, opts: pulumi.ResourceOptions
+) -> Karpenter | None:
+    """Karpenter, on the cluster this stack creates: every value from the cluster's outputs."""
+    if cfg.karpenter is None:
+        return None
+    assert isinstance(cluster, AksCluster)
+    args: KarpenterArgs = dataclasses.replace(
+        cfg.karpenter,
+        cluster_id=cluster.cluster_id,
+        location=cluster.location,
+        node_resource_group=cluster.node_resource_group,
+        oidc_issuer_url=cluster.oidc_issuer_url,
+        api_server_endpoint=cluster.api_server_endpoint,
+        kubelet_identity=KubeletIdentityArgs(
+            client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
+        ),
+        network=KarpenterNetworkArgs(
+            subnet_id=cluster.node_subnet_id,
+            vnet_guid=cluster.vnet_guid,
+            plugin=cluster.network_plugin,
+            plugin_mode=cluster.network_plugin_mode,
+            policy=cluster.network_policy,
+            dataplane=cluster.network_dataplane,
+        ),
+    )
+    return Karpenter("karpenter", args, opts=opts)
 
 
 def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:
@@ -196,7 +260,7 @@ def _rag_engines(
     group: ModelGroup,
     kaito: KaitoOperator | None,
     kaito_ready: KaitoReady | None,
-    provisioner: GpuProvisioner | None,
+    provisioner: GpuProvisioner | Karpenter | None,
     namespaces: dict[str, k8s.core.v1.Namespace],
 ) -> dict[str, RagEngine]:
     """KAITO's RAGEngine operator and the engines. An engine over a workspace takes the model's
@@ -272,6 +336,7 @@ def _export(
             },
             "gpuOperator": {"version": cfg.gpu_operator.version} if cfg.gpu_operator else None,
             "gpuProvisioner": {"version": cfg.gpu_provisioner.version} if cfg.gpu_provisioner else None,
+            **({"karpenter": {"version": cfg.karpenter.version}} if cfg.karpenter else {}),
             "ragEngineOperator": {"version": cfg.rag_operator.version} if cfg.rag_operator else None,
         },
     )

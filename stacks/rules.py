@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.model.names import claimed_names, name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
@@ -30,10 +30,16 @@ HINTS = {
     "replicas-fit": ESTIMATE,
 }
 INSTEAD = {
-    "gated": "{model} is gated on Hugging Face: run `pulumi config set --secret hfToken <token>`, or set "
-    "modelAccessSecret to an existing Secret with key HF_TOKEN",
+    "gated": "KAITO admits this, but {model} is gated on Hugging Face and KAITO's pod downloads it with the "
+    "modelAccessSecret's token only (answered 401 without one): run `pulumi config set --secret hfToken <token>`, or "
+    "set modelAccessSecret to an existing Secret with key HF_TOKEN",
+    "gated-secret": 'KAITO {version} denies it ("This preset requires authentication and needs a modelAccessSecret"): '
+    "run `pulumi config set --secret hfToken <token>`, or set modelAccessSecret to an existing Secret with key HF_TOKEN",
     "no-pools": "{name} needs GPU nodes but the stack has no gpuNodePools; add one (" + ESTIMATE + ")",
     "kubeconfig-twice": "the secret kaito-aks:kubeconfig already gives the kubeconfig; remove one of them",
+    "unsized": "KAITO sizes {model} against the GPU nodes it finds, and this stack does not know the cluster's GPU "
+    "pools (cluster.kubeconfig): KAITO's admission, its node estimate and the pools' budget are checked only by "
+    "`pulumi up`'s GPU-node wait, not before deploy (" + ESTIMATE + ")",
 }
 
 
@@ -46,10 +52,14 @@ def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Probl
         pool = f" --pool {sizes.pop()}" if len(sizes) == 1 else ""
         facts = {"model": args.model or "", "version": args.kaito_version, "name": args.name or "", "pool": pool}
     if problem.code in INSTEAD:
-        return dataclasses.replace(problem, message=INSTEAD[problem.code].format(**facts))
+        past = policy.way_past(problem.code) if problem.message.endswith(policy.way_past(problem.code)) else ""
+        return dataclasses.replace(problem, message=INSTEAD[problem.code].format(**facts) + past)
     hint = HINTS.get(problem.code)
     if hint is None:
         return problem
+    past = policy.way_past(problem.code)
+    if past and problem.message.endswith(past):  # the hint goes before the way past
+        return dataclasses.replace(problem, message=f"{problem.message[: -len(past)]}; {hint.format(**facts)}{past}")
     return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
@@ -59,6 +69,7 @@ def check(cfg: StackConfig) -> list[Problem]:
         *_cluster(cfg),
         *_kaito(cfg),
         *_nodes(cfg),
+        *_karpenter(cfg),
         *_add_on(cfg),
         *_gates(cfg),
         *_names(cfg),
@@ -73,7 +84,7 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
         yield Problem(
             ("ragEngineOperator",),
             "configures a RAGEngine operator this stack does not install (it installs one when it has ragEngines and "
-            "installs KAITO, or with ragEngineOperator.install: true); remove it",
+            "installs KAITO, or with ragEngineOperator.install: true), so it has no effect: remove it",
             "rag-operator",
         )
     if cfg.add_on and (cfg.rag_engines or cfg.rag_operator is not None):
@@ -103,6 +114,17 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
                 "name-collision",
             )
         taken.setdefault((args.namespace, args.name or ""), format_path(at, "schema"))
+        if args.load_balancer:
+            lb = f"{args.name}-lb"
+            owner = taken.get((args.namespace, lb))
+            if owner is not None:
+                yield Problem(
+                    (*at, "load_balancer"),
+                    f"{args.namespace}/{lb} is also a name {owner} creates; the engine's load balancer is a Service "
+                    "named <name>-lb, so rename one of them",
+                    "name-collision",
+                )
+            taken.setdefault((args.namespace, lb), format_path(at, "schema"))
         service = args.inference_service
         if service is not None and service.access_token is not None:
             yield Problem(
@@ -126,22 +148,24 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
         yield Problem(
             ("gpuNodePools",),
             "with kaito.nodeProvisioning auto KAITO creates a node of each workspace's instanceType and never uses "
-            "these pools (bring-your-own and auto-provisioning are mutually exclusive); remove them, or use byo",
+            "these pools (bring-your-own and auto-provisioning are mutually exclusive), so they only cost: remove them, "
+            "or use byo",
             "auto-pools",
         )
     if auto and cfg.gpu_operator is not None and "gpuOperator.enabled" in cfg.given:
         yield Problem(
             ("gpuOperator", "enabled"),
-            "the nodes KAITO creates get AKS's GPU driver and KAITO's device plugin; the GPU Operator would install a "
-            "second driver on them: remove it",
+            "the nodes KAITO creates get AKS's GPU driver and KAITO's device plugin; the GPU Operator's own driver "
+            "and device plugin may fight them there: remove it unless you need it",
             "auto-gpu-operator",
         )
     provisioner_asked = "gpuProvisioner.install" in cfg.given and cfg.gpu_provisioner is not None
     if cfg.gpu_provisioner is not None and not auto:
         yield Problem(
             ("gpuProvisioner", "install"),
-            "gpu-provisioner serves kaito.nodeProvisioning auto; with byo nothing asks it for nodes: remove it",
-            "provisioner",
+            "gpu-provisioner serves kaito.nodeProvisioning auto; with byo nothing asks it for nodes, so it has no "
+            "effect: remove it",
+            "provisioner-unused",
         )
     elif provisioner_asked and cfg.kubeconfig_cluster is not None:
         yield Problem(
@@ -154,8 +178,8 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
         yield Problem(
             ("gpuProvisioner",),
             "configures a gpu-provisioner this stack does not install (it installs one with kaito.nodeProvisioning "
-            "auto and its own KAITO on AKS, or with gpuProvisioner.install: true); remove it",
-            "provisioner",
+            "auto and its own KAITO on AKS, or with gpuProvisioner.install: true), so it has no effect: remove it",
+            "provisioner-unused",
         )
     if not auto or not cfg.kaito_install or cfg.add_on:
         return
@@ -172,9 +196,67 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
     elif cfg.is_azure:
         yield Problem(
             ("gpuProvisioner", "install"),
-            "with kaito.nodeProvisioning auto KAITO's NodeClaims stay Pending without gpu-provisioner; leave it on "
-            "(the default), or set kaito.install: false where KAITO and its provisioner are installed already",
+            "KAITO admits the models, but with kaito.nodeProvisioning auto its NodeClaims stay Pending without "
+            "gpu-provisioner, so no node is ever made: leave it on (the default), or set kaito.install: false where "
+            "KAITO and its provisioner are installed already",
+            "provisioner-missing",
+        )
+
+
+KARPENTER_ON_CREATED = (
+    "this stack installs Karpenter with a cluster it creates (cluster.aks), which it creates with the subnet of "
+    "the nodes Karpenter must be given (cluster.aks.nodeSubnet)"
+)
+
+
+def _karpenter(cfg: StackConfig) -> Iterator[Problem]:
+    """Karpenter makes KAITO's nodes in Karpenter mode, on a cluster this stack creates; nothing
+    else asks it for nodes, and gpu-provisioner cannot share its cluster's subnet."""
+    auto = cfg.kaito.node_provisioning == "auto"
+    karpenter_mode = auto and cfg.kaito.node_provisioner == "karpenter"
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    if "karpenter" in cfg.given and cfg.karpenter is None:
+        yield Problem(
+            ("karpenter",),
+            "configures a Karpenter this stack does not install (it installs one with kaito.nodeProvisioner karpenter "
+            "and its own KAITO on a cluster it creates, or with karpenter.install: true); remove it",
+            "karpenter",
+        )
+    if cfg.karpenter is not None and not karpenter_mode:
+        yield Problem(
+            ("karpenter", "install"),
+            "Karpenter makes KAITO's nodes with kaito.nodeProvisioning auto and kaito.nodeProvisioner karpenter; "
+            "without them nothing asks it for nodes: remove it",
+            "karpenter",
+        )
+    elif cfg.karpenter is not None and not created:
+        yield Problem(
+            ("karpenter", "install"),
+            f"{KARPENTER_ON_CREATED}; on this cluster set karpenter.install: false where Karpenter runs already, or "
+            "use kaito.nodeProvisioner gpu-provisioner",
+            "karpenter",
+        )
+    elif karpenter_mode and cfg.kaito_install and cfg.karpenter is None and "karpenter.install" not in cfg.given:
+        yield Problem(
+            ("kaito", "node_provisioner"),
+            f"{KARPENTER_ON_CREATED}; where Karpenter runs already set karpenter.install: false, or use "
+            "gpu-provisioner",
+            "karpenter",
+        )
+    if karpenter_mode and cfg.gpu_provisioner is not None:
+        yield Problem(
+            ("gpuProvisioner", "install"),
+            "KAITO in Karpenter mode (kaito.nodeProvisioner karpenter) asks gpu-provisioner for no node: remove it",
             "provisioner",
+        )
+    subnet = cfg.aks_cluster.node_subnet if cfg.aks_cluster is not None else None
+    if subnet is not None and cfg.gpu_provisioner is not None:
+        yield Problem(
+            ("cluster", "aks", "node_subnet"),
+            "gpu-provisioner creates AKS node pools without a subnet, and AKS keeps all of a cluster's pools in one "
+            'VNet ("All or none of the agentpools should set vnetsubnetid"): use Karpenter (kaito.nodeProvisioner '
+            "karpenter), or remove nodeSubnet",
+            "node-subnet",
         )
 
 
@@ -258,7 +340,7 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
         yield Problem(
             ("kaito", "gpu_discovery"),
             "this stack installs the GPU Operator, which runs the device plugin, NFD and GFD; a second set from KAITO "
-            "fights it over GPUs and node labels: use external (the default) or disable gpuOperator",
+            "may fight it over GPUs and node labels: use external (the default) or disable gpuOperator",
             "discovery",
         )
     value_gates = cfg.kaito.values.get("featureGates")
@@ -274,7 +356,8 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             ("kaito", "feature_gates", Key("enableInferenceSetController")),
             f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "
             "inferenceset.kaito.sh/created-by=<name>; the InferenceSet controller adopts and deletes Workspaces with "
-            "that label for any InferenceSet of the same name in any namespace: leave the gate off",
+            "that label for any InferenceSet of the same name in any namespace, so an InferenceSet of a model's name "
+            "may take them over: leave the gate off",
             "inferenceset-gate",
         )
     if not cfg.kaito_install or cfg.add_on:  # the add-on's refusal comes with kaito.install's (review 3)
@@ -282,11 +365,12 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
             if given:
                 yield Problem(
                     ("kaito", key),
-                    "the AKS add-on offers no KAITO feature gates or chart values (its API is one switch); remove it"
+                    "the AKS add-on offers no KAITO feature gates or chart values (its API is one switch), so it has no "
+                    "effect: remove it"
                     if cfg.add_on
-                    else "configures the chart this stack installs; with kaito.install: false set it where KAITO is "
-                    "installed",
-                    "add-on" if cfg.add_on else "install",
+                    else "configures the chart this stack installs; with kaito.install: false it has no effect: set it "
+                    "where KAITO is installed",
+                    "add-on-ignored" if cfg.add_on else "install",
                 )
 
 
@@ -301,7 +385,7 @@ def _gates(cfg: StackConfig) -> Iterator[Problem]:
                 yield Problem(
                     (*w.placed.at, "runtime"),
                     "KAITO serves every model with transformers while kaito.featureGates.vLLM is false (it ignores "
-                    "kaito.sh/runtime): remove runtime, or turn the gate on",
+                    "kaito.sh/runtime), so it has no effect: remove runtime, or turn the gate on",
                     "runtime-gate",
                 )
     streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
@@ -323,7 +407,10 @@ def _names(cfg: StackConfig) -> Iterator[Problem]:
     `deploy_models` applies too)."""
     labelled = [(format_path(w.placed.at, "schema"), w.args) for w in cfg.workspaces]
     for j, problem in [*name_collisions(labelled), *cpu_on_provisioned_gpu_nodes(labelled)]:
-        yield problem.under(*cfg.workspaces[j].placed.at)
+        # judged with the bypass_checks of the model it is about (a bypassed one: a warning)
+        errors, warnings = policy.verdict([problem], cfg.workspaces[j].args.bypass_checks)
+        for said in [*errors, *warnings]:
+            yield said.under(*cfg.workspaces[j].placed.at)
 
 
 def _pools(cfg: StackConfig) -> Iterator[Problem]:
@@ -349,13 +436,34 @@ def _pools(cfg: StackConfig) -> Iterator[Problem]:
                 "pool-name",
             )
         seen.add(name)
-        if pool.args.gpu_driver == "operator" and cfg.gpu_operator is None:
+        if pool.args.gpu_driver == "operator" and cfg.gpu_operator is None and cfg.kaito.node_provisioning == "byo":
             yield Problem(
                 (*at, "gpu_driver"),
-                "operator means AKS skips the driver and the GPU Operator installs it, but gpuOperator is disabled; "
-                "enable it or use gpuDriver: aks",
+                "KAITO admits the models, but operator means AKS skips the driver and the GPU Operator installs it, and "
+                "gpuOperator is disabled: with no driver GPU Feature Discovery never labels the nodes, so KAITO denies "
+                'every preset on them ("Failed to get GPU config from nvidia labels"); enable it or use gpuDriver: aks',
                 "driver",
             )
         dropped = dropped_by(chart, pool.args.vm_size) if chart is not None else None
         if dropped is not None and vm_size_problem(pool.args.vm_size) is None:
             yield Problem((*at, "vm_size"), dropped, "pool-sku-version")
+
+
+def created_namespace(
+    errors: list[Problem], warnings: list[Problem], namespace: str
+) -> tuple[list[Problem], list[Problem]]:
+    """The stack creates the namespace of each workspace and engine (createNamespaces): one of
+    the cluster's or an operator's exists already, so KAITO's indifference (a warning) becomes
+    the stack's refusal."""
+    owned = [p for p in warnings if p.code == "namespace"]
+    refused = [
+        dataclasses.replace(
+            p,
+            message=f"{namespace} exists already or belongs to an operator release, and this stack creates the "
+            "namespace of each workspace and engine (createNamespaces): use a namespace of your own, or set "
+            "createNamespaces: false",
+            code="create-namespace",
+        )
+        for p in owned
+    ]
+    return errors + refused, [p for p in warnings if p.code != "namespace"]

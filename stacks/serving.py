@@ -12,12 +12,13 @@ from typing import Any
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
 from kaito_aks.serving.dashboard import VllmDashboardArgs
-from kaito_aks.serving.gateway import InferenceGatewayArgs, gateway_clients, inference_gateway_warnings
+from kaito_aks.serving.gateway import InferenceGatewayArgs, inference_gateway_warnings
 from kaito_aks.serving.keda import KedaAutoscalingArgs, scaler_clients
 from kaito_aks.serving.spec import GatewayRefArgs, ModelMetricsArgs
 from stacks import defaults
@@ -73,23 +74,23 @@ def model_serving(
     )
 
 
-def serving_callers(
-    args: KaitoModelArgs, gateway: InferenceGatewayArgs | None, keda: KedaAutoscalingArgs | None
-) -> list[dict[str, Any]]:
-    """Who must reach a model's pods for it to serve as part of the service: the gateway's pods
-    (a routed model: its pods on 5000, its endpoint picker on 9002) and keda-kaito-scaler (an
-    autoscaled one: its Services on 80), as {namespace, pod_labels}.
-
-    SEAM (issue 29, branch `security`, not on main yet): its model NetworkPolicies admit the
-    model's own namespace and `KaitoModelArgs.allow_from` ({namespace, pod_labels}); once it
-    lands, `model_serving` adds these to `allow_from` (a Prometheus in another namespace is the
-    stack's `allow_from` to give)."""
-    callers: list[dict[str, Any]] = []
-    if args.gateway is not None and gateway is not None:
-        callers += gateway_clients(gateway)
+def service_callers(
+    args: KaitoModelArgs, keda: KedaAutoscalingArgs | None, metrics: ModelMetricsArgs | None
+) -> list[AllowFromArgs]:
+    """Who else must reach a model's pods for it to serve as part of the service, for its
+    NetworkPolicy: keda-kaito-scaler (an autoscaled model: it scrapes each replica's Service on
+    port 80) and AKS's managed Prometheus (a scraped one: its collectors run in kube-system). The
+    gateway's pods the model admits itself (`gateway`); a Prometheus of your own is
+    `endpoints.allowFrom`."""
+    callers: list[AllowFromArgs] = []
     if args.autoscale is not None and keda is not None:
         callers += scaler_clients(keda)
+    if args.metrics is not None and metrics is not None and metrics.flavour == "azureManagedPrometheus":
+        callers.append(AllowFromArgs(namespace=MANAGED_PROMETHEUS_NAMESPACE))
     return callers
+
+
+MANAGED_PROMETHEUS_NAMESPACE = "kube-system"  # where AKS runs the metrics add-on's collectors (ama-metrics)
 
 
 def metrics_args(written: Written, cluster: AksClusterArgs | None) -> ModelMetricsArgs | None:

@@ -36,3 +36,14 @@ def errors_of(cfg: dict[str, Any], **kw: Any) -> list[str]:
         run(cfg, monitor=monitor, **kw)
     assert monitor.registrations == [], "resources were registered before the config error"
     return err.value.lines
+
+
+def warnings_of(cfg: dict[str, Any], *, hf_token: str | None = None, unsized: bool = False) -> list[str]:
+    """The warnings a stack config is accepted with (it must be accepted), as `validate` prints
+    them (without the file's lines); `unsized`: with those that a kubeconfig cluster's GPU pools
+    are not known (one per GPU preset there)."""
+    from stacks.load import stack_config
+
+    raw = {k.removeprefix("kaito-aks:"): v for k, v in cfg.items() if k.startswith("kaito-aks:")}
+    checked = stack_config(raw, secrets=["hfToken"] if hf_token else [], azure_location="eastus2")
+    return [w.text("schema") for w in checked.warnings if unsized or w.code != "unsized"]

@@ -82,7 +82,7 @@ def test_models_estimate_takes_catalog_ids_and_says_when_it_cannot(capsys):
     assert main(["models", "estimate", "foo/NotAModel", "--version", "0.12.0"]) == 2
     assert "sizes it from Hugging Face" in capsys.readouterr().err
     assert main(["models", "estimate", "deepseek-ai/DeepSeek-V3.2", "--version", "0.8.1"]) == 2
-    assert "unknown KAITO 0.8.1 preset" in capsys.readouterr().err
+    assert "a Hugging Face id, which KAITO takes from 0.11; KAITO 0.8.1 serves presets only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_models_estimate_takes_catalog_ids_and_says_when_it_cannot(capsys):
         for p in sorted({*catalog.presets(chart.preset_catalog), *catalog.catalog_models(chart.preset_catalog)})
     ],
 )
-def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, version, preset):
+def test_models_estimate_gives_every_fitting_sku_with_kaitos_node_count(capsys, version, preset):
     chart = catalog.kaito_charts()[version]
     p = catalog.find_preset(preset, chart.preset_catalog)
     assert p is not None
@@ -112,9 +112,36 @@ def test_models_estimate_gives_the_smallest_fitting_skus_per_node_count(capsys, 
         assert option["gpuMemoryGiBPerGpu"] == mem / s.gpu_count
         assert s.gpu_count >= p.gpu_count
         assert kaito_sizing.nodes_for(p, s, chart.preset_catalog) == n  # KAITO's own count for this size
-        # nothing with less memory per node fits in exactly n nodes
-        smaller = [o for o in skus.values() if o.vendor == "nvidia" and not o.unusable and o.gpu_mem_gib < mem]
-        assert not [o for o in smaller if kaito_sizing.nodes_for(p, o, chart.preset_catalog) == n]
+    # every usable size that holds it (within 16 nodes) is listed, the 8-GPU ones too (issue 28)
+    fits = {
+        name
+        for name, s in skus.items()
+        if s.vendor == "nvidia"
+        and not s.unusable
+        and (n := kaito_sizing.nodes_for(p, s, chart.preset_catalog)) is not None
+        and n <= 16
+    }
+    assert {o["sku"] for o in answer["options"]} == fits
+    # unpriced: ranked by the GPU memory they take in all, then nodes
+    costs = [(o["nodes"] * o["gpuMemoryGiBPerNode"], o["nodes"]) for o in answer["options"]]
+    assert costs == sorted(costs)
+
+
+def test_models_estimate_lists_every_size_that_fits(capsys):
+    """Issue 28: llama-3.3-70b-instruct's 8-GPU and 4-GPU sizes were dropped for having more memory
+    per node than NC80adis_H100; and the default release was 0.8.1, where Hugging Face ids are unknown."""
+    assert main(["models", "estimate", "llama-3.3-70b-instruct"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith("(KAITO 0.12.0)")  # the newest release this program installs
+    for size in ("Standard_ND96asr_A100_v4", "Standard_NC96ads_A100_v4", "Standard_ND96isr_H200_v5"):
+        assert f"  {size} (" in out, out
+    assert main(["models", "estimate", "meta-llama/Llama-3.3-70B-Instruct", "--version", "0.8.1"]) == 2
+    assert "Hugging Face id, which KAITO takes from 0.11" in capsys.readouterr().err
+    assert main(["models", "estimate", "meta-llama/Llama-3.3-70B-Instruct"]) == 0
+    # a stack's own release, with --stack
+    capsys.readouterr()
+    assert main(["models", "estimate", "llama-3.3-70b-instruct", "--stack", "dev"]) == 0  # dev runs 0.8.1
+    assert capsys.readouterr().out.splitlines()[0].endswith("(KAITO 0.8.1)")
 
 
 def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):
@@ -127,7 +154,7 @@ def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):
     assert set(answer["unusable"]) == m60 | retired
     assert "compute capability 5.2" in answer["unusable"]["Standard_NV12s_v3"]
     assert "Azure retired it on 2025-09-30" in answer["unusable"]["Standard_NC6s_v3"]
-    assert main(["models", "estimate", "phi-4-mini-instruct"]) == 0
+    assert main(["models", "estimate", "phi-4-mini-instruct", "--version", "0.8.1"]) == 0
     out = capsys.readouterr().out
     assert "not suggested: Standard_NV12" in out
     assert "PER GPU" in out
@@ -140,7 +167,7 @@ def test_estimate_with_a_pool_gives_the_node_count_or_a_did_you_mean(capsys):
     assert answer["problem"] is None
     assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV36ads_A10"]) == 1
     assert "did you mean Standard_NV36ads_A10_v5" in capsys.readouterr().err
-    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV12s_v3"]) == 1
+    assert main(["models", "estimate", "phi-4-mini-instruct", "--pool", "Standard_NV12s_v3", "--version", "0.8.1"]) == 1
     assert "compute capability 5.2" in capsys.readouterr().err
 
 
@@ -157,9 +184,9 @@ def test_prices_order_the_suggestions_and_cost_the_stack(monkeypatch, capsys):
     monkeypatch.setattr(
         catalog, "prices", lambda region: {k: catalog.Price.model_validate(v) for k, v in table.items()}
     )
-    answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct")
+    answer = cli_json(capsys, "models", "estimate", "phi-4-mini-instruct", "--version", "0.8.1")
     priced = [o for o in answer["options"] if o["usdPerHour"] is not None]
-    assert [o["sku"] for o in priced] == ["Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3"]
+    assert [o["sku"] for o in priced] == ["Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3", "Standard_NV36ads_A10_v5"]
     assert answer["options"][: len(priced)] == priced  # priced first, cheapest first
     assert priced[0]["priceSource"] == "test table, eastus, 2026-01-01"
     from stacks.load import parse_stack_file
@@ -257,6 +284,13 @@ def test_the_configuration_reference_is_generated_from_the_schema():
     from stacks.docs import CONFIGURATION, configuration_page
 
     assert CONFIGURATION.read_text() == configuration_page(), "run `make docs`"
+
+
+def test_the_audit_table_is_written_from_the_policy():
+    """docs/kaito-rules.md shows kaito_aks/policy.py's table: every code, its kind, evidence and way past."""
+    from stacks.docs import KAITO_RULES, POLICY_BLOCK, marked_block, policy_table
+
+    assert marked_block(KAITO_RULES, POLICY_BLOCK) == policy_table(), "docs/kaito-rules.md: run `make docs`"
 
 
 @pytest.mark.parametrize("block", list(EXAMPLE_BLOCKS))

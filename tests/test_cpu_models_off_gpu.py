@@ -18,7 +18,7 @@ from kaito_aks.model.spec import KaitoModelArgs, LabelSelectorArgs
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, NodeGroup, may_select
 from stacks.load import parse_stack_file
 from stacks.stackfile import read_stack_file
-from tests.conftest import ROOT, config, errors_of, run
+from tests.conftest import ROOT, config, errors_of, run, warnings_of
 from tests.test_aks import aks
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
@@ -203,17 +203,31 @@ def test_a_user_selector_that_may_pick_a_gpu_pool_is_refused_at_its_path(labels)
     mine = {**CPU, "labelSelector": {"matchLabels": labels}}
     errors = errors_of(aks(workspaces=[PHI, mine]))
     assert any(
-        e.startswith("workspaces[1].labelSelector: a CPU model, and its pods may land on GPU pool gpu") for e in errors
+        e.startswith(
+            "workspaces[1].labelSelector: KAITO admits this, but it is a CPU model whose pods may land on GPU pool gpu"
+        )
+        for e in errors
     ), errors
     assert any("nodeSelector" in e and "kubernetes.azure.com/mode: system" in e for e in errors), errors
+    # stricter than KAITO, so a user who knows better passes it (the lead's call: a refusal, with a way past)
+    assert all(e.endswith("(to deploy it anyway: bypassChecks: [cpu-on-gpu])") for e in errors), errors
+    said = warnings_of(aks(workspaces=[PHI, {**mine, "bypassChecks": ["cpu-on-gpu"]}]))
+    assert any(w.startswith("workspaces[1].labelSelector: bypassed (cpu-on-gpu): KAITO admits this") for w in said)
 
 
-def test_a_node_selector_on_a_preset_or_with_auto_provisioning_is_refused():
-    errors = errors_of(aks(workspaces=[{**PHI, "nodeSelector": {"disk": "ssd"}}]))
-    assert any(e.startswith("workspaces[0].nodeSelector: KAITO builds a preset's pod itself") for e in errors), errors
+def test_a_node_selector_on_a_preset_is_said_and_one_kaitos_node_cannot_carry_is_refused():
+    """A preset's pod is KAITO's own: its nodeSelector has no effect (a warning). With auto-provisioning
+    KAITO's node carries only the selector's labels and AKS's: a label it cannot carry keeps the pod Pending."""
+    said = warnings_of(aks(workspaces=[{**PHI, "nodeSelector": {"disk": "ssd"}}]))
+    assert any(w.startswith("workspaces[0].nodeSelector: KAITO builds a preset's pod itself") for w in said), said
     auto = {**CPU, "instanceType": "Standard_D8s_v5", "nodeSelector": {"disk": "ssd"}}
     errors = errors_of(aks(pools=[], workspaces=[auto], kaito={"version": "0.12.0", "nodeProvisioning": "auto"}))
-    assert any(e.startswith("workspaces[0].nodeSelector: with nodeProvisioning auto") for e in errors), errors
+    assert any(
+        e.startswith("workspaces[0].nodeSelector: KAITO admits this, but with nodeProvisioning auto") for e in errors
+    ), errors
+    maybe = {**auto, "nodeSelector": {"kubernetes.io/os": "linux"}}  # every node carries it
+    said = warnings_of(aks(pools=[], workspaces=[maybe], kaito={"version": "0.12.0", "nodeProvisioning": "auto"}))
+    assert any(w.startswith("workspaces[0].nodeSelector: with nodeProvisioning auto") for w in said), said
 
 
 def test_with_auto_provisioning_a_cpu_model_selects_only_the_node_kaito_makes_for_it():
@@ -300,12 +314,14 @@ def test_on_an_adopted_cluster_a_cpu_model_may_not_select_the_pools_the_stack_ad
     mine = {**CPU, "labelSelector": {"matchLabels": {"agentpool": "gpu"}}}
     errors = errors_of(aks(cluster=existing, workspaces=[PHI, mine]))
     assert any(
-        e.startswith("workspaces[1].labelSelector: a CPU model, and its pods may land on GPU pool gpu") for e in errors
+        e.startswith("workspaces[1].labelSelector: KAITO admits this, but it is a CPU model whose pods may land on GPU")
+        for e in errors
     )
     only_mode = {**CPU, "nodeSelector": {"kubernetes.azure.com/mode": "user"}}
     errors = errors_of(aks(cluster=existing, workspaces=[PHI, only_mode]))
     assert any(
-        e.startswith("workspaces[1].nodeSelector: a CPU model, and its pods may land on GPU pool gpu") for e in errors
+        e.startswith("workspaces[1].nodeSelector: KAITO admits this, but it is a CPU model whose pods may land on GPU")
+        for e in errors
     )
     theirs = {**CPU, "labelSelector": {"matchLabels": {"agentpool": "cpu"}}}  # a pool of their own
     run(aks(cluster=existing, workspaces=[PHI, theirs]))
@@ -319,7 +335,7 @@ def test_before_0_12_an_auto_cpu_model_may_not_share_a_gpu_models_node_labels(ve
     gpu = {"name": "chat", "namespace": "a", "model": "phi-4-mini-instruct", "instanceType": "Standard_NV36ads_A10_v5"}
     cpu = {**CPU, "name": "chat", "namespace": "b", "instanceType": "Standard_D8s_v5"}
     errors = errors_of(aks(pools=[], workspaces=[gpu, cpu], kaito=auto))
-    said = f"workspaces[1].name: KAITO {version} places this CPU model's pods by {{apps=chat}} alone, tolerating GPU "
+    said = f"workspaces[1].name: KAITO admits this, but KAITO {version} places this CPU model's pods by {{apps=chat}} "
     assert any(e.startswith(said) and "the GPU nodes it makes for workspaces[0] may carry" in e for e in errors), errors
     for labels in (
         {"kubernetes.io/os": "linux"},
@@ -328,7 +344,7 @@ def test_before_0_12_an_auto_cpu_model_may_not_share_a_gpu_models_node_labels(ve
     ):  # labels every node KAITO makes carries, or the GPU model's node does
         generic = {**cpu, "name": "tiny", "labelSelector": {"matchLabels": labels}}
         errors = errors_of(aks(pools=[], workspaces=[gpu, generic], kaito=auto))
-        assert any(e.startswith("workspaces[1].labelSelector: KAITO") for e in errors), (labels, errors)
+        assert any(e.startswith("workspaces[1].labelSelector: KAITO admits this") for e in errors), (labels, errors)
     mine = {**cpu, "labelSelector": {"matchLabels": {"apps": "b-chat"}}}
     run(aks(pools=[], workspaces=[gpu, mine], kaito=auto))
     run(aks(pools=[], workspaces=[gpu, cpu], kaito={**auto, "version": "0.12.0"}))  # 0.12 keeps it on its own node
@@ -347,6 +363,7 @@ def test_deploy_models_refuses_the_shared_auto_labels_too():
         node_provisioning="auto", instance_type="Standard_D8s_v5",
     )  # fmt: skip
     with pytest.raises(
-        InvalidArgsError, match=r"b/chat\.name: KAITO 0\.8\.1 places this CPU model's pods by \{apps=chat\}"
+        InvalidArgsError,
+        match=r"b/chat\.name: KAITO admits this, but KAITO 0\.8\.1 places this CPU model's pods by \{apps=chat\}",
     ):
         deploy_models("models", [("a/chat", gpu), ("b/chat", cpu)])

@@ -311,6 +311,42 @@ def test_the_judge_catches_a_traceback_a_leak_and_an_error_without_a_path(tmp_pa
     assert "without a path" in problems[2]
 
 
+DEEP = "DEEP_MAP_SENTINEL"
+
+
+def _deep(levels: int) -> str:
+    """A map nested `levels` deep, as YAML flow text (no serializer of ours recurses that far)."""
+    return "{a: " * levels + "{}" + "}" * levels
+
+
+def _known_classes() -> list[tuple[str, bytes]]:
+    """The tracebacks the fuzz found before (issue 28), run every time beside the random cases:
+    a kubeconfig path longer than the file system takes, a workspace name given as null (it
+    passed validate and broke render), maps nested 500 deep in chart values and a runtime config."""
+    phi = {"name": "phi", "model": "phi-4-mini-instruct"}
+    documents = {
+        "long-kubeconfig-path": {"kaito-aks:cluster": {"kubeconfig": {"path": "a" * 5000}}},
+        "nested-path": {"kaito-aks:cluster": {"kubeconfig": {"path": "/".join(["b" * 200] * 30)}}},
+        "null-name": {"kaito-aks:workspaces": [{"name": None, "model": "phi-4-mini-instruct"}]},
+        "deep-values": {"kaito-aks:kaito": {"values": {"affinity": DEEP}}, "kaito-aks:workspaces": [phi]},
+        "deep-config": {"kaito-aks:workspaces": [{**phi, "config": {"notes": DEEP}}]},
+    }
+    out = []
+    for label, config in documents.items():
+        config = {"kaito-aks:cluster": {"kubeconfig": {"context": "test"}}, **config}
+        text = yaml.safe_dump({"config": config}, width=10**6).replace(DEEP, _deep(500))
+        out.append((label, text.encode()))
+    return out
+
+
+def test_the_known_classes_get_clean_answers_every_time(tmp_path: Path) -> None:
+    problems = []
+    for n, case in enumerate(_known_classes()):
+        (tmp_path / f"{n}").mkdir()
+        problems += judge([case] * RENDER_EVERY, tmp_path / f"{n}")  # validate, and render once
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("name", stack_names(ROOT))
 def test_the_unmutated_stack_files_pass(tmp_path: Path, name: str) -> None:
     """The generator's baseline: every stack file of this repository is valid as written."""
@@ -350,7 +386,9 @@ def test_every_raw_form_reads_as_the_pulumi_cli_reads_it_or_is_refused_at_its_li
             ]
         )  # (a secret in plaintext is refused as such, never echoed)
         path = rng.choice([p for p in leaves(document["config"][key], (key,)) if len(p) > 1] or [(key, "x")])
-        if len(path) == 1 or not isinstance(get(document["config"], path[:-1]), dict | list):
+        if not isinstance(document["config"][key], dict | list):
+            path = (key,)  # a top-level value (kaito-aks:defaults)
+        elif len(path) == 1 or not isinstance(get(document["config"], path[:-1]), dict | list):
             path = (key, "x")
         get(document["config"], path[:-1])[path[-1]] = "RAWFORMX"
         text = yaml.safe_dump(document, allow_unicode=True).replace("RAWFORMX", form)

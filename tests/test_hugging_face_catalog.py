@@ -45,7 +45,10 @@ def test_a_catalog_model_that_fits_passes_and_is_sized_by_kaitos_estimator():
     """Qwen3.5-2B (4.24 GiB) fits one A10; three replicas need three nodes."""
     run(aks(workspaces=[model("Qwen/Qwen3.5-2B")], kaito=V12))
     err = one_error(aks(workspaces=[model("Qwen/Qwen3.5-2B", replicas=3)], kaito=V12))
-    assert err.startswith("workspaces[0].replicas: 3 replica(s) x 1 node(s) of Standard_NV36ads_A10_v5")
+    assert err.startswith(
+        "workspaces[0].replicas: KAITO admits the object, and its controller will wait for 3 node(s) (3 replica(s) x 1, "
+        "its vLLM node estimate for Qwen/Qwen3.5-2B on Standard_NV36ads_A10_v5)"
+    )
 
 
 def test_catalog_ids_and_legacy_names_resolve_in_any_letter_case_from_0_11():
@@ -88,7 +91,10 @@ def test_only_the_models_kaito_fine_tunes_can_be_tuned():
 @pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B-Instruct", "google/gemma-3-4b-it", "gemma-3-27b-instruct"])
 def test_gated_catalog_models_need_a_token(name):
     err = one_error(config([model(name)], kaito=V12))
-    assert err.startswith(f"workspaces[0].model: {name} is gated on Hugging Face: run `pulumi config set --secret")
+    assert err.startswith(
+        f"workspaces[0].model: KAITO admits this, but {name} is gated on Hugging Face and KAITO's pod"
+    )
+    assert "run `pulumi config set --secret hfToken <token>`" in err
     run(config([model(name)], kaito=V12), hf_token="hf_x")
 
 
@@ -96,7 +102,7 @@ def test_an_image_preset_needs_no_token_however_its_repository_is_gated():
     """mistral-7b's weights ship in KAITO 0.8's image: no download, no token; on 0.12 it downloads."""
     run(config([model("mistral-7b")]))
     assert one_error(config([model("mistral-7b")], kaito=V12)).startswith(
-        "workspaces[0].model: mistral-7b is gated on Hugging Face"
+        "workspaces[0].model: KAITO admits this, but mistral-7b is gated on Hugging Face"
     )
 
 
@@ -109,7 +115,7 @@ def test_an_id_outside_the_catalog_passes_validate_with_a_warning(tmp_path, caps
     (tmp_path / "Pulumi.hf.yaml").write_text(text)
     assert main(["validate", "hf", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    warning = next(line for line in out.splitlines() if "warning" in line)
+    warning = next(line for line in out.splitlines() if "warning" in line and "model catalog" in line)
     assert warning.startswith(
         "hf: warning: Pulumi.hf.yaml:7: workspaces[0].model: foo/NotAModel is not in KAITO 0.12.0's model catalog: "
         "KAITO sizes it from Hugging Face when the Workspace is created"

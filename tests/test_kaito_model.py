@@ -376,13 +376,13 @@ def test_each_models_rules_run_once_per_up(monkeypatch: pytest.MonkeyPatch):
     from kaito_aks.model import component
 
     counts: dict[str, int] = {}
-    rules = component.model_problems
+    rules = component.model_verdict
 
     def counted(args):
         counts[args.name] = counts.get(args.name, 0) + 1
         return rules(args)
 
-    monkeypatch.setattr(component, "model_problems", counted)
+    monkeypatch.setattr(component, "model_verdict", counted)
     ev = run(config([PHI, CPU, LLAMA]), hf_token=TOKEN)
     assert len(ev.of_type("kaito-aks:index:KaitoModel")) == 3
     assert counts == {"phi": 1, "tiny": 1, "llama": 1}

@@ -12,7 +12,7 @@ import upstream_facts
 from kaito_aks import catalog
 from kube_schema import crd_validator
 from stacks.cli import main
-from tests.conftest import config, errors_of, run
+from tests.conftest import config, errors_of, run, warnings_of
 from tests.test_aks import A10, aks
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
@@ -59,19 +59,21 @@ def test_0_11_leaves_its_inference_set_controller_on():
     """0.11's controller lists Workspaces in its own namespace for a set of the same name, so the
     replicas' label is safe with the gate on (0.8's lists every namespace)."""
     run(config([PHI], kaito={**V11, "featureGates": {"enableInferenceSetController": True}}))
-    err = one_error(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
-    assert err.startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program")
+    said = warnings_of(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
+    assert said[0].startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program")
 
 
-def test_0_11_takes_t4_pools_and_refuses_v100_by_its_own_table():
+def test_0_11_takes_t4_pools_and_warns_of_v100_by_its_own_table():
+    """Bring-your-own nodes are admitted by their GPU labels; a size the release's table dropped
+    is said, not refused (issue 28)."""
     t4 = {**A10, "vmSize": "Standard_NC4as_T4_v3"}
     run(aks(pools=[t4], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
     v100 = {**A10, "vmSize": "Standard_NC24rs_v3"}
-    err = one_error(aks(pools=[v100], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
-    assert err == (
+    said = warnings_of(aks(pools=[v100], workspaces=[{**PHI, "model": "phi-3-mini-4k-instruct"}], kaito=V11))
+    assert said == [
         "gpuNodePools[0].vmSize: KAITO 0.11.0 no longer supports NVIDIA V100 (Standard_NC24rs_v3): its SKU table "
-        "dropped the size in 0.9; choose one it lists"
-    )
+        "dropped the size in 0.9; the nearest size it takes: Standard_NC64as_T4_v3 (4x NVIDIA T4, 64 GiB)"
+    ]
 
 
 def test_0_11_has_its_own_51_model_catalog(capsys):

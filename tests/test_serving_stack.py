@@ -219,7 +219,8 @@ def test_the_keda_add_on_is_turned_on_on_the_cluster_and_the_scaler_goes_beside_
 def test_max_replicas_beyond_the_pools_is_refused_with_the_pools_budget():
     big = [{**PHI, "autoscale": {"maxReplicas": 4}}, {**CODER, "autoscale": {"maxReplicas": 3}}]
     lines = refused(big, cluster=AKS, gpuNodePools=POOL)
-    assert any(line.startswith("gpuNodePools[0]: pool a100 has at most 6 nodes") for line in lines), lines
+    prefix = "gpuNodePools[0]: KAITO admits each of these, but pool a100 has at most 6 nodes"
+    assert any(line.startswith(prefix) and "or lower autoscale.maxReplicas" in line for line in lines), lines
     assert "workspaces[0] (phi) takes 4 (4 replica(s) (autoscale.maxReplicas) x 1 node" in " ".join(lines), lines
 
 
@@ -289,15 +290,21 @@ def test_the_repositorys_serving_stack_routes_two_models_autoscaled_and_scraped(
     assert cfg.autoscaling.keda == "chart"
 
 
-def test_the_gateways_pods_and_the_scaler_are_who_must_reach_a_served_model():
-    """What the model NetworkPolicies of issue 29 must admit (the seam, until they land)."""
-    from stacks.load import parse_stack_file
-    from stacks.serving import serving_callers
-    from stacks.stackfile import ROOT
-
-    cfg = parse_stack_file(read_stack_file("serving", ROOT))
-    phi = cfg.models[0]
-    assert serving_callers(phi, cfg.gateway, cfg.autoscaling) == [
-        {"namespace": "kaito-gateway", "pod_labels": {"gateway.networking.k8s.io/gateway-name": "kaito-gateway"}},
-        {"namespace": "keda", "pod_labels": {"app.kubernetes.io/name": "keda-kaito-scaler"}},
-    ]
+def test_the_gateways_pods_the_scaler_and_managed_prometheus_may_reach_a_served_model():
+    """Each served model's NetworkPolicy admits the pieces of the service that call it: the
+    gateway's pods (the model's own `gateway`), keda-kaito-scaler (autoscaled) and AKS's managed
+    Prometheus collectors in kube-system (scraped); nothing else from other namespaces."""
+    cluster = {"aks": {**AKS["aks"], "managedPrometheus": True}}
+    routed = [{**PHI, "autoscale": {"maxReplicas": 2}}]
+    ev = served(routed, cluster=cluster, gpuNodePools=POOL, metrics={}, autoscaling={"keda": "chart"})
+    policies = ev.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    assert policies
+    for policy in policies:
+        peers = policy.inputs["spec"]["ingress"][0]["from"]
+        by_namespace = {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]: p for p in peers[1:]}
+        assert peers[0] == {"podSelector": {}}
+        assert sorted(by_namespace) == ["kaito-gateway", "keda", "kube-system"]
+        gateway_pods = {"gateway.networking.k8s.io/gateway-name": "kaito-gateway"}
+        assert by_namespace["kaito-gateway"]["podSelector"] == {"matchLabels": gateway_pods}
+        assert by_namespace["keda"]["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "keda-kaito-scaler"}}
+        assert "podSelector" not in by_namespace["kube-system"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kaito_aks.problems import shown
-from tests.conftest import config, errors_of, run
+from tests.conftest import config, errors_of, run, warnings_of
 
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
 
@@ -79,8 +79,9 @@ def test_namespace_must_be_a_dns_label():
 
 def test_generated_workspace_names_must_leave_room_for_the_statefulset_hash():
     err = one_error(config([{**PHI, "name": "a" * 51}]))
-    assert err.startswith("workspaces[0].name: Workspace name")
+    assert err.startswith("workspaces[0].name: KAITO admits this, but Workspace name")
     assert "at most 52" in err
+    assert err.endswith("(to deploy it anyway: bypassChecks: [name-length])")
 
 
 def test_duplicate_names_in_a_namespace():
@@ -150,8 +151,13 @@ def test_phi_2_is_deprecated():
 def test_gated_preset_needs_the_hf_token():
     err = one_error(config([{**PHI, "model": "llama-3.1-8b-instruct"}]))
     assert err.startswith(
-        "workspaces[0].model: llama-3.1-8b-instruct is gated on Hugging Face: run `pulumi config set --secret hfToken"
+        'workspaces[0].model: KAITO 0.8.1 denies it ("This preset requires authentication and needs a '
+        'modelAccessSecret"): run `pulumi config set --secret hfToken'
     )
+    # gated on Hugging Face, but KAITO's catalog (0.11+) never asks a secret: admitted, and the download fails
+    err = one_error(config([{**PHI, "model": "llama-3.1-8b-instruct"}], kaito={"version": "0.12.0"}))
+    assert err.startswith("workspaces[0].model: KAITO admits this, but llama-3.1-8b-instruct is gated on Hugging Face")
+    assert err.endswith("(to deploy it anyway: bypassChecks: [gated])")
 
 
 def test_gated_preset_may_use_an_existing_secret_instead():
@@ -182,10 +188,13 @@ def test_instance_type_is_rejected_in_byo_mode():
     assert err.startswith("workspaces[0].instanceType: KAITO rejects an instance type with bring-your-own nodes")
 
 
-def test_the_inference_set_gate_is_refused_with_per_replica_workspaces():
-    err = one_error(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
-    assert err.startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program serves")
-    assert "adopts and deletes" in err
+def test_the_inference_set_gate_is_warned_about_with_per_replica_workspaces():
+    """It takes over Workspaces only for an InferenceSet of a model's name, which the program creates
+    none of: it may, so it is said, not refused (issue 28)."""
+    said = warnings_of(config([PHI], kaito={"featureGates": {"enableInferenceSetController": True}}))
+    (warning,) = said
+    assert warning.startswith("kaito.featureGates.enableInferenceSetController: with KAITO 0.8.1 this program serves")
+    assert "adopts and deletes" in warning
     run(config([PHI], kaito={"version": "0.12.0", "featureGates": {"enableInferenceSetController": True}}))
 
 
@@ -317,7 +326,11 @@ def test_a_tuning_config_kaito_admits():
         ({"pvc": {"claimName": "data"}}, "pvc", "not a field of Kubernetes' VolumeSource (KAITO decodes it strictly"),
         ({"emptyDir": {"sizeLimit": "10 GB"}}, "emptyDir.sizeLimit", "'10 GB' is not a Kubernetes quantity"),
         ({"hostPath": {"path": 1}}, "hostPath.path", "must be text, not 1"),
-        ({"emptyDir": {}, "hostPath": {"path": "/d"}}, "", "gives 2 volume types (emptyDir, hostPath); Kubernetes"),
+        (
+            {"emptyDir": {}, "hostPath": {"path": "/d"}},
+            "",
+            "KAITO admits this, but it gives 2 volume types (emptyDir, hostPath) and Kubernetes",
+        ),
     ],
 )
 @pytest.mark.parametrize("side", ["input", "output"])
@@ -392,10 +405,10 @@ def test_with_the_vllm_gate_off_every_model_runs_transformers():
     ev = run(config([{**PHI, "adapters": [{"name": "sql", "image": "r.io/sql:1", "strength": 0.5}]}], kaito=off))
     (ws,) = ev.of_type(WORKSPACE)
     assert ws.inputs["metadata"]["annotations"] == {"kaito.sh/runtime": "transformers"}
-    assert one_error(config([{**PHI, "runtime": "vllm"}], kaito=off)) == (
+    assert warnings_of(config([{**PHI, "runtime": "vllm"}], kaito=off)) == [
         "workspaces[0].runtime: KAITO serves every model with transformers while kaito.featureGates.vLLM is false "
-        "(it ignores kaito.sh/runtime): remove runtime, or turn the gate on"
-    )
+        "(it ignores kaito.sh/runtime), so it has no effect: remove runtime, or turn the gate on"
+    ]
     assert one_error(config([PHI], kaito={**off, "version": "0.12.0"})) == (
         "kaito.featureGates.vLLM: KAITO 0.12.0 cannot serve phi-4-mini-instruct with transformers; use vllm"
     )
@@ -409,8 +422,10 @@ def test_with_the_vllm_gate_off_a_custom_image_is_left_alone():
     mine = [w for w in ev.of_type(WORKSPACE) if w.inputs["metadata"]["name"] == "mine-0"]
     assert [w.inputs["metadata"].get("annotations") for w in mine] == [None]
     # a runtime on an image is said once, by the image's own rule (review 3)
-    errors = errors_of(config([PHI, {**image, "runtime": "vllm"}], kaito={"featureGates": {"vLLM": False}}))
-    assert errors == ["workspaces[1].runtime: selects how KAITO serves a preset; a custom image serves itself"]
+    said = warnings_of(config([PHI, {**image, "runtime": "vllm"}], kaito={"featureGates": {"vLLM": False}}))
+    assert said == [
+        "workspaces[1].runtime: selects how KAITO serves a preset; a custom image serves itself, so it has no effect"
+    ]
 
 
 def test_feature_gates_are_booleans():
@@ -433,20 +448,27 @@ def test_an_unsupported_version_does_not_hide_the_workspace_errors():
     assert any(e.startswith("workspaces[0].name: 'Bad_Name' is not a DNS-1123 label") for e in errs)
 
 
-def test_chart_values_must_exist_in_the_chart():
-    err = one_error(config([PHI], kaito={"values": {"nodeProvisioner": "byo"}}))
-    assert err == "kaito.values.nodeProvisioner: not a value of the KAITO 0.8.1 workspace chart"
+def test_chart_values_the_chart_does_not_read_are_warned_about():
+    """Helm passes a value the chart does not read: no effect, so a warning (issue 28)."""
+    said = warnings_of(config([PHI], kaito={"values": {"nodeProvisioner": "byo"}}))
+    assert said == ["kaito.values.nodeProvisioner: not a value of the KAITO 0.8.1 workspace chart"]
 
 
-def test_empty_label_selector_is_rejected():
+def test_empty_label_selector_is_rejected_for_a_byo_preset_and_warned_about_for_an_image():
+    """KAITO lists bring-your-own nodes by matchLabels: with none, every node, the system pool's among them, whose
+    nodes have no GPU labels ("Failed to get GPU config", workspace_validation.go 0.8.1:394). An image is admitted."""
     err = one_error(config([{**PHI, "labelSelector": {}}]))
-    assert err.startswith("workspaces[0].labelSelector: matches every node; give matchLabels")
+    assert err.startswith("workspaces[0].labelSelector: KAITO lists bring-your-own nodes by matchLabels")
+    assert (
+        "workspaces[0].labelSelector: matches every node (KAITO admits it): give matchLabels to pick nodes"
+        in warnings_of(config([{**CPU, "labelSelector": {}}]))
+    )
 
 
 def test_byo_presets_need_match_labels():
     selector = {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["gpu"]}]}
     err = one_error(config([{**PHI, "labelSelector": selector}]))
-    assert err.startswith("workspaces[0].labelSelector: KAITO finds bring-your-own GPU nodes by matchLabels")
+    assert err.startswith("workspaces[0].labelSelector: KAITO lists bring-your-own nodes by matchLabels")
 
 
 @pytest.mark.parametrize(
@@ -481,21 +503,21 @@ def test_labels_kaito_reserves_for_its_own_nodes_are_refused_in_a_selector_from_
     err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.12.0"}))
     assert err == (
         'workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.12.0 reserves this label for the '
-        'nodes it manages and ignores it in a selector (and denies a selector left empty: "matchLabels must contain '
-        'at least one non-reserved label"); select by another label'
+        'nodes it manages and denies a selector left without another ("matchLabels must contain at least one '
+        'non-reserved label"); select by another label'
     )
     mixed = {"matchLabels": {"agentpool": "gpu", "karpenter.kaito.sh/workspace-name": "phi"}}
-    err = one_error(config([{**PHI, "labelSelector": mixed}], kaito={"version": "0.12.0"}))
-    assert err.startswith('workspaces[0].labelSelector.matchLabels."karpenter.kaito.sh/workspace-name": KAITO 0.12.0 ')
-    assert err.endswith("ignores it in a selector; select by another label")
+    (warning,) = warnings_of(config([{**PHI, "labelSelector": mixed}], kaito={"version": "0.12.0"}))  # KAITO drops it
+    assert warning.startswith('workspaces[0].labelSelector.matchLabels."karpenter.kaito.sh/workspace-name": KAITO ')
+    assert warning.endswith("drops it from a selector, so it has no effect; select by another label")
     run(config([{**PHI, "labelSelector": only}]))  # 0.8.1 lists nodes by every label given
     err = one_error(config([{**PHI, "labelSelector": only}], kaito={"version": "0.11.0"}))
     assert err.startswith('workspaces[0].labelSelector.matchLabels."kaito.sh/workspace": KAITO 0.11.0 reserves')
 
 
 def test_runtime_is_for_presets():
-    err = one_error(config([{**CPU, "runtime": "transformers"}]))
-    assert err.startswith("workspaces[0].runtime: selects how KAITO serves a preset")
+    said = warnings_of(config([{**CPU, "runtime": "transformers"}]))
+    assert any(w.startswith("workspaces[0].runtime: selects how KAITO serves a preset") for w in said), said
 
 
 def test_at_most_ten_adapters():
@@ -518,8 +540,9 @@ def test_adapter_names_fit_the_container_and_volume_kaito_names_after_them():
     assert dotted.startswith("workspaces[0].adapters[0].name: 'sql.v1' is not an adapter name")
     secret = {"name": "a" * 32, "image": "registry.example.com/sql:1", "imagePullSecrets": ["acr"]}
     assert one_error(config([{**PHI, "adapters": [secret]}])) == (
-        "workspaces[0].adapters[0].name: 32 characters; with imagePullSecrets KAITO names a volume "
-        "docker-config-<name>-inference-adapter, so at most 31"
+        "workspaces[0].adapters[0].name: KAITO admits this, but with imagePullSecrets it names a volume "
+        "docker-config-<name>-inference-adapter, over 63 characters for a name of 32, and Kubernetes refuses the "
+        "StatefulSet: at most 31 characters (to deploy it anyway: bypassChecks: [adapter-name-length])"
     )
     run(config([{**PHI, "adapters": [{**secret, "name": "a" * 31}, {"name": "b" * 56, "image": "r.io/b:1"}]}]))
 
@@ -561,13 +584,14 @@ def test_adapter_strength_between_zero_and_one():
 
 
 def test_install_false_takes_no_chart_settings():
-    err = one_error(config([PHI], kaito={"install": False, "featureGates": {"vLLM": False}}))
-    assert err == (
-        "kaito.featureGates: configures the chart this stack installs; with kaito.install: false set it where KAITO "
-        "is installed"
-    )
-    err = one_error(config([PHI], kaito={"install": False, "values": {"logging": {"level": "debug"}}}))
-    assert err.startswith("kaito.values: configures the chart this stack installs")
+    """Chart settings of a KAITO the stack does not install have no effect: said (issue 28)."""
+    said = warnings_of(config([PHI], kaito={"install": False, "featureGates": {"ensureNodeClass": False}}))
+    assert said == [
+        "kaito.featureGates: configures the chart this stack installs; with kaito.install: false it has no effect: set "
+        "it where KAITO is installed"
+    ]
+    (warning,) = warnings_of(config([PHI], kaito={"install": False, "values": {"logging": {"level": "debug"}}}))
+    assert warning.startswith("kaito.values: configures the chart this stack installs")
 
 
 def test_every_problem_is_reported_at_once():
@@ -644,13 +668,20 @@ def test_values_feature_gates_must_be_a_map_of_booleans():
 
 def test_node_provisioner_value_is_owned_by_node_provisioning():
     err = one_error(config([PHI], kaito={"version": "0.12.0", "values": {"nodeProvisioner": "azure-gpu-provisioner"}}))
-    assert err == "kaito.values.nodeProvisioner: set by nodeProvisioning (byo | auto); remove it"
+    assert err == "kaito.values.nodeProvisioner: set by nodeProvisioning (byo | auto) and nodeProvisioner; remove it"
 
 
 @pytest.mark.parametrize("namespace", ["kube-system", "kaito-workspace", "gpu-operator"])
 def test_reserved_namespaces(namespace):
+    """KAITO has no namespace rule; the stack creates the namespace, and one of the cluster's or an operator's
+    cannot be created again: refused. Without createNamespaces it is said (the library warns)."""
     err = one_error(config([{**PHI, "namespace": namespace}]))
-    assert err.startswith(f"workspaces[0].namespace: {namespace} belongs to the cluster or an operator release")
+    assert err.startswith(f"workspaces[0].namespace: {namespace} exists already or belongs to an operator release")
+    said = warnings_of(config([{**PHI, "namespace": namespace}], createNamespaces=False))
+    assert said == [
+        f"workspaces[0].namespace: {namespace} belongs to the cluster or an operator release (KAITO admits it): use a "
+        "namespace of your own"
+    ]
 
 
 def test_vllm_refuses_adapter_strength():
@@ -675,8 +706,8 @@ def test_vllm_refuses_adapters_on_presets_that_disallow_lora():
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("8k", "must be a whole number of tokens, not '8k' (KAITO parses it as an integer)"),
-        (4096.5, "must be a whole number of tokens, not 4096.5 (KAITO parses it as an integer)"),
+        ("8k", "must be a whole number of tokens, not '8k' (KAITO denies it: \"max-model-len must be an integer\")"),
+        (4096.5, 'must be a whole number of tokens, not 4096.5 (KAITO denies it: "max-model-len must be an integer")'),
         (200000, "200000 exceeds phi-4-mini-instruct's context window of 131072 tokens"),
     ],
 )
@@ -694,7 +725,12 @@ def test_max_model_len_is_an_integer_within_the_context_window(value, message):
             "must be a map of vLLM arguments (KAITO: cannot unmarshal !!seq into map[string]string)",
         ),
         ({"vllm": "hello"}, "config.vllm", "must be a map of vLLM arguments (KAITO: cannot unmarshal !!str into"),
-        ({"vllm": None}, "config.vllm", "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out"),
+        (
+            {"vllm": None},
+            "config.vllm",
+            "KAITO admits this, but its vLLM runtime reads `vllm: null` as None and fails on it (inference_api.py), so "
+            "the server never starts: give a map or leave it out (to deploy it anyway: bypassChecks: [config-vllm-null])",
+        ),
         (
             {"vllm": {"served-model-name": ["a", "b"]}},
             "config.vllm.served-model-name",
@@ -706,31 +742,10 @@ def test_max_model_len_is_an_integer_within_the_context_window(value, message):
             "must be one value (KAITO: cannot unmarshal !!map into string)",
         ),
         (
-            {"vllm": {"swap-space": None}},
-            "config.vllm.swap-space",
-            "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it",
-        ),
-        (
-            {"vllm": {"max_model_len": 8192}},
-            "config.vllm.max_model_len",
-            "write max-model-len: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
-        ),
-        (
-            {"vllm": {"max-model-len": "4096"}},
-            "config.vllm.max-model-len",
-            "write the number 4096, not the text '4096': KAITO's node estimator (0.8+) reads only an unquoted number (it "
-            "would size for 2048 tokens)",
-        ),
-        (
-            {"transformers": {"max_length": 4096}},
-            "config.transformers",
-            "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from inference_config.yaml",
-        ),
-        ({"vlm": {}}, "config.vlm", "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from"),
-        (
             {"kv_cache_cpu_memory_utilization": "half"},
             "config.kv_cache_cpu_memory_utilization",
-            "must be a number, not 'half' (KAITO's vLLM runtime compares it with 0)",
+            "KAITO admits this, but its vLLM runtime compares it with 0 (inference_api.py), which fails for 'half' and "
+            "the server never starts: give a number",
         ),
     ],
 )
@@ -744,14 +759,85 @@ def test_runtime_config_is_what_kaito_reads_from_inference_config_yaml(given, wh
     assert err.startswith(f"workspaces[0].{where}: {message}"), err
 
 
+@pytest.mark.parametrize(
+    ("given", "where", "message"),
+    [
+        (
+            {"vllm": {"swap-space": None}},
+            "config.vllm.swap-space",
+            'is null: KAITO\'s vLLM runtime passes the text "None", which vLLM reads as unset only for arguments that '
+            "may be None: give a value or remove it",
+        ),
+        (
+            {"vllm": {"max_model_len": 8192}},
+            "config.vllm.max_model_len",
+            "write max-model-len: KAITO's webhook and node estimator read only that spelling (vLLM takes both), so "
+            "KAITO sizes the model for 2048 tokens",
+        ),
+        (
+            {"vllm": {"max-model-len": "4096"}},
+            "config.vllm.max-model-len",
+            "write the number 4096, not the text '4096': KAITO admits the text, but its node estimator (0.8+) reads "
+            "only an unquoted number and sizes the model for 2048 tokens",
+        ),
+        (
+            {"transformers": {"max_length": 4096}},
+            "config.transformers",
+            "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from inference_config.yaml, so "
+            "this has no effect",
+        ),
+        ({"vlm": {}}, "config.vlm", "KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from"),
+        (
+            {"kv_cache_cpu_memory_utilization": True},
+            "config.kv_cache_cpu_memory_utilization",
+            "is bool True, which KAITO's vLLM runtime reads as the number 1: give a number",
+        ),
+    ],
+)
+@pytest.mark.parametrize(("model", "version"), [("phi-4-mini-instruct", "0.8.1"), ("Qwen/Qwen3.5-2B", "0.12.0")])
+def test_runtime_config_kaito_admits_with_no_effect_is_a_warning(given, where, message, model, version):
+    """Issue 28: sections KAITO's webhook and runtime never read, and values its runtime may mishandle, are
+    admitted by KAITO (inference_config_validation.go decodes only `vllm`, not strictly): warned, not refused."""
+    said = warnings_of(config([{**PHI, "model": model, "config": given}], kaito={"version": version}))
+    assert any(w.startswith(f"workspaces[0].{where}: {message}") for w in said), said
+
+
 def test_runtime_config_has_no_effect_with_transformers():
-    """KAITO mounts inference_config.yaml for vLLM only (pkg/model/interface.go 0.8.1:294-296, 0.12.0:482-484)."""
+    """KAITO mounts inference_config.yaml for vLLM only (pkg/model/interface.go 0.8.1:294-296, 0.12.0:482-484),
+    and admits it with any runtime: a warning (issue 28), so a user who switches runtime is not blocked."""
     ws = {**PHI, "runtime": "transformers", "config": {"vllm": {"max-model-len": 4096}}}
-    assert one_error(config([ws])) == (
+    assert warnings_of(config([ws])) == [
         "workspaces[0].config: KAITO passes inference_config.yaml to vLLM only; with runtime transformers it has no "
         "effect: remove it, or use runtime vllm"
-    )
+    ]
+    run(config([ws]))
     run(config([{**PHI, "config": {"kv_cache_cpu_memory_utilization": 0, "vllm": {"max-model-len": 4096}}}]))
+
+
+def test_ignored_inference_config_sections_warn():
+    """The note's case: notes kept in the file beside vllm, on 0.8.1 and 0.12.0."""
+    for version in ("0.8.1", "0.12.0"):
+        ws = {**PHI, "config": {"notes": "x", "vllm": {"max-model-len": 4096}}}
+        assert warnings_of(config([ws], kaito={"version": version})) == [
+            "workspaces[0].config.notes: KAITO reads only vllm, kv_cache_cpu_memory_utilization, max_probe_steps from "
+            "inference_config.yaml, so this has no effect"
+        ]
+        run(config([ws], kaito={"version": version}))
+
+
+@pytest.mark.parametrize(("version", "vllm"), [("0.8.1", "0.12.0"), ("0.11.0", "0.22.1"), ("0.12.0", "0.25.1")])
+def test_max_model_len_null_is_refused_with_the_images_evidence(version, vllm):
+    """KAITO's webhook reads a null max-model-len as empty and admits it; the preset image's
+    inference_api.py appends "--max-model-len None" (0.8.1:109-111, 0.11.0:135-137, 0.12.0:143-145),
+    which the vLLM it ships cannot parse: the server exits at start."""
+    err = one_error(config([{**PHI, "config": {"vllm": {"max-model-len": None}}}], kaito={"version": version}))
+    assert err.startswith(
+        "workspaces[0].config.vllm.max-model-len: KAITO admits this (its webhook reads null as empty), but its vLLM "
+        f'image passes "--max-model-len None" (inference_api.py), which vLLM {vllm} cannot parse'
+    ), err
+    assert err.endswith("(to deploy it anyway: bypassChecks: [max-model-len-null])")
+    ws = {**PHI, "config": {"vllm": {"max-model-len": None}}, "bypassChecks": ["max-model-len-null"]}
+    run(config([ws], kaito={"version": version}))  # the user who knows better gets past it, warned
 
 
 def test_presets_removed_in_0_12_are_refused():

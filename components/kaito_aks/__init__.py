@@ -22,6 +22,8 @@ _EXPORTS = {
     "AksCluster": "kaito_aks.azure.aks_cluster",
     "AksClusterArgs": "kaito_aks.azure.aks_cluster",
     "SystemPoolArgs": "kaito_aks.azure.aks_cluster",
+    "NodeSubnetArgs": "kaito_aks.azure.aks_cluster",
+    "SshPublicKey": "kaito_aks.azure.ssh_public_key",
     "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
     "GpuNodePoolArgs": "kaito_aks.azure.gpu_node_pool",
     "AutoscaleArgs": "kaito_aks.azure.gpu_node_pool",
@@ -30,6 +32,12 @@ _EXPORTS = {
     "RoleGrantArgs": "kaito_aks.azure.workload_identity",
     "GpuProvisioner": "kaito_aks.operators.gpu_provisioner",
     "GpuProvisionerArgs": "kaito_aks.operators.gpu_provisioner",
+    "Karpenter": "kaito_aks.operators.karpenter",
+    "KarpenterArgs": "kaito_aks.operators.karpenter",
+    "KarpenterNetworkArgs": "kaito_aks.operators.karpenter",
+    "KubeletIdentityArgs": "kaito_aks.operators.karpenter",
+    "NodeBootstrapToken": "kaito_aks.cluster.node_bootstrap",
+    "NodeBootstrapTokenArgs": "kaito_aks.cluster.node_bootstrap",
     "KubeconfigCluster": "kaito_aks.cluster.kubeconfig_cluster",
     "KubeconfigClusterArgs": "kaito_aks.cluster.kubeconfig_cluster",
     "ClusterProvider": "kaito_aks.cluster.access",
@@ -111,12 +119,14 @@ class _LazyModule:
 _install_state_modules()
 
 if TYPE_CHECKING:
-    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, SystemPoolArgs
+    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, NodeSubnetArgs, SystemPoolArgs
     from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.ssh_public_key import SshPublicKey
     from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.budget import pool_budget
     from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+    from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
     from kaito_aks.model.component import KaitoModel, check_model
     from kaito_aks.model.spec import (
         AdapterArgs,
@@ -132,6 +142,7 @@ if TYPE_CHECKING:
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
     from kaito_aks.rag.component import RagEngine
@@ -174,13 +185,20 @@ __all__ = [
     "KaitoOperator",
     "KaitoOperatorArgs",
     "KaitoReady",
+    "Karpenter",
+    "KarpenterArgs",
+    "KarpenterNetworkArgs",
     "KubeconfigCluster",
     "KubeconfigClusterArgs",
+    "KubeletIdentityArgs",
     "LabelSelectorArgs",
     "LabelSelectorRequirementArgs",
     "LocalEmbeddingArgs",
     "ModelGroup",
+    "NodeBootstrapToken",
+    "NodeBootstrapTokenArgs",
     "NodeGroup",
+    "NodeSubnetArgs",
     "Problem",
     "RagComputeArgs",
     "RagEngine",
@@ -189,6 +207,7 @@ __all__ = [
     "RagEngineOperatorArgs",
     "RemoteEmbeddingArgs",
     "RoleGrantArgs",
+    "SshPublicKey",
     "StorageArgs",
     "SystemPoolArgs",
     "TuningArgs",

@@ -6,19 +6,22 @@ same pools must fit those pools' maximum nodes *together*. A model's own rules c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing
 from kaito_aks.model.config import max_model_len
-from kaito_aks.model.placement import match_labels
+from kaito_aks.model.placement import node_lookup_labels
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu, serving_replicas
 from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
-from kaito_aks.problems import Problem
+from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.rag import rules as rag_rules
 from kaito_aks.rag.spec import RagEngineArgs
+from kaito_aks.schema import usable
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class Demand:
     nodes: int
     why: str  # how the count comes about
     engine: bool = False
+    replicas: int = 1  # at most (an autoscaled model's maximum)
+    scaled: bool = False  # an autoscaled model: its `autoscale.max_replicas` is what to lower
+    bypassed: bool = False  # its `bypass_checks` name pool-budget: it does not count, and is said
 
 
 def pool_budget(
@@ -44,6 +50,7 @@ def pool_budget(
     a pool the budget does not see could take the surplus), the system pool (name, size) when
     known. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
     an engine's `compute` ((engine position, problem)). `grow`: how to give a pool nodes."""
+    raise_if("function", "pool_budget", _call_problems(models, node_groups, engines, system, grow))
     demands = [d for who, args in models if (d := model_demand(args, node_groups, who)) is not None]
     problems: list[Problem] = []
     for i, (who, args) in enumerate(engines):
@@ -52,7 +59,50 @@ def pool_budget(
             problems.append(problem.under("engines", i))
         if demand is not None:
             demands.append(demand)
-    return problems + list(overflows(demands, node_groups, grow))
+    counted = [d for d in demands if not d.bypassed]
+    errors = policy.verdict([*problems, *overflows(counted, node_groups, grow)])[0]  # each with its way past
+    refused = {p.path for p in errors}
+    # what only the demands that bypass the budget overflow: said, as a bypassed warning
+    said = [
+        dataclasses.replace(p, message=f"bypassed (pool-budget): {p.message}", bypassed=True)
+        for p in overflows(demands, node_groups, grow)
+        if p.path not in refused
+    ]
+    return [*errors, *said]
+
+
+def _call_problems(models: object, node_groups: object, engines: object, system: object, grow: object) -> list[Problem]:
+    """The call's own shape, said by arg (a program's mistake: never a TypeError from inside)."""
+    problems: list[Problem] = []
+    for arg, given, cls, what in (
+        ("models", models, KaitoModelArgs, "(name, KaitoModelArgs)"),
+        ("engines", engines, RagEngineArgs, "(name, RagEngineArgs)"),
+    ):
+        if not isinstance(given, list | tuple):
+            problems.append(Problem.at(arg, f"must be a list of {what}, not {shown(given)}", "type"))
+            continue
+        for i, item in enumerate(cast(Sequence[object], given)):
+            pair: tuple[object, ...] = cast(tuple[object, ...], item) if isinstance(item, tuple) else ()
+            if len(pair) != 2 or not isinstance(pair[0], str) or not isinstance(pair[1], cls):
+                problems.append(Problem.at((arg, i), f"must be {what}, not {shown(cast(object, item))}", "type"))
+            elif not usable(pair[1]):  # (a value with problems keeps what is usable of it: that counts)
+                why = "misses a required arg: check it first (check_model, check_rag_engine)"
+                problems.append(Problem.at((arg, i), why, "type"))
+    if not isinstance(node_groups, list | tuple):
+        problems.append(Problem.at("node_groups", f"must be a list of NodeGroup, not {shown(node_groups)}", "type"))
+    else:
+        for i, group in enumerate(cast(Sequence[object], node_groups)):
+            if not isinstance(group, NodeGroup):
+                problems.append(Problem.at(("node_groups", i), f"must be a NodeGroup, not {shown(group)}", "type"))
+            elif not usable(group):
+                problems.append(Problem.at(("node_groups", i), "misses a required arg (name, vm_size)", "type"))
+    said = shown(system)
+    parts: tuple[object, ...] = cast(tuple[object, ...], system) if isinstance(system, tuple) else ()
+    if system is not None and not (len(parts) == 2 and all(isinstance(x, str) for x in parts)):
+        problems.append(Problem.at("system", f"must be (pool name, VM size), not {said}", "type"))
+    if not isinstance(grow, str):
+        problems.append(Problem.at("grow", f"must be text, not {shown(grow)}", "type"))
+    return problems
 
 
 def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) -> Demand | None:
@@ -64,7 +114,7 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
     preset = catalog.find_preset(args.model, chart.preset_catalog) if chart is not None else None
     if chart is None or preset is None:
         return None
-    wanted = match_labels(args)
+    wanted = node_lookup_labels(args, chart)
     pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g))
     sizes = {groups[j].vm_size for j in pools}
     sku = catalog.all_gpu_skus().get(sizes.pop()) if len(sizes) == 1 else None
@@ -76,19 +126,28 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
         need = preset.tuning_gib or preset.model_gib
         nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
         return Demand(who, pools, nodes, f"a tuning job on {_nodes(nodes)} while it runs")
+    bypassed = "pool-budget" in args.bypass_checks  # the model's own choice: it leaves the budget, said
+    replicas = serving_replicas(args)
+    scaled = " (`autoscale.max_replicas`)" if args.autoscale is not None else ""
+    if args.runtime == "transformers":  # resource.count (1) node per Workspace, no estimator
+        why = f"{replicas} replica(s){scaled} x 1 node, the transformers runtime's"
+        return Demand(
+            who, pools, replicas, why, replicas=replicas, scaled=args.autoscale is not None, bypassed=bypassed
+        )
     try:
         per_instance = sizing.nodes_per_instance(
             preset, sizing.NodeGpus.of_sku(sku), chart.preset_catalog, max_model_len(args)
         )
     except sizing.SizingError:
         return None
-    replicas = serving_replicas(args)
-    scaled = " (`autoscale.max_replicas`)" if args.autoscale is not None else ""
     return Demand(
         who,
         pools,
         per_instance * replicas,
         f"{replicas} replica(s){scaled} x {_nodes(per_instance)}, KAITO's vLLM estimate",
+        replicas=replicas,
+        scaled=args.autoscale is not None,
+        bypassed=bypassed,
     )
 
 
@@ -104,6 +163,8 @@ def engine_demand(
     compute = args.compute
     if chart is None or compute is None or not compute.label_selector.match_labels:
         return None, None
+    if "rag-no-pool" in args.bypass_checks:
+        return None, None  # the engine's own choice
     sku = rag_rules.table_size(compute.instance_type, chart)
     wanted = compute.label_selector.match_labels
     size = (sku.name if sku is not None else compute.instance_type).lower()
@@ -124,7 +185,8 @@ def engine_demand(
             found = "no pool carries those labels"
         return None, Problem(
             ("compute",),
-            f"KAITO runs the engine on a node with `compute.label_selector`'s labels and of `instance_type` "
+            f"KAITO admits this, but it runs the engine on a node with `compute.label_selector`'s labels and of "
+            "`instance_type` "
             f"{compute.instance_type}, and {found}; it would ask for a new node, which nothing provisions with "
             "bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: <its name>}), or use its size",
             "rag-no-pool",
@@ -133,7 +195,7 @@ def engine_demand(
     if gpus == 0:
         return None, None
     why = f"KAITO {chart.version} gives an engine that embeds locally every GPU of its instanceType ({gpus})"
-    return Demand(who, pools, 1, why, engine=True), None
+    return Demand(who, pools, 1, why, engine=True, bypassed="pool-budget" in args.bypass_checks), None
 
 
 def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str = "`max_nodes`") -> Iterator[Problem]:
@@ -158,13 +220,15 @@ def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str 
         fix = f"give {'the pool' if one else 'the pools'} {_nodes(need - most)} more ({grow})"
         if engines and len(inside) > len(engines):
             fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
-        elif not engines:
-            fix += ", or lower replicas"
+        elif any(d.replicas > 1 for d in inside):
+            fix += ", or lower `autoscale.max_replicas`" if all(d.scaled for d in inside) else ", or lower replicas"
+        else:
+            fix += ", or select another pool for one of them (`label_selector`)"
         yield Problem(
             ("node_groups", min(pools)),
-            f"{'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most {_nodes(most)} of {size}, "
-            f"and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of its node, so the rest "
-            f"would stay Pending: {fix}",
+            f"KAITO admits each of these, but {'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most "
+            f"{_nodes(most)} of {size}, and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of "
+            f"its node, so the rest would stay Pending: {fix}",
             "pool-budget",
         )
 

@@ -11,21 +11,23 @@ own models), each model within its own timeout. The waits grow with the pools, n
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
 
+from kaito_aks import policy
 from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
-from kaito_aks.model.component import KaitoModel, check_model, watched_objects
+from kaito_aks.model.component import KaitoModel, judge_model, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
-from kaito_aks.problems import Problem, raise_if
+from kaito_aks.operators.release import operator_problems
+from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -78,46 +80,54 @@ def deploy_models(
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
     deployed so far (they would be replaced)."""
-    checked = _checked(name, models)
+    checked, warnings = _checked(name, models, access, opts)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
-    if needs_access and reach is None:
-        why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
-        raise_if("deploy_models", name, [Problem.at("access", why, "no-credentials")])
     plans = {n: plan_model(a) for n, a in checked}
-    gpu_waits = _gpu_node_waits(name, checked, plans, reach, opts)
+    gpu_waits = _gpu_node_waits(name, checked, plans, reach if needs_access else None, opts)
     created: dict[str, KaitoModel] = {}
     for n, a in checked:
         plan = plans[n]
         wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
-        own = Judged(dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False))  # judged just now
+        # judged just now, and its waits are the group's
+        own = Judged(dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False), tuple(warnings[n]))
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
         created[n] = KaitoModel(n, own, opts=model_opts)
     ready = _ready_waits(name, checked, plans, created, reach, opts)
     return ModelGroup(created, gpu_waits, ready, plans)
 
 
-def _checked(name: str, models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]]) -> list[Named]:
+def _checked(
+    name: str,
+    models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
+    access: ClusterAccess | None,
+    opts: pulumi.ResourceOptions | None,
+) -> tuple[list[Named], dict[str, list[Problem]]]:
     """Each model's args, judged (unless they were), and then the rules of the models together:
     names they would share, CPU models on another's GPU nodes, model ids two routes would share,
-    one KAITO release, the pools' budget (and auto-provisioned nodes at their most). Raises
-    InvalidArgsError with every problem."""
-    shapeless = [
-        Problem.at(("models", i), f"must be (resource name, KaitoModelArgs), not {type(m).__name__}", "type")
-        for i, m in enumerate(models)
-        if not _named(m)
-    ]
-    raise_if("deploy_models", name, shapeless)  # a program's mistake, said by name, not a TypeError
+    one KAITO release (and the operators' in `opts`), the pools' budget (and auto-provisioned
+    nodes at their most), credentials for the waits. Raises InvalidArgsError
+    with every problem at once; else the models and each one's warnings."""
+    problems = _call_problems(name, models, access, opts)
+    if not isinstance(models, list | tuple):
+        raise_if("deploy_models", str(name), problems)  # a program's mistake, said by name, not a TypeError
     checked: list[Named] = []
-    problems: list[Problem] = []
-    for resource_name, args in models:
-        model, found = (args.args, []) if isinstance(args, Judged) else check_model(args, resource_name)
+    warnings: dict[str, list[Problem]] = {}
+    for resource_name, args in [m for m in models if _named(m)]:
+        if isinstance(args, Judged):
+            model, found, said = args.args, [], list(args.warnings)
+        else:
+            model, found, said = judge_model(args, resource_name)
         problems += [p.under(resource_name) for p in found]
         if model is not None:
             checked.append((resource_name, model))
-    problems += [p.under(checked[i][0]) for i, p in name_collisions(checked)]
-    problems += [p.under(checked[i][0]) for i, p in cpu_on_provisioned_gpu_nodes(checked)]
-    problems += [p.under(checked[i][0]) for i, p in route_collisions(checked)]
+            warnings[resource_name] = said
+    # across the models: each problem judged with the bypass_checks of the model it is about
+    for i, problem in [*name_collisions(checked), *cpu_on_provisioned_gpu_nodes(checked), *route_collisions(checked)]:
+        n, a = checked[i]
+        errors, said = policy.verdict([problem], a.bypass_checks)
+        problems += [p.under(n) for p in errors]
+        warnings[n] += said
     problems += [p.under("models") for p in auto_provisioned_budget(checked)]
     versions = sorted({a.kaito_version for _, a in checked})
     if len(versions) > 1:  # `opts` give them one cluster, which runs one KAITO
@@ -129,12 +139,53 @@ def _checked(name: str, models: Sequence[tuple[str, KaitoModelArgs | Judged[Kait
                 "kaito-versions",
             )
         )
-    raise_if("deploy_models", name, problems)
+    if checked:
+        problems += operator_problems(checked[0][1].kaito_version, opts, at="opts")
     # the models that know their pools share them: together they must fit (each alone did)
     known = [(n, a) for n, a in checked if a.node_groups]
     pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
-    raise_if("deploy_models", name, pool_budget(known, pools))
-    return checked
+    budget = pool_budget(known, pools)
+    problems += policy.errors_of(budget)
+    needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
+    reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
+    if needs_access and reach is None:
+        why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
+        problems.append(Problem.at("access", why, "no-credentials"))
+    raise_if("deploy_models", str(name), problems)
+    for warning in policy.warnings_of(budget):  # what the models together refuse nothing of (bypassed)
+        pulumi.log.warn(f"deploy_models {name!r}: {warning.under('args').text()}")
+    return checked, warnings
+
+
+def _call_problems(name: object, models: object, access: object, opts: object) -> list[Problem]:
+    """The call's own shape: a name, (resource name, args) pairs, `access` a ClusterAccess, `opts`
+    ResourceOptions (a program's mistake, said by name, not a TypeError)."""
+    problems: list[Problem] = []
+    if not isinstance(name, str) or not name:
+        problems.append(Problem.at("name", f"must be the group's name (text), not {shown(name)}", "type"))
+    if not isinstance(models, list | tuple):
+        problems.append(
+            Problem.at("models", f"must be a list of (resource name, KaitoModelArgs), not {shown(models)}", "type")
+        )
+        return problems
+    problems += [
+        Problem.at(("models", i), f"must be (resource name, KaitoModelArgs), not {shown(m)}", "type")
+        for i, m in enumerate(cast(Sequence[object], models))
+        if not _named(m)
+    ]
+    names = [cast(tuple[str, object], m)[0] for m in cast(Sequence[object], models) if _named(m)]
+    problems += [
+        Problem.at(
+            ("models", i), f"{n!r} is given twice; each model needs a resource name of its own", "name-collision"
+        )
+        for i, n in enumerate(names)
+        if n in names[:i]
+    ]
+    if access is not None and not isinstance(access, ClusterAccess):
+        problems.append(Problem.at("access", f"must be a ClusterAccess, not {shown(access)}", "type"))
+    if opts is not None and not isinstance(opts, pulumi.ResourceOptions):
+        problems.append(Problem.at("opts", f"must be pulumi.ResourceOptions, not {shown(opts)}", "type"))
+    return problems
 
 
 def _gpu_node_waits(
@@ -209,7 +260,10 @@ def _ready_waits(
 
 def _named(item: object) -> bool:
     """Whether a program gave (resource name, args), whatever its type hints said."""
-    return isinstance(item, tuple) and len(cast(tuple[object, ...], item)) == 2 and isinstance(item[0], str)
+    if not isinstance(item, tuple) or len(cast(tuple[object, ...], item)) != 2:
+        return False
+    name, args = cast(tuple[object, object], item)
+    return isinstance(name, str) and bool(name) and isinstance(args, KaitoModelArgs | Judged | Mapping)
 
 
 def opts_without_provider(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:

@@ -4,6 +4,7 @@ nodes. One place, so the pools, both operators, the models and their checks agre
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import field
@@ -124,6 +125,22 @@ class NodeGroup:
     """Who installs the GPU driver on the nodes: operator (the NVIDIA GPU Operator) or aks."""
     spot: bool = False
     """Azure Spot VMs: the nodes carry AKS's spot taint."""
+    driver_installed: bool = False
+    """Whether something is known to install the GPU driver on the nodes: AKS (`gpu_driver` aks;
+    `GpuNodePool.node_group` sets it so) or a GpuOperator of the program (its `node_groups`
+    output marks the groups it was given). A group left to the GPU Operator without it is
+    warned about: with no driver, GPU Feature Discovery never labels the nodes and KAITO denies
+    every preset on them."""
+
+
+def driver_unknown(group: NodeGroup) -> bool:
+    """Whether the group leaves its driver to the GPU Operator and nothing says one runs."""
+    return group.gpu_driver == "operator" and not group.driver_installed
+
+
+def with_driver(group: NodeGroup) -> NodeGroup:
+    """The group, marked as having its driver installed (by the program's GpuOperator)."""
+    return dataclasses.replace(group, driver_installed=True) if not group.driver_installed else group
 
 
 def vm_size_problem(vm_size: str) -> str | None:
@@ -193,10 +210,17 @@ def node_groups_problems(groups: Iterable[NodeGroup], chart: KaitoChart | None =
     return [p.under("node_groups", i) for i, g in enumerate(groups) for p in node_group_problems(g, chart)]
 
 
+def group_labels(group: NodeGroup) -> dict[str, str]:
+    """The labels the group's nodes surely carry: its name as AKS's agentpool labels (as its doc
+    says, whoever made the pool) and its own labels."""
+    return {**dict.fromkeys(AGENTPOOL_LABELS, group.name), **group.labels}
+
+
 def selects(match_labels: dict[str, str], group: NodeGroup) -> bool:
     """Whether a selector's matchLabels pick the group's nodes (KAITO lists BYO nodes by
     matchLabels only; matchExpressions play no part there)."""
-    return all(group.labels.get(k) == v for k, v in match_labels.items())
+    labels = group_labels(group)
+    return all(labels.get(k) == v for k, v in match_labels.items())
 
 
 def aks_user_node_labels(vm_size: str) -> dict[str, str]:
@@ -212,7 +236,7 @@ def aks_user_node_labels(vm_size: str) -> dict[str, str]:
 
 def node_labels(group: NodeGroup) -> dict[str, str]:
     """Labels every node of the group carries: AKS's for a user pool of its size, and its own."""
-    return {**aks_user_node_labels(group.vm_size), **group.labels}
+    return {**aks_user_node_labels(group.vm_size), **group_labels(group)}
 
 
 def may_select(match_labels: dict[str, str], group: NodeGroup) -> bool:

@@ -159,6 +159,8 @@ class Problem:
     """What is wrong and the fix, in the library's own terms."""
     code: str = ""
     """A stable name for the rule, so a program can add its own wording (e.g. a config command)."""
+    bypassed: bool = False
+    """A refusal the model's `bypass_checks` named: said as a warning (kaito_aks.policy)."""
 
     @classmethod
     def at(cls, path: str | Sequence[PathPart], message: str, code: str = "") -> Problem:

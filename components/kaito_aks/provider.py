@@ -17,6 +17,7 @@ import inspect
 import json
 import sys
 import textwrap
+import types as python_types
 import typing
 from collections.abc import Mapping
 from functools import cache
@@ -49,6 +50,7 @@ from kaito_aks.schema import (
 from kaito_aks.validation import validate
 
 PACKAGE = "kaito-aks"
+SECRET_OUTPUTS = ("kubeconfig", "token")  # the components' outputs that are Pulumi secrets
 
 
 def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
@@ -61,6 +63,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.azure.workload_identity import WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.cluster.kubeconfig_cluster import TYPE as KUBECONFIG
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
+    from kaito_aks.cluster.node_bootstrap import TYPE as BOOTSTRAP
+    from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
     from kaito_aks.model.component import TYPE as MODEL
     from kaito_aks.model.component import KaitoModel
     from kaito_aks.model.spec import KaitoModelArgs
@@ -70,6 +74,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import TYPE as KAITO
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
+    from kaito_aks.operators.karpenter import TYPE as KARPENTER
+    from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs
     from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.rag.component import TYPE as RAG
@@ -87,6 +93,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
         POOL: (GpuNodePool, GpuNodePoolArgs),
         IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs),
         GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs),
+        KARPENTER: (Karpenter, KarpenterArgs),
+        BOOTSTRAP: (NodeBootstrapToken, NodeBootstrapTokenArgs),
         KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs),
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs),
         KAITO: (KaitoOperator, KaitoOperatorArgs),
@@ -170,7 +178,9 @@ def property_spec(tp: Any, f: Field, types: _Types, plain: bool) -> dict[str, An
         return property_spec(inner, f, types, plain)
     spec: dict[str, Any]
     origin = get_origin(tp)
-    if origin is typing.Literal:
+    if origin in (typing.Union, python_types.UnionType):  # e.g. a switch or its settings: bool | SomeArgs
+        spec = {"oneOf": [property_spec(a, f, types, plain=False) for a in get_args(tp)]}
+    elif origin is typing.Literal:
         spec = {"$ref": f"#/types/{types.enum(f, get_args(tp))}"}
     elif tp is str:
         spec = {"type": "string"}
@@ -307,7 +317,7 @@ def schema() -> dict[str, Any]:
             spec = property_spec(f.type, f, types, plain=False)
             spec.pop("plain", None)
             spec["description"] = rename(f.doc, "schema")
-            if f.name == "kubeconfig":
+            if f.name in SECRET_OUTPUTS:
                 spec["secret"] = True
             outs[camel(f.name)] = spec
             if optional_of(unannotated(f.type)) is None:

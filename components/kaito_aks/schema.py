@@ -197,6 +197,38 @@ def plain_of(tp: Any) -> Any:
     return members[0] if len(members) == 1 else typing.Union[tuple(members)]  # noqa: UP007 (built at run time)
 
 
+class _Switch:
+    """Annotated metadata of `bool | SomeArgs`: a switch (true, false) or its settings (a map of
+    the class's args). pydantic tries one member only, the one the value's kind picks, so a
+    problem is said once, in the member's words."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        members = [a for a in get_args(source) if a is not bool]
+        if len(members) != 1 or bool not in get_args(source):
+            raise TypeError(f"Switch is for `bool | SomeArgs`, not {source!r}")
+        settings = members[0]
+
+        def kind(value: Any) -> str | None:
+            if isinstance(value, bool):
+                return SWITCH_TAGS[0]
+            return SWITCH_TAGS[1] if isinstance(value, Mapping | settings) else None
+
+        return core_schema.tagged_union_schema(
+            {SWITCH_TAGS[0]: handler.generate_schema(bool), SWITCH_TAGS[1]: handler.generate_schema(settings)},
+            discriminator=kind,
+            custom_error_type="switch",
+            custom_error_message="must be true, false or a map of its settings",
+        )
+
+    def __repr__(self) -> str:
+        return "switch"
+
+
+SWITCH = _Switch()
+SWITCH_TAGS = ("switch", "settings")
+"""The members of a switch's union as pydantic's error locations name them."""
+
+
 # ---------------------------------------------------------------- the args classes
 
 ARGS_CONFIG = ConfigDict(
@@ -225,18 +257,49 @@ def _number_as_written(value: Any, validate: core_schema.ValidatorFunctionWrapHa
     return value if type(value) is int else validate(value)  # 1 stays 1 where a number is asked
 
 
+MAX_DEPTH = 40
+"""How deep maps and lists may nest in a free-form value (chart values, a runtime config, a
+policy): as in a stack file (stacks/stackfile.py); far deeper than any real one, and shallow
+enough for every serializer and merge downstream (500 deep breaks YAML's and Python's recursion)."""
+
+
+def _not_too_deep(value: Any) -> Any:
+    """A free-form value whose maps and lists nest at most MAX_DEPTH deep (walked without
+    recursion, so any depth is measured)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[Any] = ()
+        if isinstance(item, Mapping):
+            children = typing.cast(Mapping[Any, Any], item).values()
+        elif isinstance(item, list | tuple):
+            children = typing.cast(Sequence[Any], item)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise PydanticCustomError(
+                "too-deep", "{why}", {"why": f"nests maps and lists more than {MAX_DEPTH} deep; no config needs that"}
+            )
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def shaped(schema: Any) -> Any:
     """A core schema with the library's reading of plain values: text without control characters,
-    a tuple where a list is asked, a whole number kept whole where any number is asked. Nested
-    args classes are left to their own schema."""
+    a tuple where a list is asked, a whole number kept whole where any number is asked, free-form
+    maps and lists at most MAX_DEPTH deep. Nested args classes are left to their own schema."""
     kind = schema.get("type")
     if kind == "str":
         return core_schema.no_info_after_validator_function(_no_control_characters, schema)
     if kind == "float":
         return core_schema.no_info_wrap_validator_function(_number_as_written, schema)
+    if kind == "any":
+        return core_schema.no_info_after_validator_function(_not_too_deep, schema)
     out = {key: value if key in _NOT_SCHEMAS else _shaped_part(value) for key, value in schema.items()}
     if kind == "list":
         return core_schema.no_info_before_validator_function(_list_from_tuple, typing.cast(Any, out))
+    if kind == "dict":
+        return core_schema.no_info_after_validator_function(_not_too_deep, typing.cast(Any, out))
     return out
 
 
@@ -284,8 +347,9 @@ _REFUSAL = "_kaito_aks_refusal"
 
 
 def refusal_of(value: object) -> ValidationError | None:
-    """What pydantic found wrong with an args instance when it was made (None: nothing)."""
-    return getattr(value, _REFUSAL, None)
+    """What pydantic found wrong with an args instance when it was made (None: nothing, or no
+    args instance: an Output would answer any attribute with another Output)."""
+    return None if deferred(value) else getattr(value, _REFUSAL, None)
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field, pydantic.Field))
@@ -335,7 +399,7 @@ _UNUSABLE = "_kaito_aks_unusable"
 def usable(instance: object) -> bool:
     """Whether the rules may judge an instance (made without problems, or with what is usable of
     it set): not when a required field is missing or unusable."""
-    return not getattr(instance, _UNUSABLE, False)
+    return deferred(instance) or not getattr(instance, _UNUSABLE, False)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -508,6 +572,8 @@ def describe(tp: Any, classes: bool = False) -> str:
     (help()), else "object" (the config reference, where Python's class names mean nothing)."""
     tp = plain(tp)
     origin = get_origin(tp)
+    if _is_union(tp):  # e.g. true | false or an object
+        return " or ".join(describe(a, classes) for a in get_args(tp))
     if origin is Literal:
         return " | ".join(str(v) for v in get_args(tp))
     if origin in (list, Sequence, tuple):
@@ -535,9 +601,23 @@ def default_text(f: Field) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if is_args_class(type(value)):
-        return ", ".join(f"{camel(k)}: {v}" for k, v in dataclasses.asdict(value).items())
+        return ", ".join(f"{camel(k)}: {_in_schema_names(v)}" for k, v in dataclasses.asdict(value).items())
     if isinstance(value, list | tuple):
         return ", ".join(str(v) for v in typing.cast(tuple[Any, ...], value))
+    return str(value)
+
+
+def _in_schema_names(value: Any) -> str:
+    """A nested default as a stack file would write it: keys in the schema's names, true/false."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        items = typing.cast(dict[Any, Any], value).items()
+        return "{" + ", ".join(f"{camel(str(k))}: {_in_schema_names(v)}" for k, v in items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_in_schema_names(v) for v in typing.cast(list[Any], value)) + "]"
     return str(value)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 
 GPU_NODES_TYPE = GpuNodesReady.type_token()
+# the SDK names a dynamic resource's type pulumi-python:dynamic/<module>:<name>
+BOOTSTRAP_TOKEN_TYPE = "pulumi-python:dynamic/kaito-aks:BootstrapToken"
+SSH_KEY_TYPE = "pulumi-python:dynamic/kaito-aks:SshPublicKey"
 AFTER_UP = "(known after pulumi up)"
 PROJECT = "test"
 
@@ -71,6 +75,8 @@ class Registration:
     dependencies: list[str]
     inputs: dict[str, Any]  # secrets wrapped in Secret
     options: dict[str, Any]
+    # input name -> the resources its value came from (an explicit depends_on is in none of them)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
 
     @property
     def provider_urn(self) -> str:
@@ -178,6 +184,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     "aliases": [json_format.MessageToDict(a) for a in _aliases(request)],
                     "version": request.version,
                 },
+                property_dependencies={
+                    k: sorted(v.urns) for k, v in request.propertyDependencies.items() if len(v.urns)
+                },
             )
         )
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=state)
@@ -232,7 +241,7 @@ class ProgramMocks(pulumi_mocks.Mocks):
             }
             return f"{name}-id", {"status": status}
         if typ == "azure-native:containerservice:ManagedCluster":
-            fqdn = f"{inputs.get('dnsPrefix', name)}.hcp.example.azmk8s.io"
+            fqdn = api_server_fqdn(inputs.get("dnsPrefix", name), inputs.get("location") or "eastus")
             issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
             cluster = inputs.get("resourceName", name)
             group = f"MC_{inputs.get('resourceGroupName')}_{cluster}_{inputs.get('location') or 'eastus'}"
@@ -244,6 +253,9 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "location": inputs.get("location") or "eastus",
                 # AKS's patch of the minor asked for, or of its default minor
                 "currentKubernetesVersion": f"{inputs.get('kubernetesVersion') or MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
+                "identity": {**inputs.get("identity", {}), "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
+                "identityProfile": kubelet_identity(group),
+                "networkProfile": network_profile(inputs.get("networkProfile", {})),
             }
         if typ == "azure-native:managedidentity:UserAssignedIdentity":
             group, identity = inputs.get("resourceGroupName"), inputs.get("resourceName", name)
@@ -253,10 +265,34 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 f"Microsoft.ManagedIdentity/userAssignedIdentities/{identity}",
                 {"name": identity, "clientId": AFTER_UP, "principalId": AFTER_UP, "tenantId": MOCK_TENANT},
             )
+        if typ == "azure-native:network:VirtualNetwork":
+            group, vnet = inputs.get("resourceGroupName"), inputs.get("virtualNetworkName", name)
+            return (
+                f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{vnet}",
+                {
+                    "name": vnet,
+                    "resourceGuid": AFTER_UP,
+                },
+            )
+        if typ == "azure-native:network:Subnet":
+            group, vnet = inputs.get("resourceGroupName"), inputs.get("virtualNetworkName")
+            subnet = inputs.get("subnetName", name)
+            return (
+                f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.Network/"
+                f"virtualNetworks/{vnet}/subnets/{subnet}",
+                {"name": subnet},
+            )
         if typ == "azure-native:resources:ResourceGroup":
             return f"{name}-id", {"name": inputs.get("resourceGroupName", name)}
+        if typ == "azure-native:authorization:RoleDefinition":  # Azure names it by the GUID given
+            guid = inputs.get("roleDefinitionId", name)
+            return f"{inputs.get('scope')}/providers/Microsoft.Authorization/roleDefinitions/{guid}", {"name": guid}
         if typ == "azure-native:containerservice:AgentPool":
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
+        if typ == BOOTSTRAP_TOKEN_TYPE:  # made at `pulumi up`
+            return f"{name}-id", {"token_id": AFTER_UP, "token_secret": AFTER_UP}
+        if typ == SSH_KEY_TYPE:
+            return f"{name}-id", {"public_key_openssh": AFTER_UP}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
             return f"{name}-id", dict.fromkeys(GPU_NODES_OUTPUTS, AFTER_UP)
         return f"{name}-id", {}
@@ -273,6 +309,15 @@ class ProgramMocks(pulumi_mocks.Mocks):
         ):
             kubeconfig = MOCK_KUBECONFIG.format(cluster=args.args.get("resourceName", "aks"))
             return {"kubeconfigs": [{"name": "clusterUser", "value": base64.b64encode(kubeconfig.encode()).decode()}]}
+        if args.token == "azure-native:authorization:getClientConfig":  # who runs `pulumi up`
+            return {
+                "clientId": AFTER_UP,
+                "objectId": AFTER_UP,
+                "subscriptionId": MOCK_SUBSCRIPTION,
+                "tenantId": MOCK_TENANT,
+            }
+        if args.token == "azure-native:authorization:getClientToken":  # a user's (delegated) token
+            return {"token": MOCK_USER_TOKEN}
         if args.token == "azure-native:containerservice:getManagedCluster":
             name, group = args.args.get("resourceName", "aks"), args.args.get("resourceGroupName")
             return {
@@ -283,15 +328,44 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "nodeResourceGroup": f"MC_{group}_{name}_eastus",
                 "location": "eastus",
                 "currentKubernetesVersion": f"{MOCK_KUBERNETES_MINOR}.{MOCK_PATCH}",
+                "fqdn": api_server_fqdn(name, "eastus"),
+                "identityProfile": kubelet_identity(f"MC_{group}_{name}_eastus"),
+                "networkProfile": network_profile({"networkPlugin": "azure", "networkPluginMode": "overlay"}),
                 **self.existing.get(name, {}),
             }
+        if args.token == "azure-native:network:getVirtualNetwork":
+            return {"name": args.args.get("virtualNetworkName"), "resourceGuid": AFTER_UP}
         return {}
 
 
 MOCK_SUBSCRIPTION = "00000000-0000-0000-0000-000000000000"  # stand-ins: Azure's, at `pulumi up`
+# An Entra access token's shape (header.claims.signature), its claims a signed-in user's: no key, no signature.
+MOCK_USER_TOKEN = ".".join(
+    base64.urlsafe_b64encode(part.encode()).decode().rstrip("=")
+    for part in ('{"alg":"none"}', '{"idtyp":"user","scp":"user_impersonation"}', "stand-in")
+)
 MOCK_KUBERNETES_MINOR = "1.34"  # AKS's default minor, as the mocks answer
 MOCK_PATCH = "2"
 MOCK_TENANT = AFTER_UP
+
+
+def api_server_fqdn(dns_prefix: str, location: str) -> str:
+    """A cluster's API server name as AKS forms it: <DNS prefix>-<8 hex>.hcp.<region>.azmk8s.io."""
+    return f"{dns_prefix}-{hashlib.sha256(dns_prefix.encode()).hexdigest()[:8]}.hcp.{location}.azmk8s.io"
+
+
+def kubelet_identity(node_resource_group: str) -> dict[str, Any]:
+    """The identity AKS makes for a cluster's kubelets, in its node resource group."""
+    resource_id = (
+        f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/{node_resource_group}/providers/"
+        "Microsoft.ManagedIdentity/userAssignedIdentities/aks-agentpool"
+    )
+    return {"kubeletidentity": {"clientId": AFTER_UP, "objectId": AFTER_UP, "resourceId": resource_id}}
+
+
+def network_profile(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The network profile AKS reports: what was given, with AKS's data plane when none was."""
+    return {"networkDataplane": "azure", **given}
 
 
 def cluster_id(group: str | None, name: str) -> str:

@@ -10,16 +10,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast, get_args, get_origin
+from types import UnionType
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin
 
+import pulumi
 from pydantic import GetCoreSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, core_schema
 
+from kaito_aks import policy
 from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import InvalidArgsError, Key, Naming, PathPart, Problem, camel, did_you_mean, kind_of, shown
 from kaito_aks.schema import (
     ARGS_CONFIG,
     LENIENT,
+    SWITCH_TAGS,
     USABLE_CODES,
     deferred,
     describe,
@@ -47,9 +51,11 @@ fields in, by name with their types; `__docs__` their docs."""
 class Judged(Generic[A]):
     """Args a component's own rules found nothing wrong with (what `check_model` and
     `check_rag_engine` return, and the stack hands on): the component takes them as they are,
-    without judging them a second time."""
+    without judging them a second time; `warnings`: what the rules said of them that refuses
+    nothing (the component logs them)."""
 
     args: A
+    warnings: tuple[Problem, ...] = ()
 
 
 # ---------------------------------------------------------------- reading args
@@ -192,6 +198,9 @@ def _locate(root: Any, loc: tuple[int | str, ...]) -> _Spot:
             continue
         spot.secret = spot.secret or is_secret(spot.tp)
         tp = plain(spot.tp)
+        if part in SWITCH_TAGS and get_origin(tp) in (Union, UnionType):  # the member tried: not a key
+            spot.tp = bool if part == SWITCH_TAGS[0] else next(a for a in get_args(tp) if a is not bool)
+            continue
         known = _fields_of(tp)
         if known is not None:
             spot.owner = tp
@@ -361,9 +370,12 @@ def checked_args(
             raise InvalidArgsError(component, name, list(also))
         return judged_args
     instance, problems = validate(cls, args)
-    problems = problems + judged(instance, problems, rules) + list(also)
+    errors, warnings = policy.verdict(judged(instance, problems, rules), None)  # what refuses nothing: a warning
+    problems = problems + errors + list(also)
     if problems or instance is None:
         raise InvalidArgsError(component, name, problems)
+    for warning in warnings:
+        pulumi.log.warn(f"{component} {name!r}: {warning.under('args').text()}")
     return instance
 
 

@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# The labels on every Kubernetes object kaito-aks writes itself (KAITO's objects and what it makes
+# from them carry their own).
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
+GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"  # on the pods Istio runs for a Gateway
 # Words written in capitals in camelCase names, as Azure and the config files have them.
 _UPPER_WORDS = {"gb": "GB"}
 
@@ -26,7 +30,11 @@ NodeProvisioning = Literal["byo", "auto"]
 """byo: your GPU nodes, found by label selector (auto-provisioning off); auto: KAITO creates a
 node of each Workspace's instance type."""
 NodeProvisioner = Literal["gpu-provisioner", "karpenter"]
-"""What turns the NodeClaims KAITO creates in auto mode into nodes."""
+"""What makes KAITO's nodes in auto mode: gpu-provisioner (an AKS agent pool per NodeClaim) or
+self-hosted Karpenter (KAITO 0.11+: a NodePool per Workspace, VMs from KAITO's node classes)."""
+NodeClass = Literal["ubuntu", "azure-linux"]
+"""In Karpenter mode, the node class (OS image) of a model's nodes: KAITO's Ubuntu or Azure
+Linux AKSNodeClass."""
 GpuDiscovery = Literal["kaito", "external"]
 """kaito: KAITO's bundled device plugin, NFD and GFD label the GPU nodes; external: another
 install (the NVIDIA GPU Operator) runs them and KAITO's copies are switched off."""
@@ -60,17 +68,32 @@ class GpuDemand:
     gpu_count: int  # GPUs it needs (KAITO 0.8 checks nodes x GPUs against this)
     model_gib: float  # the size of its weights (0: not known offline, a Hugging Face id KAITO sizes)
     release: str  # "0.8", "0.11" or "0.12": KAITO's arithmetic differs
+    bypass_resource_checks: bool = False  # kaito.sh/bypass-resource-checks is set: KAITO skips count and memory
 
     @property
     def per_gpu_gib(self) -> float:
         return 0.0  # a requirement of 0.6 only, which provisions its own nodes (no wait)
 
     def as_props(self) -> dict[str, Any]:
-        return {"preset": self.name, "gpuCount": self.gpu_count, "modelGiB": self.model_gib, "release": self.release}
+        props: dict[str, Any] = {
+            "preset": self.name,
+            "gpuCount": self.gpu_count,
+            "modelGiB": self.model_gib,
+            "release": self.release,
+        }
+        if self.bypass_resource_checks:  # only when set: stacks deployed before see no diff
+            props["bypassResourceChecks"] = True
+        return props
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> GpuDemand:
-        return cls(props["preset"], int(props["gpuCount"]), float(props["modelGiB"]), props["release"])
+        return cls(
+            props["preset"],
+            int(props["gpuCount"]),
+            float(props["modelGiB"]),
+            props["release"],
+            bool(props.get("bypassResourceChecks", False)),
+        )
 
 
 def selector_text(selector: dict[str, str]) -> str:

@@ -57,13 +57,19 @@ def test_the_add_on_creates_its_own_nodes_of_a_named_size():
         "Standard_NC4as_T4_v3 (1 node)"  # the V100s are retired by Azure
     ]
     assert problems(instance_type="Standard_NC24ads_A100") == [
-        "instance_type: KAITO 0.6.0's SKU table has no Standard_NC24ads_A100, so it cannot size a preset on it (its "
-        "webhook admits any Standard_N*/Standard_D* name, without sizing it); did you mean Standard_NC24ads_A100_v4, "
-        "Standard_NC48ads_A100_v4, Standard_NC96ads_A100_v4? `models list` shows the sizes it knows"
+        "instance_type: KAITO admits this, but its SKU table (0.6.0) has no Standard_NC24ads_A100, so it cannot size "
+        "a preset on it (its webhook admits any Standard_N*/Standard_D* name, without sizing it); did you mean "
+        "Standard_NC24ads_A100_v4, Standard_NC48ads_A100_v4, Standard_NC96ads_A100_v4? `models list` shows the sizes "
+        "it knows (to deploy it anyway: bypass_checks: [instance-type-unknown])"
     ]
-    # 0.6 matches sizes exactly, as 0.8 does
+    # 0.6 matches sizes exactly, as 0.8 does: a size it cannot read as N- or D-series it denies
     assert problems(instance_type="standard_nc24ads_a100_v4")[0].startswith(
-        "instance_type: KAITO 0.6.0 matches instance types exactly (case included): write Standard_NC24ads_A100_v4"
+        "instance_type: KAITO 0.6.0 denies it: it creates nodes only of its GPU table or Azure N-series (GPU) and "
+        'D-series sizes ("Unsupported instance type standard_nc24ads_a100_v4")'
+    )
+    assert problems(instance_type="Standard_NC24ADS_A100_V4")[0].startswith(
+        "instance_type: KAITO admits this (its webhook takes any Standard_N* name), but KAITO 0.6.0 looks sizes up "
+        "exactly (case included), so it cannot size a preset on this one: write Standard_NC24ads_A100_v4"
     )
 
 
@@ -74,7 +80,8 @@ def test_the_add_on_sizes_a_preset_by_gpu_count_and_memory_per_gpu_on_one_node()
     assert problems(**llama) == [
         "instance_type: KAITO 0.6.0's webhook would deny llama-3.3-70b-instruct on one node: Insufficient number of "
         "GPUs: Instance type Standard_NC24ads_A100_v4 provides 1, but preset llama-3.3-70b-instruct requires at least "
-        "4; the smallest that fits: Standard_NC96ads_A100_v4"
+        "4; the smallest that fits: Standard_NC96ads_A100_v4 (to have KAITO admit it anyway: bypass_checks: "
+        "[instance-type-fit], which sets KAITO's kaito.sh/bypass-resource-checks annotation)"
     ]
     assert (
         "Insufficient per GPU memory: Instance type Standard_ND96asr_A100_v4 provides 40Gi per GPU"

@@ -13,6 +13,7 @@ from upstream_facts import kaito, serving_folders
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
 GPU_PROVISIONER_VERSIONS = list(catalog.gpu_provisioner_charts())
+KARPENTER_VERSIONS = list(catalog.karpenter_charts())
 
 
 def test_every_supported_version_has_upstream_data():
@@ -31,6 +32,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     wanted |= {f"nvidia-device-plugin-v{gfd['version']}" for v in KAITO_VERSIONS if (gfd := _bundled_gfd(v))}
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     wanted |= set(serving_folders().values())
+    wanted |= {f"karpenter-{v}" for v in KARPENTER_VERSIONS}
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
@@ -64,6 +66,10 @@ def test_preset_names_and_download_flags_match_supported_models(version):
         assert preset.hugging_face_id == real[name]["huggingFaceId"], name
         if real[name]["downloadAuthRequired"]:  # KAITO's own flag; the Hugging Face side may gate more
             assert preset.gated, name
+        if not _has_catalog(version):  # the Go presets' flag, which the webhook reads (0.11+: the catalog's, never set)
+            assert preset.auth_required == real[name]["downloadAuthRequired"], name
+        else:
+            assert not preset.auth_required, name
         if _has_catalog(version):  # vLLMCompatibleModel: DownloadAtRuntime is always true
             assert preset.download_at_runtime, name
         else:
@@ -349,7 +355,100 @@ def test_gpu_provisioner_pairs_name_supported_releases():
 def test_role_names_are_azure_built_in_role_ids():
     roles = catalog.azure_roles()
     assert roles["Contributor"] == "b24988ac-6180-42a0-ab88-20f7382dd24c"
-    assert catalog.gpu_provisioner_source().role in roles
+    assert set(catalog.too_broad_roles()) == {"Contributor", "Owner", "User Access Administrator"}
+
+
+# ---------------------------------------------------------------- Karpenter
+
+
+@pytest.mark.parametrize("version", KARPENTER_VERSIONS)
+def test_karpenter_chart_facts_match_its_chart_and_controller(version):
+    chart = catalog.karpenter_charts()[version]
+    provenance = upstream_facts.load("karpenter", version, "provenance.yaml")
+    assert provenance["tag"] == f"v{version}"
+    assert len(provenance["commit"]) == 40
+    values = upstream_facts.chart_values("karpenter", version)
+    assert chart.value_keys == list(values)
+    assert values["controller"]["env"] == []  # the release's env list is all there is
+    assert values["settings"]["featureGates"]["staticCapacity"] is False  # so the release turns it on
+    env = upstream_facts.load("karpenter", version, "controller-env.yaml")
+    # every variable the release sets is one the controller reads, and it sets every one it requires
+    assert set(chart.controller_env) <= set(env["reads"]), set(chart.controller_env) - set(env["reads"])
+    assert set(env["required"]) <= set(chart.controller_env)
+    assert env["required"] == [
+        "CLUSTER_ENDPOINT",
+        "CLUSTER_NAME",
+        "KUBELET_BOOTSTRAP_TOKEN",
+        "SSH_PUBLIC_KEY",
+        "VNET_SUBNET_ID",
+        "AZURE_NODE_RESOURCE_GROUP",
+        "AZURE_SUBSCRIPTION_ID",
+    ]
+
+
+def test_karpenter_pairs_and_roles():
+    source = catalog.karpenter_source()
+    for minor, version in source.for_kaito.items():
+        chart = next((c for v, c in catalog.kaito_charts().items() if v.startswith(minor + ".")), None)
+        assert chart is not None, minor
+        # a Karpenter release exactly for the KAITO minors with a Karpenter mode
+        assert (version is not None) == (chart.node_provisioner is not None), minor
+        assert version is None or version in KARPENTER_VERSIONS
+    roles = catalog.azure_roles()
+    assert set(source.roles) | {source.subnet_role} <= set(roles)
+    assert "Contributor" not in source.roles
+    assert "Owner" not in source.roles
+
+
+@pytest.mark.parametrize("version", KARPENTER_VERSIONS)
+def test_karpenters_nodepool_crd_allows_the_placement_scope_kaito_requires(version):
+    """KAITO 0.11 and 0.12 put karpenter.azure.com/placement-scope on every NodePool; the CRD's
+    CEL rule lists the karpenter.azure.com keys it allows."""
+    crd = upstream_facts.load("karpenter", version, "crds/nodepools.karpenter.sh.yaml")
+    assert "karpenter.azure.com/placement-scope" in str(crd)
+    served = {v["name"] for v in crd["spec"]["versions"] if v["served"]}
+    assert served == {"v1"}
+    classes = upstream_facts.load("karpenter", version, "crds/aksnodeclasses.karpenter.azure.com.yaml")
+    storage = [v["name"] for v in classes["spec"]["versions"] if v["storage"]]
+    assert storage == ["v1beta1"]
+
+
+@pytest.mark.parametrize("version", [v for v, c in catalog.kaito_charts().items() if c.node_provisioner])
+def test_kaito_node_classes_are_the_charts(version):
+    chart = catalog.kaito_charts()[version]
+    values = upstream_facts.chart_values("kaito", version)
+    azure = values["karpenterProviders"][values["karpenterProvider"]]
+    assert list(chart.node_classes.values()) == [c["name"] for c in azure["nodeClasses"]]
+    assert azure["nodeClasses"][0].get("default") is True  # ubuntu, the first: KAITO's default
+    assert azure["nodeClasses"][0]["spec"]["imageFamily"].startswith("Ubuntu")
+    assert azure["nodeClasses"][1]["spec"]["imageFamily"] == "AzureLinux"
+    assert chart.node_provisioner is not None
+    assert chart.node_provisioner.karpenter == "karpenter"
+
+
+def test_kaito_0_12_dropped_exactly_the_gpus_below_compute_capability_8():
+    """The SKUs 0.11's table lists and 0.12's does not are those below 0.12's minimum, each with
+    its capability as 0.11's table records it; the catalog's capabilities agree."""
+    rule = catalog.kaito_charts()["0.12.0"].min_compute_capability
+    assert rule is not None
+    assert rule.at_least == 8.0
+    old, new = kaito("0.11.0", "skus")["skus"], kaito("0.12.0", "skus")["skus"]
+    dropped = set(old) - set(new)
+    assert dropped == {
+        "Standard_NC4as_T4_v3",
+        "Standard_NC8as_T4_v3",
+        "Standard_NC16as_T4_v3",
+        "Standard_NC64as_T4_v3",
+        "Standard_NV12s_v3",
+        "Standard_NV24s_v3",
+        "Standard_NV48s_v3",
+    }
+    assert all(old[s]["cudaComputeCapability"] < rule.at_least for s in dropped)
+    assert all(s.get("cudaComputeCapability", 9.9) >= rule.at_least for s in new.values())
+    ours = catalog.all_gpu_skus()
+    for name, sku in {**old, **new}.items():
+        if "cudaComputeCapability" in sku:
+            assert ours[name].compute_capability == sku["cudaComputeCapability"], name
 
 
 RAGENGINE_VERSIONS = list(catalog.ragengine_charts())
@@ -395,3 +494,32 @@ def test_the_kubernetes_fields_kaito_decodes_strictly_are_complete():
             assert base in scalars or base in kube_json.types(), (name, field, kind)
     assert len(kube_json.types()["VolumeSource"]) == 30
     assert set(kube_json.types()["ResourceRequirements"]) == {"limits", "requests", "claims"}
+
+
+@pytest.mark.parametrize("version", KAITO_VERSIONS)
+def test_kaito_pods_need_at_most_baseline_but_the_hostpath_models_of_the_catalog(version: str):
+    """Pod Security: KAITO's code sets none of the pod fields baseline judges but hostPath, and
+    the models its 0.12 pods mount the node's CUDA toolkit for are the catalog's list."""
+    facts = upstream_facts.load("kaito", version, "pod-security.yaml")
+    assert {f: paths for f, paths in facts["podFields"].items() if f != "HostPath" and paths} == {}
+    minor = ".".join(version.split(".")[:2])
+    listed = catalog.pod_security().host_path.get(minor)
+    if not facts["podFields"]["HostPath"]:
+        assert listed is None
+        return
+    assert listed is not None
+    derived = facts["cudaToolkitHostPath"]
+    assert (listed.path, listed.architectures, listed.preset_names) == (
+        derived["path"],
+        derived["architectures"],
+        derived["presetNames"],
+    )
+    models = upstream_facts.load("kaito", version, "model-catalog.yaml")["models"]
+    wanted = {
+        model_id.lower()
+        for model_id, m in models.items()
+        if set(m.get("architectures") or []) & set(derived["architectures"])
+        or model_id.rsplit("/", 1)[-1].lower() in derived["presetNames"]
+    }
+    assert set(listed.models) == wanted
+    assert catalog.pod_security().levels == {"enforce": "baseline", "warn": "restricted", "audit": "restricted"}

@@ -3,6 +3,8 @@ one adapter says what it found, and args judged once are taken as they are."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pytest
 
@@ -57,13 +59,13 @@ def test_one_camel_case_rule_for_args_and_typed_yaml():
 
 def test_judged_args_are_not_judged_again(monkeypatch: pytest.MonkeyPatch):
     calls: list[str | None] = []
-    rules = component.model_problems
+    rules = component.model_verdict
 
-    def counted(args: KaitoModelArgs) -> list:
+    def counted(args: KaitoModelArgs) -> tuple[list[Any], list[Any]]:
         calls.append(args.name)
         return rules(args)
 
-    monkeypatch.setattr(component, "model_problems", counted)
+    monkeypatch.setattr(component, "model_verdict", counted)
     checked, problems = check_model(model(), "phi")
     assert problems == []
     assert checked is not None

@@ -192,8 +192,9 @@ class Provisioning:
 
     def get(self, path: str, **query: str) -> dict[str, Any]:
         self.queries.append((path, query))
-        if path == "/apis/karpenter.sh/v1/nodeclaims":
-            return {"items": self.claims}
+        if path == "/apis/karpenter.sh/v1/nodeclaims":  # as the API server selects them by label
+            wanted = dict(pair.split("=") for pair in query["labelSelector"].split(","))
+            return {"items": [c for c in self.claims if wanted.items() <= c["metadata"]["labels"].items()]}
         if path.endswith("/workspaces"):
             return {"items": self.children}
         return self.watched
@@ -266,7 +267,10 @@ def test_before_0_12_the_nodeclaim_itself_is_read_for_the_reason():
         },
     }
     claim = {
-        "metadata": {"name": "ws8d2f0a1c3", "labels": {"kaito.sh/workspace": "phi-0"}},
+        "metadata": {
+            "name": "ws8d2f0a1c3",
+            "labels": {"kaito.sh/workspace": "phi-0", "kaito.sh/workspacenamespace": "default"},
+        },
         "status": {
             "conditions": [
                 {"type": "Launched", "status": "False", "reason": "LaunchFailed", "message": QUOTA},
@@ -283,6 +287,37 @@ def test_before_0_12_the_nodeclaim_itself_is_read_for_the_reason():
         "/apis/karpenter.sh/v1/nodeclaims",
         {"labelSelector": "kaito.sh/workspace=phi-0,kaito.sh/workspacenamespace=default"},
     ) in cluster.queries
+
+
+def test_in_karpenter_mode_the_nodeclaim_of_the_workspaces_nodepool_is_read_for_the_reason():
+    """0.11 in Karpenter mode: the NodeClaims are Karpenter's, labelled from KAITO's NodePool."""
+    workspace = {
+        "metadata": {"name": "phi-0", "generation": 1},
+        "resource": {"instanceType": "Standard_NC24ads_A100_v4"},
+        "status": {"conditions": [{"type": "NodeClaimsReady", "status": "False", "reason": "NodeClaimNotReady"}]},
+    }
+    labels = {
+        "karpenter.sh/nodepool": "default-phi-0",
+        "karpenter.kaito.sh/workspace-name": "phi-0",
+        "karpenter.kaito.sh/workspace-namespace": "default",
+    }
+    claim = {
+        "metadata": {"name": "default-phi-0-x9k2m", "labels": labels},
+        "status": {"conditions": [{"type": "Launched", "status": "False", "reason": "LaunchFailed", "message": QUOTA}]},
+    }
+    other = {
+        **claim,
+        "metadata": {
+            "name": "default-qwen-0-a1b2c",
+            "labels": {**labels, "karpenter.kaito.sh/workspace-name": "qwen-0"},
+        },
+    }
+    cluster = Provisioning(workspace, [], [claim, other])
+    with pytest.raises(RuntimeError) as err:
+        wait_for_models(cluster, [WS], 60, sleep=cluster.sleep, clock=cluster.clock)  # type: ignore[arg-type]
+    message = str(err.value)
+    assert f"; NodeClaim default-phi-0-x9k2m: Launched=False (LaunchFailed: {QUOTA}) after 1m" in message
+    assert "qwen" not in message
 
 
 def test_nodeclaims_it_may_not_read_leave_kaitos_own_words():

@@ -25,7 +25,10 @@ from kaito_aks import (
     RoleGrantArgs,
     WorkloadIdentity,
     WorkloadIdentityArgs,
+    catalog,
 )
+from kaito_aks.azure.workload_identity import workload_identity_warnings
+from kaito_aks.operators.gpu_provisioner import agent_pool_role_guid
 from kaito_aks.testing import (
     MOCK_KUBECONFIG,
     MOCK_SUBSCRIPTION,
@@ -44,9 +47,9 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
 CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
 ROLE = "azure-native:authorization:RoleAssignment"
+DEFINITION = "azure-native:authorization:RoleDefinition"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 WORKSPACE = "kubernetes:kaito.sh/v1beta1:Workspace"
-CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 A100 = "Standard_NC24ads_A100_v4"
 KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")  # a kubeconfig with a cluster (and context) dev
 
@@ -88,16 +91,45 @@ def test_the_identity_trusts_exactly_the_charts_service_account_through_the_clus
     assert identity.inputs["location"] == "eastus2"
 
 
-def test_the_identity_is_contributor_on_the_cluster_alone():
+def test_the_identity_holds_only_the_agent_pool_actions_on_the_cluster_alone():
     ev = run(aks_with_provisioner)
-    [role] = ev.of_type(ROLE)
+    role = ev.named("gpu-provisioner-identity-agent-pools", ROLE)
     assert role.inputs["scope"] == cluster_id("rg", "aks")  # not the resource group, not the subscription
+    definition = ev.named("gpu-provisioner-agent-pools", DEFINITION)
+    guid = definition.inputs["roleDefinitionId"]
     assert role.inputs["roleDefinitionId"] == (
-        f"/subscriptions/{MOCK_SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR}"
+        f"/subscriptions/{MOCK_SUBSCRIPTION}/providers/Microsoft.Authorization/roleDefinitions/{guid}"
     )
+    assert definition.urn in role.dependencies  # assigned once it exists
+    # exactly what its code calls (one Azure client, four methods), at every pinned release
+    assert definition.inputs["permissions"] == [
+        {
+            "actions": [
+                "Microsoft.ContainerService/managedClusters/agentPools/delete",
+                "Microsoft.ContainerService/managedClusters/agentPools/read",
+                "Microsoft.ContainerService/managedClusters/agentPools/write",
+            ]
+        }
+    ]
+    group = f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/rg"
+    assert definition.inputs["scope"] == group
+    assert definition.inputs["assignableScopes"] == [group]
+    assert definition.inputs["roleType"] == "CustomRole"
+    # one GUID and one tenant-unique name per cluster, the same on every run
+    assert guid == agent_pool_role_guid(cluster_id("rg", "aks")) != agent_pool_role_guid(cluster_id("rg", "other"))
+    assert definition.inputs["roleName"] == f"kaito-aks gpu-provisioner aks {guid[:8]}"
     assert role.inputs["principalType"] == "ServicePrincipal"
     identity = ev.component_outputs[ev.named("gpu-provisioner-identity", "kaito-aks:index:WorkloadIdentity").urn]
     assert role.inputs["principalId"] == identity["principalId"]
+    broad = set(catalog.too_broad_roles().values())
+    assert not any(r.inputs["roleDefinitionId"].rsplit("/", 1)[1] in broad for r in ev.of_type(ROLE))
+
+
+@pytest.mark.parametrize("version", ["v0.3.8", "v0.4.2", "v0.4.3"])
+def test_the_role_covers_every_azure_call_of_the_pinned_release_and_no_more(version: str):
+    calls = upstream_facts.load("gpu-provisioner", version, "azure-calls.yaml")
+    assert list(calls["clients"]) == ["armcontainerservice.NewAgentPoolsClient"]  # its only Azure client
+    assert set(calls["agentPoolsApi"]) == set(catalog.gpu_provisioner_source().agent_pool_actions)
 
 
 def test_the_chart_is_pinned_and_its_values_come_from_the_cluster_and_the_identity():
@@ -119,8 +151,8 @@ def test_the_chart_is_pinned_and_its_values_come_from_the_cluster_and_the_identi
     identity = ev.component_outputs[ev.named("gpu-provisioner-identity", "kaito-aks:index:WorkloadIdentity").urn]
     assert release.inputs["values"]["workloadIdentity"] == {"clientId": identity["clientId"], "tenantId": MOCK_TENANT}
     # the release starts its controller only once the identity can sign in
-    for kind in (CREDENTIAL, ROLE):
-        assert {r.urn for r in ev.of_type(kind)} <= set(release.dependencies)
+    for made in (ev.of_type(CREDENTIAL)[0], ev.named("gpu-provisioner-identity-agent-pools", ROLE)):
+        assert made.urn in release.dependencies
 
 
 @pytest.mark.parametrize("version", ["0.3.8", "0.4.2", "0.4.3"])
@@ -177,7 +209,8 @@ def test_gpu_provisioner_refuses_what_would_unhook_it_from_the_cluster():
             ),
         )
     )
-    assert "args.values.controler: not a value of the gpu-provisioner 0.4.3 chart" in message
+    # a value the chart does not read has no effect: a warning (logged when the rest passes), not a refusal
+    assert "args.values.controler" not in message
     assert "args.values.workloadIdentity: set from the component's workload identity; remove it" in message
     assert "args.values.controller.env: set from the cluster" in message
 
@@ -216,13 +249,43 @@ def test_a_workload_identity_alone_takes_any_role_by_name_or_guid_and_refuses_ot
                 issuer_url="https://oidc/",
                 namespace="ns",
                 service_account="Bad_Name",
-                roles=[RoleGrantArgs(role="Owner", scope="rg")],
+                roles=[
+                    RoleGrantArgs(role="Proprietor", scope="rg"),
+                    RoleGrantArgs(scope="/subscriptions/s"),
+                    RoleGrantArgs(role_definition_id="/subscriptions/s/providers/x", scope="/subscriptions/s"),
+                ],
             ),
         )
     )
     assert "args.service_account: 'Bad_Name' is not a DNS-1123 label" in message
-    assert "args.roles[0].role: 'Owner' is neither a built-in role this library knows" in message
+    assert "args.roles[0].role: 'Proprietor' is neither a built-in role this library knows" in message
     assert "args.roles[0].scope: must be an Azure resource id under a subscription" in message
+    assert "args.roles[1]: give role (a built-in role's name or a GUID) or role_definition_id, one of them" in message
+    assert "args.roles[2].name: required with role_definition_id" in message
+
+
+@pytest.mark.parametrize(
+    "role", ["Owner", "Contributor", "User Access Administrator", "8E3AF657-A8FF-443C-A75C-2FE8C4BCB635"]
+)
+def test_a_workload_identity_with_a_role_that_writes_everything_is_warned(role: str):
+    args = WorkloadIdentityArgs(
+        resource_group_name="rg",
+        issuer_url="https://oidc/",
+        namespace="ns",
+        service_account="sa",
+        roles=[RoleGrantArgs(role=role, scope="/subscriptions/s/resourceGroups/rg")],
+    )
+    [warning] = workload_identity_warnings(args)
+    assert warning.path == ("roles", 0, "role")
+    assert "every resource in its scope: grant a role with only the actions the workload calls" in warning.message
+    narrow = WorkloadIdentityArgs(
+        resource_group_name="rg",
+        issuer_url="https://oidc/",
+        namespace="ns",
+        service_account="sa",
+        roles=[RoleGrantArgs(role="Network Contributor", scope="/subscriptions/s/resourceGroups/rg")],
+    )
+    assert workload_identity_warnings(narrow) == []
 
 
 # ---------------------------------------------------------------- KAITO switched to it
@@ -247,19 +310,23 @@ def test_kaito_in_auto_mode_uses_the_provisioner_per_release():
     assert "gpu-feature-discovery" not in v12
 
 
-def test_karpenter_is_refused_with_what_it_needs():
-    message = refused(
+def test_karpenter_mode_is_kaitos_from_0_11_and_refused_before():
+    ev = run(
         lambda: KaitoOperator(
-            "k", KaitoOperatorArgs(version="0.12.0", node_provisioning="auto", node_provisioner="karpenter")
+            "k",
+            KaitoOperatorArgs(version="0.12.0", node_provisioning="auto", node_provisioner="karpenter"),
+            opts=pulumi.ResourceOptions(provider=kubeconfig_cluster().provider),
         )
     )
-    assert (
-        "args.node_provisioner: Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet "
-        in message
+    assert ev.named("k", RELEASE).inputs["values"]["nodeProvisioner"] == "karpenter"
+    byo = run(
+        lambda: KaitoOperator(
+            "k",
+            KaitoOperatorArgs(version="0.11.0", node_provisioner="karpenter"),
+            opts=pulumi.ResourceOptions(provider=kubeconfig_cluster().provider),
+        )
     )
-    assert "bootstrap token" in message
-    assert "SSH public key" in message
-    assert "the id of the subnet the nodes join" in message
+    assert byo.named("k", RELEASE).inputs["values"]["nodeProvisioner"] == "byo"  # byo: no provisioner at all
     message = refused(
         lambda: KaitoOperator(
             "k", KaitoOperatorArgs(version="0.8.1", node_provisioning="auto", node_provisioner="karpenter")
@@ -337,9 +404,9 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
         (
             "0.8.1",
             {"model": "phi-4-mini-instruct"},
-            "args.instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO: "
-            '"instanceType is required when node auto-provisioning is enabled"); phi-4-mini-instruct fits on '
-            "Standard_NC4as_T4_v3 (1 node)",  # Azure retired the V100 NCv3 sizes
+            "args.instance_type: required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO "
+            'denies it without: "instanceType is required when node auto-provisioning is enabled"); '
+            "phi-4-mini-instruct fits on Standard_NC4as_T4_v3 (1 node)",  # Azure retired the V100 NCv3 sizes
         ),
         (
             "0.12.0",
@@ -349,49 +416,51 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
         (
             "0.8.1",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC24ads_A100_V4"},
-            "args.instance_type: KAITO 0.8.1 matches instance types exactly (case included): write "
-            "Standard_NC24ads_A100_v4",
+            "args.instance_type: KAITO admits this (its webhook takes any Standard_N* name), but KAITO 0.8.1 looks sizes "
+            "up exactly (case included), so it cannot size a preset on this one: write Standard_NC24ads_A100_v4 (to "
+            "deploy it anyway: bypass_checks: [instance-type-unknown])",
         ),
         (
             "0.12.0",
             {"model": "phi-4-mini-instruct", "instance_type": "standard_nc24ads_a100_v4"},
-            "args.instance_type: KAITO 0.12.0's webhook ignores case, but it finds the node it provisioned by Azure's "
-            "spelling of the size (the node's instance-type label), so this one would never become ready: write "
+            "args.instance_type: KAITO admits this (0.12.0's webhook ignores case), but it finds the node it provisioned "
+            "by Azure's spelling of the size (the node's instance-type label), so this one would never become ready: write "
             "Standard_NC24ads_A100_v4",
         ),
         (
             "0.12.0",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC4as_T4_v3"},
-            "args.instance_type: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3)",
+            "args.instance_type: KAITO admits this, but KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3)",
         ),
         (
             "0.8.1",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC24ads_A100"},
-            "args.instance_type: KAITO 0.8.1's SKU table has no Standard_NC24ads_A100, so it cannot size a preset on "
-            "it (its webhook admits any Standard_N*/Standard_D* name, then its node estimator fails); did you mean "
+            "args.instance_type: KAITO admits this, but its SKU table (0.8.1) has no Standard_NC24ads_A100, so it cannot "
+            "size a preset on it (its webhook admits any Standard_N*/Standard_D* name, then its node estimator fails); did you mean "
             "Standard_NC24ads_A100_v4",
         ),
         (
             "0.12.0",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NG32ads_V620_v1"},
-            "args.instance_type: Standard_NG32ads_V620_v1 has AMD Radeon PRO V620 GPUs; KAITO's preset images run on "
-            "NVIDIA GPUs only",
+            "args.instance_type: KAITO admits this, but Standard_NG32ads_V620_v1 has AMD Radeon PRO V620 GPUs and "
+            "KAITO's preset images run on NVIDIA GPUs only",
         ),
         (
             "0.8.1",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NV12s_v3"},
-            "args.instance_type: Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2",
+            "args.instance_type: KAITO admits this, but Standard_NV12s_v3: NVIDIA M60 is CUDA compute capability 5.2",
         ),
         (
             "0.8.1",
             {"model": "phi-4-mini-instruct", "instance_type": "Standard_NC6s_v3"},
-            "args.instance_type: Standard_NC6s_v3: Azure retired it on 2025-09-30",
+            "args.instance_type: KAITO admits this, but Standard_NC6s_v3: Azure retired it on 2025-09-30",
         ),
         (
             "0.8.1",
             {"model": "falcon-40b-instruct", "instance_type": "Standard_NV36ads_A10_v5"},
-            "args.instance_type: KAITO 0.8.1's vLLM node estimator refuses falcon-40b-instruct on "
-            "Standard_NV36ads_A10_v5: falcon-40b-instruct does not support multi-node inference in this release",
+            "args.instance_type: KAITO admits this, but its controller's vLLM node estimator fails for falcon-40b-instruct "
+            "on Standard_NV36ads_A10_v5, so no node is ever created: falcon-40b-instruct does not support multi-node "
+            "inference in this release",
         ),
         (
             "0.8.1",
@@ -413,7 +482,8 @@ def test_on_0_12_the_inference_set_template_carries_the_instance_type():
         (
             "0.12.0",
             {"image": "ghcr.io/kaito-project/aikit/llama3.2:1b", "compute": "cpu", "instance_type": "Basic_A2"},
-            "args.instance_type: KAITO 0.12.0 creates nodes only of Azure N-series (GPU) or D-series sizes",
+            "args.instance_type: KAITO 0.12.0 denies it: it creates nodes only of its GPU table or Azure N-series (GPU) "
+            'and D-series sizes ("Unsupported instance type Basic_A2")',
         ),
     ],
 )

@@ -84,6 +84,7 @@ def test_the_example_program_type_checks_against_the_installed_package(installed
         "auto_provisioning.py",
         "rag_engine.py",
         "add_on.py",
+        "karpenter.py",
     ]
     clean = subprocess.run(pyright, cwd=user_program, capture_output=True, text=True)
     assert json.loads(clean.stdout)["summary"]["errorCount"] == 0, clean.stdout[-3000:]

@@ -20,15 +20,15 @@ from kaito_aks import (
     GpuProvisioner,
     KaitoModel,
     KaitoOperator,
+    Karpenter,
     KubeconfigCluster,
+    NodeBootstrapToken,
     RagEngine,
     RagEngineOperator,
     WorkloadIdentity,
 )
-from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import NodeGroup
-from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, schema, schema_text, to_wire
-from kaito_aks.rag.spec import RagEngineArgs
+from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, components, schema, schema_text, to_wire
 from kaito_aks.schema import fields, walk_types
 from kaito_aks.serving.dashboard import VllmDashboard
 from kaito_aks.serving.gateway import InferenceGateway
@@ -42,6 +42,8 @@ COMPONENTS = {
     "GpuNodePool": GpuNodePool,
     "WorkloadIdentity": WorkloadIdentity,
     "GpuProvisioner": GpuProvisioner,
+    "Karpenter": Karpenter,
+    "NodeBootstrapToken": NodeBootstrapToken,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
@@ -84,7 +86,7 @@ def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_
     described += [s["description"] for t in every["types"].values() for s in (t.get("properties") or {}).values()]
     python_names = {
         f.name
-        for args in (KaitoModelArgs, RagEngineArgs)
+        for _, args in components().values()
         for cls in walk_types(args)
         for f in fields(cls).values()
         if "_" in f.name
@@ -116,8 +118,28 @@ def test_outputs_are_declared():
         "location",
         "aiToolchainOperator",
         "kubernetesVersion",
+        "apiServerEndpoint",
+        "kubeletIdentityClientId",
+        "kubeletIdentityResourceId",
+        "networkPlugin",
+        "networkPluginMode",
+        "networkPolicy",
+        "networkDataplane",
+        "nodeSubnetId",
+        "vnetGuid",
     }
     assert resources["kaito-aks:index:AksCluster"]["properties"]["kubeconfig"]["secret"] is True
+    assert set(resources["kaito-aks:index:Karpenter"]["properties"]) == {
+        "namespace",
+        "chartVersion",
+        "clientId",
+        "principalId",
+        "identityName",
+        "sshPublicKey",
+        "bootstrapTokenId",
+    }
+    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token"}
+    assert resources["kaito-aks:index:NodeBootstrapToken"]["properties"]["token"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
         "endpoint",
         "model",

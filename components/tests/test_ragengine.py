@@ -153,7 +153,9 @@ def test_the_operator_is_the_pinned_ragengine_chart_in_a_namespace_of_its_own(ve
     assert release["values"] == values
 
 
-def test_the_operator_refuses_values_the_chart_lacks_or_mishandles():
+def test_the_operator_refuses_values_the_chart_mishandles_and_warns_of_those_it_lacks(
+    caplog: pytest.LogCaptureFixture,
+):
     message = refused(
         lambda: RagEngineOperator(
             "rag-op",
@@ -162,7 +164,13 @@ def test_the_operator_refuses_values_the_chart_lacks_or_mishandles():
             ),
         )
     )
-    assert "args.values.clusterName: not a value of the KAITO 0.12.0 ragengine chart" in message
+    assert "clusterName" not in message  # Helm passes a value the chart does not read: no effect, a warning
+    run(
+        lambda: RagEngineOperator(
+            "rag-op", RagEngineOperatorArgs(version="0.12.0", values={"clusterName": "aks"}), opts=on_cluster()
+        )
+    )
+    assert "args.values.clusterName: not a value of the KAITO 0.12.0 ragengine chart" in caplog.text
     assert "args.values.replicaCount: must be 1, not 2: the chart starts the RAGEngine controller without leader" in (
         message
     )
@@ -230,10 +238,24 @@ def test_the_ragengine_is_valid_against_kaitos_crd(version: str, shape: Any):
     assert manifest["metadata"]["name"] == name
 
 
-def test_each_version_gets_kaitos_shape_of_storage_and_the_load_balancer_annotation():
-    old = engine_of(run(lambda: RagEngine("docs", everything("0.8.1"), opts=on_cluster())), "0.8.1", "docs")
+def test_each_version_gets_kaitos_shape_of_storage_and_never_kaitos_public_load_balancer():
+    ev = run(lambda: RagEngine("docs", everything("0.8.1"), opts=on_cluster()))
+    old = engine_of(ev, "0.8.1", "docs")
     assert old["spec"]["storage"] == {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"}
-    assert old["metadata"]["annotations"] == {"kaito.sh/enablelb": "True"}
+    # KAITO's kaito.sh/enablelb makes a public Service it never updates: the engine's own instead
+    assert "annotations" not in old["metadata"]
+    lb = reveal(ev.named("docs/docs-lb", "kubernetes:core/v1:Service").inputs)
+    assert lb["metadata"]["annotations"]["service.beta.kubernetes.io/azure-load-balancer-internal"] == "true"
+    assert lb["spec"]["type"] == "LoadBalancer"
+    assert lb["spec"]["externalTrafficPolicy"] == "Local"
+    assert lb["spec"]["selector"] == {"kaito.sh/ragengine": "docs"}
+    assert lb["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 5000, "protocol": "TCP"}]
+    policy = reveal(ev.named("docs/docs-ingress", "kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs)
+    assert policy["spec"]["podSelector"] == {"matchLabels": {"kaito.sh/ragengine": "docs"}}
+    assert policy["spec"]["ingress"][1] == {
+        "from": [{"ipBlock": {"cidr": c}} for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")],
+        "ports": [{"port": 5000, "protocol": "TCP"}],
+    }
     new = engine_of(run(lambda: RagEngine("docs", everything("0.12.0"), opts=on_cluster())), "0.12.0", "docs")
     assert new["spec"]["storage"] == {
         "persistentVolume": {"persistentVolumeClaim": "rag-vectors", "mountPath": "/mnt/vectors"},
@@ -249,7 +271,6 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
     ev = run(lambda: RagEngine("rag", minimal("0.12.0"), opts=on_cluster()))
     engine = ev.named("rag/rag", "kubernetes:kaito.sh/v1beta1:RAGEngine")
     assert engine.options["replaceOnChanges"] == [
-        'metadata.annotations["kaito.sh/enablelb"]',
         "spec.compute",
         "spec.guardrails",
         "spec.storage.persistentVolume",
@@ -260,11 +281,7 @@ def test_what_cannot_change_in_place_replaces_the_ragengine_deleting_it_first():
     old = run(lambda: RagEngine("rag", minimal("0.8.1"), opts=on_cluster())).named(
         "rag/rag", "kubernetes:kaito.sh/v1alpha1:RAGEngine"
     )
-    assert old.options["replaceOnChanges"] == [
-        'metadata.annotations["kaito.sh/enablelb"]',
-        "spec.compute",
-        "spec.storage",
-    ]
+    assert old.options["replaceOnChanges"] == ["spec.compute", "spec.storage"]
 
 
 def test_the_default_embedding_is_the_model_kaitos_engine_really_uses():
@@ -453,6 +470,7 @@ def test_a_rag_engine_with_no_credentials_is_refused_unless_it_does_not_wait():
 # ---------------------------------------------------------------- KAITO's ragengine webhook, and what it mishandles
 
 # (KAITO version, args over `minimal`, what is said) for each rule, with its source line.
+WARNED = "warning: "  # a case KAITO admits and that has no effect or only may be a mistake: said, not refused
 REFUSED: list[tuple[str, dict[str, Any], str]] = [
     # 0.8.1 ragengine_validation.go L57-60: "InferenceService must be specified", then a nil dereference
     ("0.8.1", {"inference_service": None}, "args.inference_service: required on KAITO 0.8.1"),
@@ -480,7 +498,7 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     (
         "0.8.1",
         {"embedding": EmbeddingArgs(local=LocalEmbeddingArgs(model_id="m/x", image="r.io/a/b:1"))},
-        "args.embedding.local: give model_id or image, not both (KAITO 0.8.1's webhook drops this check",
+        WARNED + "args.embedding.local: give model_id or image, not both (KAITO 0.8.1's webhook drops this check",
     ),
     # 0.12.0 L209-213: "Invalid image format, require full input image URL"
     (
@@ -527,13 +545,15 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
                 url="http://phi.default.svc.cluster.local/v1/completions", context_window_size=4096
             )
         },
-        "args.inference_service.url: 'http://phi.default.svc.cluster.local/v1/completions' is no chat completions URL",
+        WARNED + "args.inference_service.url: 'http://phi.default.svc.cluster.local/v1/completions' is no chat "
+        "completions URL",
     ),
     (
         "0.12.0",
         {"inference_service": InferenceServiceArgs(url="/v1/chat/completions", context_window_size=4096)},
-        "args.inference_service.url: '/v1/chat/completions': the engine POSTs chat requests to this URL; give an "
-        "http(s) URL with a host",
+        "args.inference_service.url: KAITO admits this, but the engine POSTs its requests to '/v1/chat/completions', "
+        "which is no http(s) URL with a host: give one, e.g. a KaitoModel's endpoint (to deploy it anyway: "
+        "bypass_checks: [url-scheme])",
     ),
     # 0.8.1 L82-97: a size outside the table, N/D prefix case-sensitive
     (
@@ -546,8 +566,8 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     (
         "0.8.1",
         {"compute": RagComputeArgs(instance_type="Standard_D8s_v5", label_selector=ON_A10.label_selector)},
-        "args.compute.instance_type: KAITO 0.8.1's webhook admits 'Standard_D8s_v5', but its RAGEngine controller "
-        "fails on every size outside KAITO's GPU table",
+        "args.compute.instance_type: KAITO admits this (0.8.1's webhook takes 'Standard_D8s_v5'), but its RAGEngine "
+        "controller fails on every size outside KAITO's GPU table",
     ),
     # 0.12.0 L177-192, case-insensitive prefixes; an empty instance type fails too
     (
@@ -589,7 +609,7 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
     (
         "0.12.0",
         {"compute": RagComputeArgs(instance_type=A10, label_selector=LabelSelectorArgs())},
-        "args.compute.label_selector: give match_labels",
+        WARNED + "args.compute.label_selector: has no match_labels",
     ),
     # 0.12.0 api/v1beta1/labels.go SanitizedMatchLabels drops KAITO's own labels without a word
     (
@@ -599,7 +619,7 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
                 instance_type=A10, label_selector=LabelSelectorArgs(match_labels={"kaito.sh/workspace": "phi"})
             )
         },
-        'args.compute.label_selector.match_labels."kaito.sh/workspace": KAITO 0.12.0 reserves this label',
+        WARNED + 'args.compute.label_selector.match_labels."kaito.sh/workspace": KAITO 0.12.0 reserves this label',
     ),
     (
         "0.8.1",
@@ -607,23 +627,27 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         "args.storage.vector_db: KAITO 0.8.1's RAGEngine has no external vector database (KAITO 0.10+); use KAITO "
         "0.11.0 or 0.12.0, or persistent_volume_claim",
     ),
-    ("0.12.0", {"storage": StorageArgs()}, "args.storage: give persistent_volume_claim or vector_db"),
+    ("0.12.0", {"storage": StorageArgs()}, WARNED + "args.storage: has no effect without persistent_volume_claim"),
     (
         "0.12.0",
         {"storage": StorageArgs(persistent_volume_claim="pvc", mount_path="data")},
-        "args.storage.mount_path: 'data' is not an absolute path",
+        WARNED + "args.storage.mount_path: 'data' is not an absolute path",
     ),
     (
         "0.12.0",
         {"storage": StorageArgs(vector_db=VectorDbArgs(url="qdrant:6333"))},
-        "args.storage.vector_db.url: 'qdrant:6333': the engine connects to the database at this URL",
+        WARNED + "args.storage.vector_db.url: 'qdrant:6333': KAITO passes it to the engine unchecked",
     ),
     (
         "0.8.1",
         {"guardrails": GuardrailsArgs()},
         "args.guardrails: KAITO 0.8.1's RAGEngine has no guardrails (KAITO 0.11+); use KAITO 0.11.0 or 0.12.0",
     ),
-    ("0.12.0", {"guardrails": GuardrailsArgs()}, "args.guardrails: guard chat completions, which a retrieve-only"),
+    (
+        "0.12.0",
+        {"guardrails": GuardrailsArgs()},
+        WARNED + "args.guardrails: guard chat completions, which a retrieve-only",
+    ),
     (
         "0.12.0",
         {
@@ -690,7 +714,8 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
                 label_selector=LabelSelectorArgs(match_labels={"karpenter.kaito.sh/workspace-name": "phi"}),
             )
         },
-        'args.compute.label_selector.match_labels."karpenter.kaito.sh/workspace-name": KAITO 0.11.0 reserves this',
+        WARNED + 'args.compute.label_selector.match_labels."karpenter.kaito.sh/workspace-name": KAITO 0.11.0 reserves '
+        "this",
     ),
     # L232-243 on the LLM, L224-230 on a remote embedding: net/url's ParseRequestURI, a window > 0
     (
@@ -704,22 +729,36 @@ REFUSED: list[tuple[str, dict[str, Any], str]] = [
         "args.embedding.remote.url: 'api.openai.com/v1/embeddings' is not a URL KAITO accepts",
     ),
     # the 0.11 CRD has spec.storage.vectorDB and spec.guardrails (both checked by `everything`)
-    ("0.11.0", {"guardrails": GuardrailsArgs()}, "args.guardrails: guard chat completions, which a retrieve-only"),
+    (
+        "0.11.0",
+        {"guardrails": GuardrailsArgs()},
+        WARNED + "args.guardrails: guard chat completions, which a retrieve-only",
+    ),
     ("0.12.0", {"name": "1rag"}, "args.name: '1rag' is not a DNS-1035 label"),
     (
         "0.12.0",
         {"namespace": "kaito-ragengine"},
-        "args.namespace: kaito-ragengine belongs to the cluster or an operator",
+        WARNED + "args.namespace: kaito-ragengine belongs to the cluster or an operator",
     ),
-    ("0.9.4", {}, "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0"),
+    (
+        "0.9.4",
+        {},
+        "args.kaito_version: KAITO 0.9.4 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, "
+        "0.11.0, 0.12.0",  # the models' words: a stack says it once
+    ),
+    ("0.6.0", {}, "args.kaito_version: KAITO 0.6.0 has no RAGEngine operator this library installs"),
 ]
 
 
 @pytest.mark.parametrize(("version", "change", "said"), REFUSED)
 def test_what_kaito_would_deny_or_mishandle_is_refused_before_anything_registers(
-    version: str, change: dict[str, Any], said: str
+    version: str, change: dict[str, Any], said: str, caplog: pytest.LogCaptureFixture
 ):
     args = minimal(version, **change) if version in VERSIONS else RagEngineArgs(kaito_version=version)
+    if said.startswith(WARNED):  # admitted, and said
+        assert run(lambda: RagEngine("rag", args, opts=on_cluster())).of_type(f"kubernetes:{API[version]}:RAGEngine")
+        assert said.removeprefix(WARNED) in caplog.text
+        return
     if not said:
         assert run(lambda: RagEngine("rag", args, opts=on_cluster())).of_type(f"kubernetes:{API[version]}:RAGEngine")
         return
@@ -740,12 +779,14 @@ def test_every_problem_is_named_at_once_and_a_mapping_of_args_is_checked_the_sam
         )
     )
     assert "args.inferenceService: unknown key; did you mean inference_service?" in message
-    assert "args.load_balancer: must be true or false, not 'yes'" in message
+    assert "args.load_balancer: must be true, false or a map of its settings" in message
 
 
-def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_same_words():
-    def program() -> None:
-        url = pulumi.Output.from_input("http://phi.default.svc.cluster.local/v1/completions")
+def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_same_words(
+    caplog: pytest.LogCaptureFixture,
+):
+    def program(given: str = "phi.default.svc.cluster.local/v1/chat/completions") -> None:
+        url = pulumi.Output.from_input(given)
         RagEngine(
             "rag",
             RagEngineArgs(
@@ -756,8 +797,11 @@ def test_a_bad_llm_url_known_only_at_deploy_time_fails_the_ragengine_with_the_sa
             opts=on_cluster(),
         )
 
-    with pytest.raises(Exception, match=r"args\.inference_service\.url: .* is no chat completions URL"):
+    with pytest.raises(Exception, match=r"args\.inference_service\.url: .* is not a URL KAITO accepts"):
         run(program)
+    # a URL KAITO admits that may be a mistake is said the same way, and deployed
+    run(lambda: program("http://phi.default.svc.cluster.local/v1/completions"))
+    assert "args.inference_service.url: 'http://phi.default.svc.cluster.local/v1/completions' is no chat" in caplog.text
 
 
 def test_a_tuning_jobs_endpoint_is_no_llm():

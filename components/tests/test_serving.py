@@ -24,7 +24,7 @@ from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, kaito_chart_va
 from kaito_aks.problems import InvalidArgsError
 from kaito_aks.serving import dashboard as dash
 from kaito_aks.serving.gateway import (
-    EntraArgs,
+    GatewayEntraArgs,
     GatewayTlsArgs,
     InferenceGateway,
     InferenceGatewayArgs,
@@ -81,7 +81,7 @@ def gateway_args(**kw: Any) -> InferenceGatewayArgs:
         {},
         {"exposure": "cluster"},
         {"exposure": "public", "source_ranges": ["203.0.113.0/24"], "tls": GatewayTlsArgs(certificate="c", key="k")},
-        {"entra": EntraArgs(tenant_id=TENANT, audiences=["api://kaito"])},
+        {"entra": GatewayEntraArgs(tenant_id=TENANT, audiences=["api://kaito"])},
     ],
 )
 def test_the_gateways_objects_fit_the_gateway_api_istio_and_authorino_crds(kw: dict[str, Any]):
@@ -123,6 +123,26 @@ def test_the_route_names_kaitos_pool_and_endpoint_picker_as_its_chart_names_them
     kaitos_pool_crd = upstream_facts.crd("0.12.0", "inferencepools.inference.networking.k8s.io")
     assert {v["name"] for v in kaitos_pool_crd["spec"]["versions"]} == {"v1"}
     assert plan.route.pool_api_version == f"{kaitos_pool_crd['spec']['group']}/v1"
+
+
+def test_a_routed_models_network_policy_admits_its_gateways_pods():
+    """The gateway's Istio pods call the model's pods through the InferencePool: without them in
+    its NetworkPolicy, Cilium would drop every routed request."""
+    from kaito_aks.endpoints import network_policy
+
+    plan = plan_model(model(gateway=GatewayRefArgs(name="g", namespace="edge")))
+    assert plan.service is not None
+    policy = network_policy("phi", "llm", plan.service.pods, list(plan.service.allow_from), None, 5000)
+    assert policy["spec"]["ingress"][0]["from"] == [
+        {"podSelector": {}},
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "edge"}},
+            "podSelector": {"matchLabels": {"gateway.networking.k8s.io/gateway-name": "g"}},
+        },
+    ]
+    unrouted = plan_model(model())
+    assert unrouted.service is not None
+    assert unrouted.service.allow_from == ()
 
 
 def test_adapters_are_model_ids_of_the_same_route():
@@ -277,7 +297,7 @@ def test_two_routed_models_may_not_share_a_model_id():
         ({"exposure": "public"}, "source_ranges", "gateway-exposure"),
         ({"exposure": "public", "source_ranges": ["10.0.0.0/8"]}, "tls", "gateway-exposure"),
         ({"source_ranges": ["10.0.0.0/8"]}, "source_ranges", "gateway-exposure"),
-        ({"entra": EntraArgs(tenant_id=TENANT, audiences=[])}, "entra.audiences", "gateway-auth"),
+        ({"entra": GatewayEntraArgs(tenant_id=TENANT, audiences=[])}, "entra.audiences", "gateway-auth"),
     ],
 )
 def test_a_gateway_without_authentication_or_open_to_the_internet_in_clear_is_refused(kw, where, code):
@@ -291,7 +311,7 @@ def test_bad_values_are_refused_by_their_own_rules_and_a_keys_value_is_never_sho
             InferenceGatewayArgs(
                 model_namespaces=["llm"],
                 api_keys={"ci": "short-secret-value"},
-                entra=EntraArgs(tenant_id="nope", audiences=["a"]),
+                entra=GatewayEntraArgs(tenant_id="nope", audiences=["a"]),
                 exposure="public",
                 source_ranges=["300.1.1.1/8"],
                 tls=GatewayTlsArgs(certificate="c", key="k"),
@@ -333,7 +353,7 @@ def test_the_gateway_is_internal_on_azure_by_default_with_probes_on_tcp_and_a_cl
 
 
 def test_entra_tokens_are_checked_for_the_tenant_issuer_and_audience():
-    args = gateway_args(api_keys={}, entra=EntraArgs(tenant_id=TENANT, audiences=["api://a", "api://b"]))
+    args = gateway_args(api_keys={}, entra=GatewayEntraArgs(tenant_id=TENANT, audiences=["api://a", "api://b"]))
     spec = auth_config(args)["spec"]
     assert spec["authentication"]["entra"]["jwt"] == {
         "jwksUrl": f"https://login.microsoftonline.com/{TENANT}/discovery/v2.0/keys"

@@ -112,7 +112,8 @@ def test_a_gated_model_too_big_for_its_pool_is_told_both_at_once():
     args = on_pool("a10", node_groups=[a10])
     args = dataclasses.replace(args, model="llama-3.3-70b-instruct")
     message = refused(lambda: KaitoModel("m", args, opts=through(cluster())))
-    assert "args.model: llama-3.3-70b-instruct is gated on Hugging Face" in message
+    assert 'args.model: KAITO 0.8.1 denies it ("This preset requires authentication' in message
+    assert "args.model: KAITO 0.8.1's admission webhook would deny it: Insufficient total GPU memory" in message
     assert "1 problem(s)" not in message, message
 
 
@@ -151,7 +152,10 @@ def through_plain() -> pulumi.ResourceOptions:
 def test_a_model_on_kaito_0_8_refuses_a_spot_pool_it_selects():
     spot = pool("spot", spot=True)
     message = refused(lambda: KaitoModel("m", on_pool("spot", node_groups=[spot]), opts=through(cluster())))
-    assert "args.node_groups[0].spot: KAITO 0.8.1's pods do not tolerate the AKS spot taint" in message
+    assert (
+        "args.node_groups[0].spot: KAITO admits this, but KAITO 0.8.1's pods do not tolerate the AKS spot taint; use "
+        "KAITO 0.11.0 or 0.12.0 (spotInstance) or a regular pool (to deploy it anyway: bypass_checks: [spot])"
+    ) in message
     # a spot pool it does not select, or KAITO 0.12 (spotInstance), is fine
     regular = pool("a100")
     ev = run(lambda: KaitoModel("m", on_pool("a100", node_groups=[spot, regular]), opts=through(cluster())))
@@ -247,21 +251,23 @@ def test_deploy_models_refuses_models_that_fit_their_pool_only_one_at_a_time():
 
     message = refused(lambda: program(1))
     assert (
-        "args.node_groups[0]: pool a10 has at most 1 node of Standard_NV36ads_A10_v5, and 2 are needed at once: a "
-        "takes 1 (1 replica(s) x 1 node, KAITO's vLLM estimate); b takes 1 (1 replica(s) x 1 node, KAITO's vLLM "
-        "estimate). Each KAITO pod takes every GPU of its node, so the rest would stay Pending: give the pool 1 node "
-        "more (max_nodes), or lower replicas"
+        "args.node_groups[0]: KAITO admits each of these, but pool a10 has at most 1 node of Standard_NV36ads_A10_v5, "
+        "and 2 are needed at once: a takes 1 (1 replica(s) x 1 node, KAITO's vLLM estimate); b takes 1 (1 replica(s) "
+        "x 1 node, KAITO's vLLM estimate). Each KAITO pod takes every GPU of its node, so the rest would stay Pending: "
+        "give the pool 1 node more (max_nodes), or select another pool for one of them (label_selector) (to deploy it "
+        "anyway: bypass_checks: [pool-budget])"
     ) in message
     assert len(run(lambda: program(2)).of_type(WORKSPACE)) == 2
 
 
-def test_node_groups_with_auto_provisioning_are_refused_not_ignored():
-    """Review 4: KAITO creates the nodes of instance_type; groups given there would check nothing."""
+def test_node_groups_with_auto_provisioning_are_warned_about_not_ignored(caplog: pytest.LogCaptureFixture):
+    """Review 4: KAITO creates the nodes of instance_type; groups given there check nothing. They
+    change nothing either, so they are said, not refused (issue 28)."""
     args = KaitoModelArgs(
         kaito_version="0.12.0", model=PHI, node_provisioning="auto", instance_type=A100, node_groups=[pool("a100")]
     )
-    message = refused(lambda: KaitoModel("m", args, opts=through(cluster())))
-    assert "args.node_groups: describe bring-your-own nodes, which KAITO does not use" in message
+    run(lambda: KaitoModel("m", args, opts=through(cluster())))
+    assert "args.node_groups: describe bring-your-own nodes, which KAITO does not use" in caplog.text
 
 
 def test_deploy_models_refuses_models_of_two_kaito_releases():
@@ -281,7 +287,7 @@ def test_deploy_models_names_a_list_of_args_without_resource_names():
     def program() -> None:
         deploy_models("models", [on_pool("a100")], opts=through(cluster()))  # type: ignore[list-item]
 
-    assert "args.models[0]: must be (resource name, KaitoModelArgs), not KaitoModelArgs" in refused(program)
+    assert "args.models[0]: must be (resource name, KaitoModelArgs), not a KaitoModelArgs" in refused(program)
 
 
 def test_a_program_of_separate_components_asks_pool_budget():
@@ -324,18 +330,20 @@ def test_a_pool_described_by_hand_is_checked_like_a_gpu_node_pool():
         assert expected in gpu
 
 
-def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken():
-    t4 = pool("t4", vm_size=T4)
+def test_a_gpu_kaito_dropped_is_named_in_one_message_wherever_pools_are_taken(caplog: pytest.LogCaptureFixture):
+    """KAITO 0.12 admits bring-your-own nodes by their GPU labels alone, so a GPU its table dropped
+    is a warning (issue 28), said alike by the operator and the model."""
+    t4 = pool("t4", vm_size=T4, gpu_driver="aks", driver_installed=True)
     expected = (
-        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): it needs CUDA compute "
-        "capability 8.0 or newer"
+        "args.node_groups[0].vm_size: KAITO 0.12.0 no longer supports NVIDIA T4 (Standard_NC4as_T4_v3): its SKU table keeps "
+        "only GPUs of CUDA compute capability 8.0 or newer (KAITO v0.12.0 pkg/sku/azure_sku_handler.go:19-20), and the "
+        "T4's is 7.5; the nearest size it takes: Standard_NV36ads_A10_v5 (1x NVIDIA A10, 24 GiB)"
     )
-    assert expected in refused(
-        lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[t4]), opts=through(cluster()))
-    )
-    assert expected in refused(
-        lambda: KaitoModel("m", on_pool("t4", node_groups=[t4], kaito_version="0.12.0"), opts=through(cluster()))
-    )
+    run(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.12.0", node_groups=[t4]), opts=through(cluster())))
+    assert expected in caplog.text
+    caplog.clear()
+    run(lambda: KaitoModel("m", on_pool("t4", node_groups=[t4], kaito_version="0.12.0"), opts=through(cluster())))
+    assert expected in caplog.text
     ev = run(
         lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[t4]), opts=through(cluster()))
     )
@@ -382,13 +390,13 @@ def test_a_provider_inherited_from_a_parent_counts_and_carries_its_credentials()
 
 def test_deploy_models_checks_each_model_once(monkeypatch: pytest.MonkeyPatch):
     counts: dict[str, int] = {}
-    rules = component.model_problems
+    rules = component.model_verdict
 
-    def counted(args: KaitoModelArgs) -> list[Any]:
+    def counted(args: KaitoModelArgs) -> tuple[list[Any], list[Any]]:
         counts[args.name or ""] = counts.get(args.name or "", 0) + 1
         return rules(args)
 
-    monkeypatch.setattr(component, "model_problems", counted)
+    monkeypatch.setattr(component, "model_verdict", counted)
 
     def program() -> None:
         models = [(n, KaitoModelArgs(kaito_version="0.8.1", model=PHI, name=n)) for n in ("a", "b")]

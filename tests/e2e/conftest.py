@@ -17,12 +17,17 @@ from pathlib import Path
 
 import pytest
 from harness import ROOT, Cluster, StandInKaito, StandInKaito012, installed_sdk_version
+from karpenter_stand_ins import StandInKaito012Karpenter, StandInKarpenter
 
 # KAITO's CRDs as the project derived them from the releases (components/tests/upstream, with
 # their provenance): as on a cluster where KAITO is installed.
 UPSTREAM = ROOT / "components" / "tests" / "upstream"
 CRDS = UPSTREAM / "kaito-0.8.1" / "crds"
 CRDS_0_12 = UPSTREAM / "kaito-0.12.0" / "crds"
+# Karpenter's CRDs at the release KAITO 0.12 pins (1.12.0): NodePool, NodeClaim, NodeOverlay,
+# AKSNodeClass, with their validation rules (the Go module proxy does not serve the tag; derived
+# from its git tree, see the folder's provenance.yaml).
+KARPENTER_CRDS = UPSTREAM / "karpenter-1.12.0" / "crds"
 
 
 @pytest.fixture(scope="session")
@@ -42,14 +47,17 @@ def work() -> Iterator[Path]:
         yield Path(path)
 
 
-def _cluster_with(bin_dir: Path, work: Path, crds: Path) -> Iterator[Cluster]:
-    """An API server with KAITO's CRDs from `crds`, Established; its logs printed on failure."""
+def _cluster_with(bin_dir: Path, work: Path, *crds: Path, flags: tuple[str, ...] = ()) -> Iterator[Cluster]:
+    """An API server with the CRDs of each folder in `crds`, Established; its logs printed on
+    failure. `flags`: more kube-apiserver flags."""
     work.mkdir(exist_ok=True)
     c = Cluster(bin_dir, work)
     try:
-        c.start()
-        files = sorted(crds.glob("*.yaml"))
-        assert files, f"no KAITO CRDs under {crds}: regenerate them with scripts/upstream_data.py"
+        c.start(*flags)
+        files = sorted(f for folder in crds for f in folder.glob("*.yaml"))
+        assert all(any(folder.glob("*.yaml")) for folder in crds), (
+            f"no CRDs under one of {crds}: regenerate them with scripts/upstream_data.py"
+        )
         c.apply(*files)
         names = [f"crd/{f.stem}" for f in files]
         c.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
@@ -83,6 +91,32 @@ def cluster_0_12(bin_dir: Path, work: Path) -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def kaito_0_12(cluster_0_12: Cluster) -> Iterator[StandInKaito012]:
     stand_in = StandInKaito012(cluster_0_12)
+    stand_in.start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_karpenter(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    """A third API server, with KAITO 0.12.0's CRDs and Karpenter 1.12.0's, that authenticates
+    kubelet bootstrap tokens (--enable-bootstrap-token-auth), as AKS's API server does."""
+    yield from _cluster_with(
+        bin_dir, work / "karpenter", CRDS_0_12, KARPENTER_CRDS, flags=("--enable-bootstrap-token-auth",)
+    )
+
+
+@pytest.fixture(scope="session")
+def karpenter(cluster_karpenter: Cluster) -> Iterator[StandInKarpenter]:
+    stand_in = StandInKarpenter(cluster_karpenter)
+    stand_in.start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="session")
+def kaito_karpenter(cluster_karpenter: Cluster, karpenter: StandInKarpenter) -> Iterator[StandInKaito012Karpenter]:
+    """KAITO 0.12 in Karpenter mode: it starts after Karpenter, as the stack installs them."""
+    stand_in = StandInKaito012Karpenter(cluster_karpenter)
     stand_in.start()
     yield stand_in
     stand_in.stop()

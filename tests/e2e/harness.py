@@ -80,7 +80,8 @@ class Cluster:
         self.server = ""
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> None:
+    def start(self, *flags: str) -> None:
+        """`flags`: more kube-apiserver flags (e.g. --enable-bootstrap-token-auth)."""
         for tool in TOOLS:
             if not os.access(self.bin / tool, os.X_OK):
                 raise AssertionError(f"{self.bin / tool} is missing: run scripts/e2e-tools (it builds the toolchain)")
@@ -111,7 +112,7 @@ class Cluster:
             "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
             # No kube-controller-manager runs: without a garbage collector, foreground deletes
             # would wait forever on their finalizer.
-            "--enable-garbage-collector=false",
+            "--enable-garbage-collector=false", *flags,
         )  # fmt: skip
         self.server = f"https://127.0.0.1:{secure}"
         wait_for(lambda: http_ok(f"{self.server}/readyz", TOKEN), "kube-apiserver /readyz", 120)
@@ -327,7 +328,7 @@ class StandInKaito(StandIn):
                 continue
             conditions: list[dict[str, Any]] = []
             if auto:  # KAITO makes a node first; ResourceReady tells how that goes
-                if key not in self.node_made and waited >= self.delay and meta["name"] not in self.provisioning:
+                if key not in self.node_made and self._node_ready(obj, waited):
                     self.node_made[key] = time.time()
                 node_ready = key in self.node_made
                 conditions.append(
@@ -358,6 +359,11 @@ class StandInKaito(StandIn):
             self._patch(api, plural, meta, key, conditions)
             if want == "True":
                 self.ready_at[key] = time.time()
+
+    def _node_ready(self, obj: dict[str, Any], waited: float) -> bool:
+        """Whether the node of an auto-provisioned object is there: `delay` seconds after KAITO
+        first saw it (its provisioner stands in for itself), unless held in `provisioning`."""
+        return waited >= self.delay and obj["metadata"]["name"] not in self.provisioning
 
     def _ready_conditions(self, plural: str, ready_type: str, generation: int) -> list[dict[str, Any]]:
         """What KAITO writes once the object serves."""
@@ -394,7 +400,7 @@ class StandInKaito012(StandInKaito):
     - an InferenceSet (kaito.sh/v1beta1) gets KAITO's finalizer and `spec.replicas` child
       Workspaces, as pkg/inferenceset/inferenceset_controller.go and
       pkg/utils/inferenceset NewWorkspaceForInferenceSet make them: generateName `<name>-`
-      (5 random characters), the template's labels plus `inferenceset.kaito.sh/created-by=<name>`,
+      (5 random characters), the template's annotations and labels plus `inferenceset.kaito.sh/created-by=<name>`,
       a controller ownerReference, the InferenceSet's labelSelector, the template's instanceType
       and inference. Its status: replicas, readyReplicas (children whose WorkspaceSucceeded is
       True), selector, and InferenceSetReady True `inferencesetReady` or False
@@ -502,7 +508,13 @@ class StandInKaito012(StandInKaito):
         return {
             "apiVersion": "kaito.sh/v1beta1",
             "kind": "Workspace",
-            "metadata": {"generateName": f"{meta['name']}-", "labels": labels, "ownerReferences": [owner]},
+            # the template's annotations too (kaito.sh/node-class-name, kaito.sh/runtime)
+            "metadata": {
+                "generateName": f"{meta['name']}-",
+                "labels": labels,
+                "annotations": (template.get("metadata") or {}).get("annotations"),
+                "ownerReferences": [owner],
+            },
             "resource": resource,
             "inference": template.get("inference"),
         }
@@ -536,6 +548,32 @@ class StandInKaito012(StandInKaito):
         self.conditions.setdefault(key, []).append((cond["type"], cond["status"], cond["reason"]))
         if cond["status"] == "True":
             self.ready_at[key] = time.time()
+
+
+class StandInNamespaces(StandIn):
+    """Stands in for the namespace controller and the garbage collector (neither runs here): a
+    namespace being deleted loses its finalizers once nothing of the stack is left in it, as
+    Kubernetes finalizes it after deleting its content. `finalized`: the names it let go."""
+
+    def __init__(self, cluster: Cluster, names: set[str]):
+        super().__init__(cluster)
+        self.names = names
+        self.finalized: set[str] = set()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5) and self.finalized != self.names:
+            for name in self.names - self.finalized:
+                with contextlib.suppress(OSError, ValueError):
+                    self._finalize(name)
+
+    def _finalize(self, name: str) -> None:
+        found = self.cluster.api("GET", f"/api/v1/namespaces/{name}")
+        if not found["metadata"].get("deletionTimestamp"):
+            return
+        self.cluster.api("PATCH", f"/api/v1/namespaces/{name}", {"metadata": {"finalizers": None}})
+        found["spec"]["finalizers"] = []
+        self.cluster.api("PUT", f"/api/v1/namespaces/{name}/finalize", found)
+        self.finalized.add(name)
 
 
 class StandInGfd(StandIn):

@@ -33,7 +33,10 @@ gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(node_groups=[a100.nod
 kaito = KaitoOperator(
     "kaito",
     KaitoOperatorArgs(
-        version="0.8.1", gpu_discovery="external", node_groups=[a100.node_group], cluster_name=cluster.cluster_name
+        version="0.8.1",
+        gpu_discovery="external",
+        node_groups=gpu_operator.node_groups,
+        cluster_name=cluster.cluster_name,
     ),
     opts=on_cluster,
 )
@@ -44,7 +47,9 @@ phi = KaitoModel(
         model="phi-4-mini-instruct",
         replicas=2,
         label_selector=LabelSelectorArgs(match_labels={"agentpool": "a100"}),
-        node_groups=[a100.node_group],  # KAITO's sizing and the selector are checked at preview
+        # the pools as the GPU Operator leaves them (driver installed): KAITO's sizing and the selector
+        # are checked at preview
+        node_groups=gpu_operator.node_groups,
     ),
     opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, gpu_operator, a100]),
 )
@@ -57,7 +62,7 @@ tiny = KaitoModel(
         compute="cpu",
         image="ghcr.io/kaito-project/aikit/llama3.2:1b",
         node_selector=AKS_SYSTEM_POOL_LABELS,
-        node_groups=[a100.node_group],
+        node_groups=gpu_operator.node_groups,
     ),
     opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito]),
 )

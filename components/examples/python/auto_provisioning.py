@@ -19,7 +19,7 @@ on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
 provisioner = GpuProvisioner(
     "gpu-provisioner",
     GpuProvisionerArgs(
-        cluster_id=cluster.cluster_id,  # Contributor on the cluster, and its subscription and group
+        cluster_id=cluster.cluster_id,  # its agent pools' role, and its subscription and group
         location=cluster.location,
         node_resource_group=cluster.node_resource_group,
         oidc_issuer_url=cluster.oidc_issuer_url,  # the federated credential trusts the cluster's tokens

@@ -38,7 +38,10 @@ gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(node_groups=[a10.node
 kaito = KaitoOperator(
     "kaito",
     KaitoOperatorArgs(
-        version="0.12.0", gpu_discovery="external", node_groups=[a10.node_group], cluster_name=cluster.cluster_name
+        version="0.12.0",
+        gpu_discovery="external",
+        node_groups=gpu_operator.node_groups,
+        cluster_name=cluster.cluster_name,
     ),
     opts=on_cluster,
 )
@@ -49,7 +52,7 @@ phi = KaitoModel(
         model="phi-4-mini-instruct",
         config={"vllm": {"max-model-len": 16384}},  # the engine's context window below
         label_selector=LabelSelectorArgs(match_labels={"agentpool": "a10"}),
-        node_groups=[a10.node_group],
+        node_groups=gpu_operator.node_groups,
     ),
     opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, gpu_operator, a10]),
 )

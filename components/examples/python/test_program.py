@@ -51,3 +51,17 @@ def test_on_the_add_on_phi_waits_for_aks_kaito() -> None:
     assert result.of_type("kubernetes:helm.sh/v3:Release") == []  # AKS runs KAITO
     [ready] = result.of_type("pulumi-python:dynamic/kaito-aks:KaitoReady")
     assert ready.urn in workspace.dependencies
+
+
+def test_karpenter_makes_phis_node_after_its_identity_and_before_kaito() -> None:
+    result = run(lambda: runpy.run_path(str(Path(__file__).with_name("karpenter.py"))))
+    [inference_set] = result.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert inference_set.inputs["spec"]["template"]["metadata"]["annotations"] == {
+        "kaito.sh/node-class-name": "image-family-azure-linux"
+    }
+    credential = result.named("karpenter-identity-federation")
+    assert credential.inputs["subject"] == "system:serviceaccount:karpenter:karpenter-sa"
+    karpenter = result.named("karpenter", "kubernetes:helm.sh/v3:Release")
+    assert credential.urn in karpenter.dependencies
+    assert karpenter.urn in result.named("kaito", "kubernetes:helm.sh/v3:Release").dependencies
+    assert karpenter.urn in inference_set.dependencies

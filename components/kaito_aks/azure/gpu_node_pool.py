@@ -9,6 +9,7 @@ from typing import Annotated
 import pulumi
 from pulumi_azure_native import containerservice
 
+from kaito_aks.azure.aks_security import MAX_SURGE, Zone
 from kaito_aks.nodes import (
     AGENTPOOL_LABELS,
     DEFAULT_GPU_TAINTS,
@@ -31,7 +32,15 @@ TYPE = "kaito-aks:index:GpuNodePool"
 FORMER_TYPES = ("kaito-aks:azure:GpuNodePool",)
 # Set only when a pool is created (AKS ignores changes to them), so a change must be a replace
 # that shows in the preview rather than a silent no-op.
-CREATE_ONLY_PROPERTIES = ["gpuProfile", "nodeTaints", "vmSize", "scaleSetPriority", "osSKU", "osDiskSizeGB"]
+CREATE_ONLY_PROPERTIES = [
+    "gpuProfile",
+    "nodeTaints",
+    "vmSize",
+    "scaleSetPriority",
+    "osSKU",
+    "osDiskSizeGB",
+    "availabilityZones",  # AKS cannot move a pool's nodes into or out of zones
+]
 POOL_NAME = Matches(
     r"[a-z][a-z0-9]{0,11}", "an AKS node pool name: 1-12 lowercase letters and digits, starting with a letter"
 )
@@ -77,6 +86,17 @@ class GpuNodePoolArgs:
     """Node taints, key=value:Effect; KAITO's presets tolerate sku=gpu and nvidia.com/gpu."""
     os_disk_size_gb: Annotated[int, Range(30, 2048, "AKS: OS disks of 30 GB to 2 TiB")] | None = None
     """OS disk size in GB (model weights are cached on it); default: AKS's for the VM size."""
+    zones: Annotated[list[Zone], MaxItems(3)] = field(default_factory=list[Zone])
+    """Availability zones for the pool's nodes (e.g. ["1", "2"]; GPU sizes are often offered in
+    some zones only). Set when the pool is created: a change replaces the pool (the preview says
+    so). Default: none (AKS places them)."""
+    max_surge: Annotated[str, MAX_SURGE] | None = None
+    """Extra nodes an upgrade adds at a time (a count, e.g. 1, or a percentage of the pool);
+    each is a GPU VM, so mind the quota. Changes in place. Default: AKS's (10%, at least one node)."""
+    vnet_subnet_id: Input[str] | None = None
+    """The subnet of the pool's nodes: that of the cluster's other pools when the cluster has a
+    subnet of its own (`AksCluster.node_subnet_id`; AKS keeps a cluster's pools in one VNet);
+    default: AKS's managed VNet. Set at creation: a change replaces the pool."""
 
 
 def initial_nodes(args: GpuNodePoolArgs) -> int:
@@ -105,6 +125,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
         max_nodes=most,
         gpu_driver=args.gpu_driver,
         spot=args.spot,
+        driver_installed=args.gpu_driver == "aks",
     )
 
 
@@ -197,13 +218,19 @@ class GpuNodePool(pulumi.ComponentResource):
                 else containerservice.GPUDriver.INSTALL
             ),
             os_disk_size_gb=args.os_disk_size_gb,
+            availability_zones=list(args.zones) or None,
+            upgrade_settings=containerservice.AgentPoolUpgradeSettingsArgs(max_surge=args.max_surge)
+            if args.max_surge is not None
+            else None,
             scale_set_priority=containerservice.ScaleSetPriority.SPOT if args.spot else None,
             scale_set_eviction_policy=containerservice.ScaleSetEvictionPolicy.DELETE if args.spot else None,
             spot_max_price=-1 if args.spot else None,  # pay up to the on-demand price, never evicted for price
+            vnet_subnet_id=args.vnet_subnet_id,
             opts=child_options(
                 self,
                 opts,
-                replace_on_changes=CREATE_ONLY_PROPERTIES,
+                # (vnetSubnetID only where given: what pools without it record stays as it was)
+                replace_on_changes=[*CREATE_ONLY_PROPERTIES, *(["vnetSubnetID"] if args.vnet_subnet_id else [])],
                 delete_before_replace=True,  # the pool name is fixed
                 # The autoscaler owns the node count once the pool exists.
                 ignore_changes=["count"] if autoscale else None,

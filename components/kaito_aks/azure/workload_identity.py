@@ -33,16 +33,31 @@ GUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 SUBSCRIPTION_SCOPE = re.compile(r"/subscriptions/(?P<subscription>[^/]+)(/.*)?", re.IGNORECASE)
 
 
+ASSIGNMENT_NAME = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", "a name for the assignment: lowercase letters, digits and '-'"
+)
+
+
 @args_class
 class RoleGrantArgs:
-    """An Azure role the identity holds, at one scope."""
+    """An Azure role the identity holds, at one scope: a role by name or GUID (`role`), or a role
+    definition by its full id (`role_definition_id`, e.g. a custom RoleDefinition's)."""
 
-    role: str
-    """A built-in role by name (Contributor, Virtual Machine Contributor, Network Contributor,
-    Managed Identity Operator) or any role definition's GUID."""
     scope: Input[str]
     """The Azure resource id it applies to (a resource, resource group or subscription), e.g.
     `AksCluster.cluster_id`."""
+    role: str | None = None
+    """A built-in role by name (Virtual Machine Contributor, Network Contributor, Managed Identity
+    Operator, ...) or any role definition's GUID; give it or `role_definition_id`. Contributor,
+    Owner and User Access Administrator are accepted with a warning: they write (or grant)
+    everything in their scope."""
+    role_definition_id: Input[str] | None = None
+    """A role definition's full id (/subscriptions/<id>/providers/Microsoft.Authorization/
+    roleDefinitions/<GUID>), e.g. of a custom role this program creates; give it or `role`
+    (then `name` too)."""
+    name: Annotated[str, ASSIGNMENT_NAME] | None = None
+    """The last part of the assignment's resource name (<identity>-<name>); default: the role's
+    name, lower case with dashes. Required with `role_definition_id`."""
 
 
 @args_class
@@ -72,7 +87,10 @@ def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
     known = catalog.azure_roles()
     problems: list[Problem] = []
     for i, grant in enumerate(args.roles):
-        if grant.role not in known and not GUID.fullmatch(grant.role.lower()):
+        if (grant.role is None) == (grant.role_definition_id is None):
+            why = "give `role` (a built-in role's name or a GUID) or `role_definition_id`, one of them"
+            problems.append(Problem.at(("roles", i), why, "role"))
+        elif grant.role is not None and grant.role not in known and not GUID.fullmatch(grant.role.lower()):
             problems.append(
                 Problem.at(
                     ("roles", i, "role"),
@@ -81,6 +99,9 @@ def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
                     "role",
                 )
             )
+        if grant.role_definition_id is not None and grant.name is None:
+            why = "required with role_definition_id: the assignment's resource is named after it"
+            problems.append(Problem.at(("roles", i, "name"), why, "required"))
         if isinstance(grant.scope, str) and not SUBSCRIPTION_SCOPE.fullmatch(grant.scope):
             problems.append(
                 Problem.at(
@@ -90,6 +111,33 @@ def workload_identity_problems(args: WorkloadIdentityArgs) -> list[Problem]:
                 )
             )
     return problems
+
+
+def workload_identity_warnings(args: WorkloadIdentityArgs) -> list[Problem]:
+    """Roles a workload should not hold: said, not refused (some controllers document nothing
+    narrower)."""
+    broad = catalog.too_broad_roles()
+    by_guid = {guid: name for name, guid in broad.items()}
+    warnings: list[Problem] = []
+    for i, grant in enumerate(args.roles):
+        role = grant.role or ""
+        name = role if role in broad else by_guid.get(role.lower())
+        if name is not None:
+            warnings.append(
+                Problem.at(
+                    ("roles", i, "role"),
+                    f"{name} lets this identity (anyone whose pod runs as its service account) write "
+                    + ("and grant access to " if name != "Contributor" else "")
+                    + "every resource in its scope: grant a role with only the actions the workload calls",
+                    "broad-role",
+                )
+            )
+    return warnings
+
+
+def assignment_name(grant: RoleGrantArgs) -> str:
+    """The last part of a grant's resource name."""
+    return grant.name or _slug(grant.role or "")
 
 
 def subject_of(namespace: str, service_account: str) -> str:
@@ -134,6 +182,8 @@ class WorkloadIdentity(pulumi.ComponentResource):
     def __init__(self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("WorkloadIdentity", name, WorkloadIdentityArgs, args, workload_identity_problems)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        for warning in workload_identity_warnings(checked):
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         child = child_options(self, opts)
         subject = subject_of(checked.namespace, checked.service_account)
         self.identity = managedidentity.UserAssignedIdentity(
@@ -156,18 +206,16 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         self.role_assignments = [
             authorization.RoleAssignment(
-                f"{name}-{_slug(grant.role)}",
+                f"{name}-{slug}",
                 principal_id=self.identity.principal_id,
                 # Managed identities are service principals; saying so spares Azure a Graph
                 # lookup that fails while a new identity is still replicating.
                 principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-                role_definition_id=pulumi.Output.from_input(grant.scope).apply(
-                    lambda scope, role=grant.role: role_definition_id(scope, role)
-                ),
+                role_definition_id=_definition_of(grant),
                 scope=grant.scope,
                 opts=child,
             )
-            for grant in checked.roles
+            for grant, slug in zip(checked.roles, _slugs(checked.roles), strict=True)
         ]
         self.client_id = self.identity.client_id
         self.principal_id = self.identity.principal_id
@@ -199,5 +247,26 @@ class WorkloadIdentity(pulumi.ComponentResource):
         return url
 
 
+def _definition_of(grant: RoleGrantArgs) -> pulumi.Input[str]:
+    """The full role definition id a grant names: given, or built from its role in the scope's
+    subscription."""
+    if grant.role_definition_id is not None:
+        return grant.role_definition_id
+    role = grant.role or ""
+    return pulumi.Output.from_input(grant.scope).apply(lambda scope: role_definition_id(scope, role))
+
+
 def _slug(role: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", role.lower()).strip("-")
+
+
+def _slugs(grants: list[RoleGrantArgs]) -> list[str]:
+    """A name per assignment: its own, or the role's, numbered from the second time one is used
+    (a role granted at another scope)."""
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for grant in grants:
+        slug = assignment_name(grant)
+        seen[slug] = seen.get(slug, 0) + 1
+        out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
+    return out

@@ -38,6 +38,9 @@ class Preset(CamelModel):
     tuning_gib: float | None = Field(default=None, alias="tuningGiB")
     download_at_runtime: bool = False
     gated: bool = False
+    # KAITO's webhook itself asks for a modelAccessSecret (supported_models.yaml downloadAuthRequired,
+    # read by the Go presets of 0.8; from 0.11 a catalog model never sets it: KAITO admits it)
+    auth_required: bool = Field(default=False, alias="downloadAuthRequired")
     bytes_per_token: int = 0  # 0: not known (releases without the vLLM estimator)
     disallow_lo_ra: bool = Field(default=False, alias="disallowLoRA")
     disable_tensor_parallelism: bool = False
@@ -90,6 +93,7 @@ class GpuSku(CamelModel):
     nvme: bool = False
     removed_in: str | None = None
     unusable: str | None = None
+    compute_capability: float | None = None  # CUDA's, for NVIDIA GPUs
 
     @property
     def gpu_mem_gib_per_gpu(self) -> float:
@@ -105,8 +109,19 @@ class Price(CamelModel):
 
 
 class NodeProvisioner(CamelModel):
+    """The chart's `nodeProvisioner` value per mode: byo, auto (gpu-provisioner), karpenter."""
+
     byo: str
     auto: str
+    karpenter: str
+
+
+class ComputeCapabilityRule(CamelModel):
+    """KAITO's SKU table keeps only GPUs of at least this CUDA compute capability (`source`: where
+    its code says so, at the release's tag)."""
+
+    at_least: float
+    source: str
 
 
 class Toleration(CamelModel):
@@ -149,6 +164,9 @@ class KaitoChart(CamelModel):
     feature_gates: dict[str, bool]
     controller_only_gates: dict[str, bool]
     node_provisioner: NodeProvisioner | None
+    node_classes: dict[str, str] = Field(default_factory=dict[str, str])  # a model's choice -> AKSNodeClass name
+    node_class_allow_list: bool = False  # its webhook refuses other node-class-name values
+    min_compute_capability: ComputeCapabilityRule | None = None
     node_provisioning_modes: list[Literal["byo", "auto"]] = Field(default_factory=lambda: ["byo", "auto"])
     default_instance_type: str | None = None  # the CRD's instanceType default, when it sizes by it
     replicas: Literal["workspacePerReplica", "inferenceSet"]
@@ -221,7 +239,47 @@ class GpuProvisionerSource(CamelModel):
     """Where gpu-provisioner comes from and how it signs in to Azure."""
 
     service_account: str
-    role: str
+    agent_pool_actions: dict[str, str]  # its client's method -> the Azure action it needs
+    for_kaito: dict[str, str | None]
+
+    @property
+    def actions(self) -> list[str]:
+        """The Azure actions its identity's custom role allows (each once, sorted)."""
+        return sorted(set(self.agent_pool_actions.values()))
+
+
+class HostPathModels(CamelModel):
+    """The models whose inference pods one KAITO release gives a hostPath volume."""
+
+    path: str
+    why: str
+    architectures: list[str]
+    preset_names: list[str]
+    models: list[str]  # catalog ids, lower case
+
+
+class PodSecurity(CamelModel):
+    """Pod Security Admission levels for the namespaces a stack creates, and the KAITO releases
+    (by minor) whose pods some models need more than baseline for."""
+
+    levels: dict[Literal["enforce", "warn", "audit"], Literal["privileged", "baseline", "restricted"]]
+    host_path: dict[str, HostPathModels]
+
+
+class KarpenterChart(CamelModel):
+    """What kaito-aks knows about one self-hosted Azure Karpenter chart release."""
+
+    version: str = ""
+    controller_env: list[str]
+    value_keys: list[str]
+
+
+class KarpenterSource(CamelModel):
+    """How Karpenter runs for KAITO: its service account, its Azure roles, the release per KAITO minor."""
+
+    service_account: str
+    roles: list[str]
+    subnet_role: str
     for_kaito: dict[str, str | None]
 
 
@@ -244,6 +302,7 @@ class _PresetsFile(TypedDict):
 
 class _SkusFile(TypedDict):
     skus: dict[str, Fields]
+    computeCapability: NotRequired[dict[str, float]]  # GPU model -> CUDA compute capability
     unusableGpus: NotRequired[dict[str, str]]  # GPU model -> why
     retiredSizes: NotRequired[dict[str, str]]  # VM size -> Azure's retirement notice
 
@@ -473,8 +532,11 @@ def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     data = cast(_SkusFile, _load("azure_gpu_skus.yaml"))
     unusable = data.get("unusableGpus", {})
     retired = data.get("retiredSizes", {})
+    capability = data.get("computeCapability", {})
     for name, fields in data["skus"].items():
         sku = GpuSku.model_validate({"name": name, **fields})
+        if sku.gpu_model in capability:
+            sku = sku.model_copy(update={"compute_capability": capability[sku.gpu_model]})
         if sku.gpu_model in unusable:
             sku = sku.model_copy(update={"unusable": unusable[sku.gpu_model]})
         if name in retired:
@@ -486,16 +548,38 @@ def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
 
 def dropped_sku(size: str, catalog: str, version: str) -> str | None:
     """Why KAITO `version` (its SKU catalog `catalog`) refuses an NVIDIA size an earlier release
-    listed, or None (a size it lists, or one it never knew)."""
+    listed, with the nearest size it takes, or None (a size it lists, or one it never knew)."""
     sku = all_gpu_skus().get(size)
     if sku is None or size in gpu_skus(catalog) or sku.removed_in is None:
         return None
-    why = (
-        "it needs CUDA compute capability 8.0 or newer (A10, A100, H100, H200)"
-        if sku.removed_in == "0.12"
-        else f"its SKU table dropped the size in {sku.removed_in}; choose one it lists"
+    chart = kaito_charts().get(version)
+    rule = chart.min_compute_capability if chart is not None else None
+    if rule is not None and sku.compute_capability is not None and sku.compute_capability < rule.at_least:
+        why = (
+            f"its SKU table keeps only GPUs of CUDA compute capability {rule.at_least} or newer (KAITO v{version} "
+            f"{rule.source}), and the {sku.gpu_model.removeprefix('NVIDIA ')}'s is {sku.compute_capability}"
+        )
+    else:
+        why = f"its SKU table dropped the size in {sku.removed_in}"
+    nearest = nearest_usable_sku(sku, catalog)
+    instead = (
+        f"; the nearest size it takes: {nearest.name} ({nearest.gpu_count}x {nearest.gpu_model}, "
+        f"{nearest.gpu_mem_gib} GiB)"
+        if nearest is not None
+        else "; choose a size it lists"
     )
-    return f"KAITO {version} no longer supports {sku.gpu_model} ({size}): {why}"
+    return f"KAITO {version} no longer supports {sku.gpu_model} ({size}): {why}{instead}"
+
+
+def nearest_usable_sku(sku: GpuSku, catalog: str) -> GpuSku | None:
+    """The NVIDIA size a KAITO release (its SKU catalog) takes that comes closest to `sku` from
+    above: at least its GPU memory per node, the least memory, then the fewest GPUs."""
+    usable = [
+        s
+        for s in gpu_skus(catalog).values()
+        if s.vendor == "nvidia" and not s.unusable and s.gpu_mem_gib >= sku.gpu_mem_gib
+    ]
+    return min(usable, key=lambda s: (s.gpu_mem_gib, s.gpu_count, s.name), default=None)
 
 
 def usable_gpu_skus() -> list[str]:
@@ -604,7 +688,7 @@ def gpu_provisioner_chart_source() -> ChartSource:
 
 def gpu_provisioner_source() -> GpuProvisionerSource:
     data = _load("gpu_provisioner_charts.yaml")
-    return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "role", "forKaito")})
+    return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "agentPoolActions", "forKaito")})
 
 
 @cache
@@ -622,10 +706,47 @@ def gpu_provisioner_for_kaito(kaito_version: str) -> str | None:
     return gpu_provisioner_source().for_kaito.get(minor)
 
 
+def karpenter_chart_source() -> ChartSource:
+    return _chart_source("karpenter_charts.yaml")
+
+
+def karpenter_source() -> KarpenterSource:
+    data = _load("karpenter_charts.yaml")
+    keys = ("serviceAccount", "roles", "subnetRole", "forKaito")
+    return KarpenterSource.model_validate({k: data[k] for k in keys})
+
+
+@cache
+def karpenter_charts() -> dict[str, KarpenterChart]:
+    return {
+        v: KarpenterChart.model_validate({"version": v, **f})
+        for v, f in _charts_file("karpenter_charts.yaml")["versions"].items()
+    }
+
+
+def karpenter_for_kaito(kaito_version: str) -> str | None:
+    """The Karpenter release KAITO's own install pins for this KAITO release (None: the release
+    has no Karpenter mode)."""
+    minor = ".".join(kaito_version.split(".")[:2])
+    return karpenter_source().for_kaito.get(minor)
+
+
 @cache
 def azure_roles() -> dict[str, str]:
     """Built-in Azure role name -> role definition GUID."""
     return dict(cast(dict[str, dict[str, str]], _load("azure_roles.yaml"))["roles"])
+
+
+def too_broad_roles() -> dict[str, str]:
+    """The built-in roles no workload should hold (they write, or grant, everything in their
+    scope), by name -> GUID."""
+    roles = azure_roles()
+    return {name: roles[name] for name in cast(list[str], _load("azure_roles.yaml")["tooBroad"])}
+
+
+@cache
+def pod_security() -> PodSecurity:
+    return PodSecurity.model_validate(_load("pod_security.yaml"))
 
 
 class AksAddOn(CamelModel):

@@ -24,6 +24,9 @@ class ClusterAccess:
     kubeconfig: pulumi.Input[str] | None = None
     path: str | None = None
     context: str | None = None
+    after: tuple[pulumi.Resource, ...] = ()
+    """What must exist before these credentials work (an AksCluster's wait for its admins' Azure
+    role assignments to take effect): every wait reading the cluster with them depends on it."""
 
     def contents(self) -> pulumi.Output[str] | None:
         """The contents as a secret, refused at deploy time if they arrive empty (an Output known

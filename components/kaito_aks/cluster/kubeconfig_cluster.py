@@ -39,18 +39,20 @@ def kubeconfig_file_problem(path: str, context: str | None = None, base: Path | 
     """Why `path` cannot be the cluster's kubeconfig (missing, a directory, empty, not a
     kubeconfig, no such context), or None. A relative path is read from `base` (default: the
     working directory, where `pulumi up` runs the program and the provider reads it)."""
-    given = Path(path).expanduser()
-    folder = base or Path.cwd()
-    file = given if given.is_absolute() else folder / given
-    if not file.exists():
-        where = "" if given.is_absolute() else f" (relative to {folder.resolve()})"
-        return f"{path} does not exist{where}"
-    if not file.is_file():
-        return f"{path} is not a file"
     try:
+        given = Path(path).expanduser()
+        folder = base or Path.cwd()
+        file = given if given.is_absolute() else folder / given
+        if not file.exists():
+            where = "" if given.is_absolute() else f" (relative to {folder.resolve()})"
+            return f"{path} does not exist{where}"
+        if not file.is_file():
+            return f"{path} is not a file"
+        if file.stat().st_size > MAX_KUBECONFIG_BYTES:
+            return f"{path} is larger than a kubeconfig ({MAX_KUBECONFIG_BYTES // (1 << 20)} MiB at most)"
         text = file.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        return f"cannot read {path}: {err}"
+    except (OSError, RuntimeError, UnicodeDecodeError, ValueError) as err:  # too long, a loop, no home, a NUL
+        return f"cannot read {path}: {_reason(err)}"
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -58,6 +60,20 @@ def kubeconfig_file_problem(path: str, context: str | None = None, base: Path | 
     if not is_dict(data) or not data.get("clusters"):
         return f"{path} is not a kubeconfig (it lists no clusters)"
     return _context_problem(data, context, path)
+
+
+MAX_KUBECONFIG_BYTES = 16 << 20
+
+
+def _reason(err: Exception) -> str:
+    """Why a path cannot be read, without echoing the path back (the message shows it once)."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror[0].lower() + err.strerror[1:]
+    if isinstance(err, UnicodeDecodeError):
+        return "it is not text"
+    if isinstance(err, RuntimeError):
+        return "its ~ names no home directory"
+    return type(err).__name__
 
 
 def _context_problem(data: dict[str, Any], context: str | None, what: str) -> str | None:

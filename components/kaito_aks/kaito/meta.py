@@ -44,16 +44,12 @@ class LabelSelectorRequirement(ApiModel):
 
 
 class LabelSelector(ApiModel):
-    """metav1.LabelSelector. KAITO finds BYO nodes by matchLabels."""
+    """metav1.LabelSelector. KAITO finds BYO nodes by matchLabels; an empty one matches every node
+    (admitted, and warned about by the rules, which refuse it where KAITO denies it: a preset on
+    bring-your-own nodes)."""
 
     match_labels: dict[str, str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
-
-    @model_validator(mode="after")
-    def _not_empty(self) -> LabelSelector:
-        if not self.match_labels and not self.match_expressions:
-            raise ValueError("needs matchLabels or matchExpressions (an empty selector matches every node)")
-        return self
 
 
 class DataSource(ApiModel):

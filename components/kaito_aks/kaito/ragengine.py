@@ -24,10 +24,14 @@ ApiVersion = Literal["kaito.sh/v1alpha1", "kaito.sh/v1beta1"]
 # The condition the controller sets True at the end of a reconcile whose Deployment is ready
 # (ServiceReady is never set False again, so a stale True outlives later failures).
 READY_CONDITION = "RAGEngineSucceeded"
-# A RAGEngine annotated so gets a LoadBalancer Service instead of ClusterIP (exact value "True";
-# the Service is created once and never updated).
+# A RAGEngine annotated so gets a public LoadBalancer Service instead of ClusterIP (exact value
+# "True"): no annotations, no source ranges, created once and never updated. kaito-aks never sets
+# it (a RagEngine's load balancer is a Service of its own); an engine that had it keeps KAITO's
+# public Service until that is deleted.
 LOAD_BALANCER_ANNOTATION = "kaito.sh/enablelb"
-LOAD_BALANCER_VALUE = "True"
+# The label KAITO puts on the engine's pods (api/v1alpha1 and v1beta1 labels.go LabelRAGEngineName).
+ENGINE_LABEL = "kaito.sh/ragengine"
+ENGINE_PORT = 5000  # the engine's container port, the Service's target
 # The Secret keys the engine's pod reads (secretKeyRef): the LLM's bearer token, the vector DB's.
 LLM_ACCESS_SECRET_KEY = "LLM_ACCESS_SECRET"
 VECTOR_DB_ACCESS_SECRET_KEY = "VECTOR_DB_ACCESS_SECRET"
@@ -53,18 +57,13 @@ class RagResourceSpec(ApiModel):
 
 
 class LocalEmbeddingSpec(ApiModel):
-    """An embedding model run by the engine itself: exactly one of image or modelID."""
+    """An embedding model run by the engine itself: image or modelID (0.11+ admits exactly one, which
+    kaito_aks.rag.rules checks; 0.8 admits any, and reads modelID alone)."""
 
     image: str | None = None
     image_pull_secret: str | None = None
     model_id: str | None = Field(default=None, serialization_alias="modelID")
     model_access_secret: str | None = None
-
-    @model_validator(mode="after")
-    def _image_xor_model(self) -> LocalEmbeddingSpec:
-        if (self.image is None) == (self.model_id is None):
-            raise ValueError("local embedding needs exactly one of image or modelID")
-        return self
 
 
 class RemoteEmbeddingSpec(ApiModel):
@@ -185,13 +184,9 @@ RagEngine = RagEngineV1Alpha1 | RagEngineV1Beta1
 # refuses to change (compute: v1alpha1 count, instanceType and labelSelector; v1beta1 also its
 # presence), and what the controller reads only when it creates the Deployment and Service (it
 # pushes later edits to the pod as environment variables alone): the storage volume, the
-# guardrails policy volume, the Service type.
+# guardrails policy volume. (The Service type's annotation is no longer set, so an engine that had
+# it loses it in place: its index is kept.)
 RAGENGINE_IMMUTABLE_PATHS: dict[str, tuple[str, ...]] = {
-    V1ALPHA1: ("spec.compute", "spec.storage", f'metadata.annotations["{LOAD_BALANCER_ANNOTATION}"]'),
-    V1BETA1: (
-        "spec.compute",
-        "spec.storage.persistentVolume",
-        "spec.guardrails",
-        f'metadata.annotations["{LOAD_BALANCER_ANNOTATION}"]',
-    ),
+    V1ALPHA1: ("spec.compute", "spec.storage"),
+    V1BETA1: ("spec.compute", "spec.storage.persistentVolume", "spec.guardrails"),
 }

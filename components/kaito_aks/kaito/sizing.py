@@ -215,18 +215,15 @@ def nodes_for(preset: Preset, sku: GpuSku, release: str, max_model_len: int | No
     return max(serving, admit)
 
 
-def estimate(preset: Preset, release: str, max_nodes: int = 16) -> list[tuple[int, list[GpuSku]]]:
-    """For each node count, the smallest usable NVIDIA sizes (least GPU memory per node) that hold
-    one instance of `preset` with exactly that many nodes, by KAITO's arithmetic."""
-    by_count: dict[int, list[GpuSku]] = {}
+def estimate(preset: Preset, release: str, max_nodes: int = 16) -> list[tuple[GpuSku, int]]:
+    """Every usable NVIDIA size of the release's table that holds one instance of `preset`, with
+    the nodes it takes by KAITO's arithmetic (`nodes_for`, at most `max_nodes`): the 8-GPU sizes as
+    well as the smallest, for the caller to rank (by price, or by the GPU memory they cost)."""
+    out: list[tuple[GpuSku, int]] = []
     for sku in gpu_skus(release).values():
         if sku.vendor != "nvidia" or sku.unusable:
             continue
         count = nodes_for(preset, sku, release)
         if count is not None and count <= max_nodes:
-            by_count.setdefault(count, []).append(sku)
-    out: list[tuple[int, list[GpuSku]]] = []
-    for count in sorted(by_count):
-        smallest = min(s.gpu_mem_gib for s in by_count[count])
-        out.append((count, sorted((s for s in by_count[count] if s.gpu_mem_gib == smallest), key=lambda s: s.name)))
+            out.append((sku, count))
     return out

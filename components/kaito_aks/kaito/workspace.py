@@ -18,6 +18,13 @@ WORKSPACE_API_VERSION = "kaito.sh/v1beta1"
 
 # Annotations the KAITO controller reads (api/v1beta1/labels.go).
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
+# KAITO's own bypass: present (any value), its webhook skips its GPU count (0.8) and total GPU
+# memory checks on create (workspace_validation.go 0.8.1:72-77, 454-487; 0.11.0:77-80, 548-561;
+# 0.12.0:110-115, 654-669, 767); nothing else.
+BYPASS_ANNOTATION = "kaito.sh/bypass-resource-checks"
+# In Karpenter mode, the AKSNodeClass of the NodePool KAITO makes for the Workspace (0.11+,
+# api/v1beta1/labels.go AnnotationNodeClassName); an InferenceSet passes its template's on.
+NODE_CLASS_ANNOTATION = "kaito.sh/node-class-name"
 # The key KAITO's preset pods read the Hugging Face token from (secretKeyRef).
 HF_TOKEN_KEY = "HF_TOKEN"
 # The ConfigMap key KAITO reads runtime parameters from (inference.config).

@@ -12,12 +12,14 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks.cluster.access import ClusterAccess, access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
+from kaito_aks.endpoints import network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.rules import model_problems, model_warnings
+from kaito_aks.model.rules import model_verdict
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem, raise_if
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
@@ -39,16 +41,26 @@ def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | No
     name resolved (default `name`, held to the same rules), and every problem, each with the
     arg's path. Wrap args with no problem in `Judged` to hand them on: KaitoModel and
     deploy_models take those as they are."""
+    checked, problems, _ = judge_model(args, name)
+    return checked, problems
+
+
+def judge_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem], list[Problem]]:
+    """`check_model`, and the warnings: what the rules say that refuses nothing (a setting with no
+    effect, a refusal `bypass_checks` names), from the same one run of the rules."""
     checked, problems = validate(KaitoModelArgs, args)
     if checked is not None and checked.name is None and name is not None:
         problems += resource_name_problems(KaitoModelArgs, "name", name)
         checked = dataclasses.replace(checked, name=name)  # (a name that breaks a rule is said just above)
-    return checked, problems + judged(checked, problems, [model_problems])
+    errors, warnings = model_verdict(checked) if checked is not None else ([], [])
+    return checked, problems + judged(checked, problems, [lambda _: errors]), warnings
 
 
 class KaitoModel(pulumi.ComponentResource):
     """One model KAITO serves (or fine-tunes): its Workspaces or InferenceSet, ConfigMaps,
-    Hugging Face Secret and Service, with waits so `pulumi up` ends with it serving. Deploy it
+    Hugging Face Secret, Service and NetworkPolicy (ingress from its own namespace and
+    `allow_from` only; enforced where the cluster has a policy engine), with waits so `pulumi up`
+    ends with it serving. Deploy it
     through the cluster's Kubernetes provider (in Python an AksCluster's or KubeconfigCluster's
     `provider`; elsewhere a kubernetes Provider made from their `kubeconfig`) and depend it on
     the KAITO operator (its admission webhook fails closed) and the GPU nodes."""
@@ -79,9 +91,9 @@ class KaitoModel(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
     ):
-        args, access = _checked(name, args, opts)
+        args, warnings, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
-        for warning in model_warnings(args):  # what only KAITO can check: said, never silent
+        for warning in warnings:  # what refuses nothing: said, never silent
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_model(args)
         child = child_options(self, opts)
@@ -170,22 +182,33 @@ class KaitoModel(pulumi.ComponentResource):
         """The model's endpoint: its Service's in-cluster URL, known once the Service exists."""
         if plan.service is None:
             return pulumi.Output.from_input(None)
+        planned = plan.service
         # Plain dicts rather than the typed *Args classes: the same inputs, registered with
         # noticeably less SDK work, which counts for stacks with hundreds of models.
-        metadata: Any = {"name": plan.service.name, "namespace": plan.namespace, "annotations": SKIP_AWAIT}
-        if plan.service.labels:
-            metadata["labels"] = plan.service.labels
+        manifest = service_manifest(
+            planned.name,
+            plan.namespace,
+            planned.selector,
+            planned.target_port,
+            SERVICE_PORT,
+            planned.load_balancer,
+            SKIP_AWAIT,
+            planned.labels,
+        )
         service = k8s.core.v1.Service(
-            f"{name}/{plan.service.name}",
-            metadata=metadata,
-            spec={
-                "type": "LoadBalancer" if plan.service.load_balancer else "ClusterIP",
-                "selector": plan.service.selector,
-                "ports": [
-                    {"name": "http", "port": SERVICE_PORT, "target_port": plan.service.target_port, "protocol": "TCP"}
-                ],
-            },
-            opts=child,
+            f"{name}/{planned.name}", metadata=manifest["metadata"], spec=manifest["spec"], opts=child
+        )
+        # Who may call it: its namespace, the namespaces it names, and its load balancer's clients.
+        policy = network_policy(
+            planned.name,
+            plan.namespace,
+            planned.pods,
+            list(planned.allow_from),
+            planned.load_balancer,
+            planned.target_port,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
         )
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
@@ -228,11 +251,16 @@ def route_outputs(plan: ModelPlan) -> dict[str, Any] | None:
 
 def _checked(
     name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None
-) -> tuple[KaitoModelArgs, ClusterAccess | None]:
-    """The model's args judged (unless they were) and the credentials its waits read the cluster
-    with; raises InvalidArgsError with every problem, its options' among them."""
-    checked, problems = (args.args, []) if isinstance(args, Judged) else check_model(args, name)
+) -> tuple[KaitoModelArgs, list[Problem], ClusterAccess | None]:
+    """The model's args judged (unless they were), their warnings and the credentials its waits
+    read the cluster with; raises InvalidArgsError with every problem, its options' among them."""
+    if isinstance(args, Judged):
+        checked, problems, warnings = args.args, [], list(args.warnings)
+    else:
+        checked, problems, warnings = judge_model(args, name)
     problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
+    if checked is not None:
+        problems += operator_problems(checked.kaito_version, opts)
     access = None
     if checked is not None and not problems:
         access = access_for(checked.kubeconfig, checked.context, opts)
@@ -248,7 +276,7 @@ def _checked(
             )
     raise_if("KaitoModel", name, problems)
     assert checked is not None
-    return checked, access
+    return checked, warnings, access
 
 
 def _kaito_object(

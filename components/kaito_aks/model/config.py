@@ -12,7 +12,7 @@ from kaito_aks import catalog, kube_json
 from kaito_aks.kaito.tuning import data_url_error, training_config_problems
 from kaito_aks.model.spec import KaitoModelArgs, TuningArgs, is_hugging_face_id
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
+from kaito_aks.problems import Key, PathPart, Problem, did_you_mean, shown
 
 # What KAITO's vLLM runtime reads from inference_config.yaml (KaitoConfig in
 # presets/workspace/inference/vllm/inference_api.py; 0.6 reads no kv_cache_cpu_memory_utilization).
@@ -43,10 +43,16 @@ def _atoi(text: str) -> int | None:
     return value if -(1 << 63) <= value < (1 << 63) else None
 
 
+# The vLLM each release's preset image ships (its requirements.txt), whose parser reads the
+# arguments inference_api.py builds from the config.
+VLLM_IN_IMAGE = {"0.8": "0.12.0", "0.11": "0.22.1", "0.12": "0.25.1"}
+
+
 def runtime_config_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
-    """`config` as KAITO reads inference_config.yaml: only for vLLM; `vllm` a map of single values
-    (each becomes `--<name> <value>`); max-model-len a plain number, as the node estimator scans
-    the file's text for it (pkg/utils/config_parser.go)."""
+    """`config` as KAITO reads inference_config.yaml: only for vLLM (with transformers it has no
+    effect); `vllm` a map of single values (each becomes `--<name> <value>`); max-model-len a
+    plain number, as the node estimator scans the file's text for it (pkg/utils/config_parser.go).
+    Sections KAITO does not read are warned about, not refused: they do nothing."""
     config = args.config
     if config is None:
         return
@@ -65,63 +71,103 @@ def runtime_config_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | No
             hint = f"; did you mean {close[0]}?" if close else ""
             yield Problem.at(
                 ("config", Key(key)),
-                f"KAITO reads only {', '.join(sections)} from inference_config.yaml{hint}",
-                "config",
+                f"KAITO reads only {', '.join(sections)} from inference_config.yaml, so this has no effect{hint}",
+                "config-section",
+            )
+        elif key == "kv_cache_cpu_memory_utilization" and isinstance(value, bool):
+            yield Problem.at(
+                ("config", Key(key)),
+                f"is {_tag(value)[2:]} {value!r}, which KAITO's vLLM runtime reads as the number {int(value)}: give a "
+                "number",
+                "config-bool",
             )
         elif key == "kv_cache_cpu_memory_utilization" and value is not None and _tag(value) not in ("!!int", "!!float"):
             yield Problem.at(
                 ("config", Key(key)),
-                f"must be a number, not {value!r} (KAITO's vLLM runtime compares it with 0)",
-                "config",
+                f"KAITO admits this, but its vLLM runtime compares it with 0 (inference_api.py), which fails for "
+                f"{shown(value)} and the server never starts: give a number",
+                "config-value",
             )
     vllm = config.get("vllm", {})
     if vllm is None:
         yield Problem.at(
-            ("config", "vllm"), "is null, which KAITO's vLLM runtime cannot read; give a map or leave it out", "config"
+            ("config", "vllm"),
+            "KAITO admits this, but its vLLM runtime reads `vllm: null` as None and fails on it (inference_api.py), so "
+            "the server never starts: give a map or leave it out",
+            "config-vllm-null",
         )
         return
     if not is_dict(vllm):
         yield Problem.at(
             ("config", "vllm"),
             f"must be a map of vLLM arguments (KAITO: cannot unmarshal {_tag(vllm)} into map[string]string)",
-            "config",
+            "config-vllm",
         )
         return
     for name, value in vllm.items():
-        where = ("config", "vllm", Key(str(name)))
-        if is_dict(value) or is_list(value):
-            yield Problem.at(where, f"must be one value (KAITO: cannot unmarshal {_tag(value)} into string)", "config")
-        elif value is None:
-            yield Problem.at(
-                where, "is null: KAITO's vLLM runtime would pass the text None; give a value or remove it", "config"
-            )
-        elif name == "max_model_len":
-            yield Problem.at(
-                where,
-                f"write {MAX_MODEL_LEN}: KAITO's webhook and node estimator read only that spelling (vLLM takes both)",
-                "max-model-len",
-            )
-        elif name == MAX_MODEL_LEN:
-            yield from _max_model_len_syntax(value)
+        yield from _vllm_argument(str(name), value, chart)
 
 
-def _max_model_len_syntax(raw: object) -> Iterator[Problem]:
+def _vllm_argument(name: str, value: object, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """One `vllm` entry: KAITO passes it as `--<name> <str(value)>` to vLLM's parser."""
+    where = ("config", "vllm", Key(name))
+    if is_dict(value) or is_list(value):
+        yield Problem.at(where, f"must be one value (KAITO: cannot unmarshal {_tag(value)} into string)", "config-vllm")
+    elif value is None and name == MAX_MODEL_LEN:
+        vllm = VLLM_IN_IMAGE.get(chart.preset_catalog) if chart is not None else None
+        yield Problem.at(
+            where,
+            'KAITO admits this (its webhook reads null as empty), but its vLLM image passes "--max-model-len None" '
+            f"(inference_api.py), which vLLM{f' {vllm}' if vllm else ''} cannot parse, so the server exits at start: "
+            "give a number, or leave it out",
+            "max-model-len-null",
+        )
+    elif value is None:
+        yield Problem.at(
+            where,
+            'is null: KAITO\'s vLLM runtime passes the text "None", which vLLM reads as unset only for arguments that '
+            "may be None: give a value or remove it",
+            "config-null",
+        )
+    elif name == "max_model_len":
+        yield Problem.at(
+            where,
+            f"write {MAX_MODEL_LEN}: KAITO's webhook and node estimator read only that spelling (vLLM takes both), so "
+            "KAITO sizes the model for 2048 tokens",
+            "max-model-len-spelling",
+        )
+    elif name == MAX_MODEL_LEN:
+        yield from _max_model_len_syntax(value, chart)
+
+
+def _max_model_len_syntax(raw: object, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     where = ("config", "vllm", Key(MAX_MODEL_LEN))
     if isinstance(raw, str) and _atoi(raw) is not None:
         yield Problem.at(
             where,
-            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO's node estimator (0.8+) reads only an "
-            "unquoted number (it would size for 2048 tokens)",
-            "max-model-len",
+            f"write the number {_atoi(raw)}, not the text {raw!r}: KAITO admits the text, but its node estimator (0.8+) "
+            "reads only an unquoted number and sizes the model for 2048 tokens",
+            "max-model-len-text",
         )
     elif isinstance(raw, bool) or not isinstance(raw, int):
         yield Problem.at(
-            where, f"must be a whole number of tokens, not {raw!r} (KAITO parses it as an integer)", "max-model-len"
+            where,
+            f'must be a whole number of tokens, not {shown(raw)} (KAITO denies it: "max-model-len must be an integer")',
+            "max-model-len",
         )
-    elif raw < 1:
-        yield Problem.at(where, f"must be at least 1 token, not {raw}", "max-model-len")
     elif raw >= 1 << 63:
-        yield Problem.at(where, f"{raw} is out of range for KAITO (a 64-bit integer)", "max-model-len")
+        yield Problem.at(
+            where,
+            f'{raw} is out of range for KAITO, a 64-bit integer (it denies it: "max-model-len must be an integer")',
+            "max-model-len",
+        )
+    elif raw < 1 and not (raw == -1 and chart is not None and chart.minor >= (0, 11)):
+        yield Problem.at(
+            where,
+            f"is {raw}: KAITO admits it, but vLLM serves no context of fewer than 1 token"
+            + (" (from KAITO 0.11 its vLLM reads -1 as the model's own window)" if raw == -1 else ""),
+            "max-model-len-low",
+        )
 
 
 def max_model_len_value(args: KaitoModelArgs) -> object | None:
@@ -159,7 +205,7 @@ def tuning_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> I
         yield Problem.at("tuning", "fine-tunes a preset; give `model`, not `image`", "tuning")
         return
     if args.replicas != 1:
-        yield Problem.at("replicas", "a tuning job runs once; replicas must be 1", "tuning")
+        yield Problem.at("replicas", "a tuning job runs once; replicas must be 1", "tuning-replicas")
     if args.adapters or args.config is not None:
         yield Problem.at("tuning", "a model either serves (`adapters`, `config`) or tunes; split it in two", "tuning")
     if args.compute == "cpu":
@@ -167,8 +213,8 @@ def tuning_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> I
     if chart is not None and chart.tuning_needs_instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "tuning",
-            f"KAITO {chart.version} sizes a tuning job from the workspace's instanceType, which bring-your-own nodes "
-            'leave empty, so it never starts the job (pkg/workspace/tuning/preset_tuning.go:148, "Unsupported SKU '
+            f"KAITO admits this, but KAITO {chart.version} sizes a tuning job from the workspace's instanceType, which "
+            'bring-your-own nodes leave empty, so it never starts the job (pkg/workspace/tuning/preset_tuning.go:148, "Unsupported SKU '
             "''\"); tune with `node_provisioning` auto and an `instance_type`",
             "tuning-byo",
         )
@@ -231,7 +277,7 @@ def _volume(where: tuple[PathPart, ...], volume: dict[str, Any]) -> Iterator[Pro
     if not found and len(chosen) != 1:
         yield Problem.at(
             where,
-            f"gives {len(chosen)} volume types ({', '.join(chosen) or 'none'}); Kubernetes takes exactly one (e.g. "
-            "persistentVolumeClaim: {claimName: data}), or refuses KAITO's tuning Job",
+            f"KAITO admits this, but it gives {len(chosen)} volume types ({', '.join(chosen) or 'none'}) and Kubernetes "
+            "refuses KAITO's tuning Job unless it names exactly one (e.g. persistentVolumeClaim: {claimName: data})",
             "volume-source",
         )

@@ -20,6 +20,7 @@ from kaito_aks.nodes import (
     TAINT,
     NodeGroup,
     aks_user_node_labels,
+    driver_unknown,
     may_carry,
     may_select,
     selects,
@@ -46,6 +47,7 @@ def placement_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -
             f"Workspaces; set it to {' or '.join(chart.node_provisioning_modes)}, with `instance_type`",
             "node-provisioning",
         )
+    yield from _node_class(args, chart)
     if args.instance_type and args.node_provisioning == "byo":
         yield Problem.at(
             "instance_type",
@@ -60,31 +62,80 @@ def placement_problems(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -
             "of `instance_type`): remove them",
             "auto-node-groups",
         )
-    if args.node_selector is not None and args.model:
-        yield Problem.at(
-            "node_selector",
-            "KAITO builds a preset's pod itself and keeps nothing of it but `label_selector`: place the preset with "
-            "`label_selector`",
-            "node-selector",
-        )
-    elif args.node_selector is not None and args.node_provisioning == "auto":
-        yield Problem.at(
-            "node_selector",
-            "with `node_provisioning` auto KAITO creates the model's node, labelled with `label_selector`'s labels, and "
-            "places the pod there by them; a nodeSelector would keep it off that node: remove it",
-            "node-selector",
-        )
+    yield from _node_selector(args)
     selector = args.label_selector
-    if selector is not None and not selector.match_labels and not selector.match_expressions:
-        yield Problem.at("label_selector", "matches every node; give `match_labels`", "selector")
-    elif selector is not None and args.model and not selector.match_labels:
+    broad = selector is not None and not selector.match_labels
+    if broad and args.model and not args.image and args.node_provisioning == "byo":
         yield Problem.at(
             "label_selector",
-            'KAITO finds bring-your-own GPU nodes by matchLabels; add `match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
+            "KAITO lists bring-your-own nodes by matchLabels, so with none it counts every node, the CPU nodes among "
+            'them, which carry no GPU labels: it denies the preset ("Failed to get GPU config from nvidia labels"); add '
+            '`match_labels` (e.g. {"nvidia.com/gpu.present": "true"})',
             "selector",
+        )
+    elif broad and selector is not None and not selector.match_expressions:
+        yield Problem.at(
+            "label_selector",
+            "matches every node (KAITO admits it): give `match_labels` to pick nodes",
+            "selector-broad",
         )
     if selector is not None:
         yield from _selector(selector, chart)
+
+
+def _node_selector(args: KaitoModelArgs) -> Iterator[Problem]:
+    """A pod nodeSelector: nothing for a preset (KAITO builds its pod); with auto-provisioning it
+    must be labels the node KAITO makes can carry."""
+    if args.node_selector is None:
+        return
+    if args.model:
+        yield Problem.at(
+            "node_selector",
+            "KAITO builds a preset's pod itself and keeps nothing of it but `label_selector`, so it has no effect: "
+            "place the preset with `label_selector`",
+            "node-selector",
+        )
+    elif args.node_provisioning == "auto" and not may_carry(args.node_selector, provisioned_node_labels(args)):
+        yield Problem.at(
+            "node_selector",
+            f"KAITO admits this, but with `node_provisioning` auto it creates the model's node with only "
+            f"`label_selector`'s labels and AKS's, which cannot match {selector_text(args.node_selector)}, so the pod "
+            "stays Pending: remove it",
+            "node-selector-auto",
+        )
+    elif args.node_provisioning == "auto":
+        yield Problem.at(
+            "node_selector",
+            "with `node_provisioning` auto KAITO creates the model's node with `label_selector`'s labels; this "
+            "nodeSelector may keep the pod off it: leave it out unless the node surely carries it",
+            "node-selector",
+        )
+
+
+def _node_class(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """Karpenter mode exists from 0.11 (the chart's nodeProvisioner karpenter); a node class is
+    KAITO's choice of image for the NodePool it makes, so it means something only there."""
+    karpenter = args.node_provisioner == "karpenter"
+    if karpenter and chart is not None and chart.node_provisioner is None:
+        yield Problem.at(
+            "node_provisioner",
+            f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner",
+            "karpenter",
+        )
+    if args.node_class is None:
+        return
+    if chart is not None and args.node_class not in chart.node_classes:
+        why = f"KAITO {chart.version} has no node classes (they came with its Karpenter mode, in 0.11): remove it"
+    elif args.node_provisioning == "byo":
+        why = "with bring-your-own nodes KAITO makes no node, so a node class does nothing: remove it"
+    elif not karpenter:
+        why = (
+            "gpu-provisioner makes AKS agent pools of AKS's own node image; KAITO's node classes are for Karpenter "
+            "(`node_provisioner` karpenter): remove it, or use Karpenter"
+        )
+    else:
+        return
+    yield Problem.at("node_class", why, "node-class")
 
 
 def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
@@ -111,14 +162,14 @@ def _selector(selector: LabelSelectorArgs, chart: catalog.KaitoChart | None) -> 
     for key in reserved:
         yield Problem.at(
             ("label_selector", "match_labels", Key(key)),
-            f"KAITO {chart.version} reserves this label for the nodes it manages and ignores it in a selector"
+            f"KAITO {chart.version} reserves this label for the nodes it manages and "
             + (
-                ' (and denies a selector left empty: "matchLabels must contain at least one non-reserved label")'
+                'denies a selector left without another ("matchLabels must contain at least one non-reserved label")'
                 if alone
-                else ""
+                else "drops it from a selector, so it has no effect"
             )
             + "; select by another label",
-            "reserved-label",
+            "reserved-label" if alone else "reserved-label-ignored",
         )
 
 
@@ -133,6 +184,16 @@ def match_labels(args: KaitoModelArgs) -> dict[str, str]:
     if args.node_provisioning == "auto":
         return {AUTO_LABEL: args.name or ""}
     return dict(GPU_PRESENT_LABEL if is_gpu(args) else LINUX_LABEL)
+
+
+def node_lookup_labels(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> dict[str, str]:
+    """The labels KAITO lists a model's bring-your-own nodes by: its matchLabels, less those it
+    reserves for its own nodes from 0.11 (SanitizedMatchLabels, labels.go 0.11.0:157,
+    0.12.0:218), which it drops."""
+    labels = match_labels(args)
+    if chart is not None and chart.minor >= (0, 11):
+        return {k: v for k, v in labels.items() if k not in RESERVED_SELECTOR_LABELS}
+    return labels
 
 
 def find_instance_type(name: str, chart: catalog.KaitoChart) -> catalog.GpuSku | None:
@@ -167,16 +228,20 @@ def instance_type_problems(args: KaitoModelArgs, chart: catalog.KaitoChart) -> I
             else None
         )
         hint = f"; {args.model} fits on {fit[0].name} ({_nodes(fit[1])})" if fit else ""
-        required = (
-            f"KAITO {chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}"
-            if chart.default_instance_type
-            else 'KAITO: "instanceType is required when node auto-provisioning is enabled"'
-        )
-        yield Problem.at(
-            "instance_type",
-            f"required with node auto-provisioning: the Azure VM size KAITO creates nodes of ({required}){hint}",
-            "instance-type",
-        )
+        if chart.default_instance_type:
+            yield Problem.at(
+                "instance_type",
+                "required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO "
+                f"{chart.version} would provision its Workspace CRD's default, {chart.default_instance_type}){hint}",
+                "instance-type-default",
+            )
+        else:
+            yield Problem.at(
+                "instance_type",
+                "required with node auto-provisioning: the Azure VM size KAITO creates nodes of (KAITO denies it "
+                f'without: "instanceType is required when node auto-provisioning is enabled"){hint}',
+                "instance-type",
+            )
         return
     name = args.instance_type
     prefix = ("Standard_N", "Standard_D")
@@ -185,29 +250,31 @@ def instance_type_problems(args: KaitoModelArgs, chart: catalog.KaitoChart) -> I
         if chart.sku_names_case_sensitive
         else name.lower().startswith(tuple(p.lower() for p in prefix))
     )
-    if not args.model:
-        if not has_prefix:
-            yield Problem.at(
-                "instance_type",
-                f'KAITO {chart.version} creates nodes only of Azure N-series (GPU) or D-series sizes ("Unsupported '
-                f'instance type {name}"); use e.g. Standard_D8s_v5 for a CPU image',
-                "instance-type",
-            )
-        return
     sku = find_instance_type(name, chart)
+    if not has_prefix and sku is None:
+        yield Problem.at(
+            "instance_type",
+            f"KAITO {chart.version} denies it: it creates nodes only of its GPU table or Azure N-series (GPU) and "
+            f'D-series sizes ("Unsupported instance type {name}")'
+            + ("; use e.g. Standard_D8s_v5 for a CPU image" if not args.model else ""),
+            "instance-type",
+        )
+        return
+    if not args.model:
+        return
     if sku is None:
         yield _unknown_instance_type(name, chart)
         return
     if sku.vendor != "nvidia":
         yield Problem.at(
             "instance_type",
-            f"{name} has {sku.gpu_model} GPUs; KAITO's preset images run on NVIDIA GPUs only (the AKS add-on docs list "
-            "AMD sizes as unsupported)",
+            f"KAITO admits this, but {name} has {sku.gpu_model} GPUs and KAITO's preset images run on NVIDIA GPUs only "
+            "(the AKS add-on docs list AMD sizes as unsupported)",
             "instance-type-gpu",
         )
         return
     if sku.unusable:
-        yield Problem.at("instance_type", f"{name}: {sku.unusable}", "instance-type-gpu")
+        yield Problem.at("instance_type", f"KAITO admits this, but {name}: {sku.unusable}", "instance-type-gpu")
         return
     if release in sizing.NO_ESTIMATOR:
         yield from _max_model_len_required(args, chart, sku)
@@ -220,18 +287,21 @@ def instance_type_problems(args: KaitoModelArgs, chart: catalog.KaitoChart) -> I
         if denial is not None:
             fit = sizing.smallest_instance_type(demand, catalog.gpu_skus(chart.sku_catalog), release, transformers=True)
             hint = f"; the smallest that fits: {fit[0].name}" if fit else ""
-            what = (
-                "a tuning job"
-                if args.tuning is not None
-                else "the transformers runtime"
-                if args.runtime == "transformers"
-                else args.model
-            )
-            yield Problem.at(
-                "instance_type",
-                f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
-                "instance-type-fit",
-            )
+            if args.tuning is not None:
+                yield Problem.at(
+                    "instance_type",
+                    f"KAITO {chart.version} admits a tuning job on any size (its webhook checks no GPU memory for "
+                    f"tuning), but {args.model}'s tuning asks {need:g} GiB of GPU memory and {denial}; the job may "
+                    f"run out of memory{hint}",
+                    "instance-type-fit-tuning",
+                )
+            else:
+                what = "the transformers runtime" if args.runtime == "transformers" else args.model
+                yield Problem.at(
+                    "instance_type",
+                    f"KAITO {chart.version}'s webhook would deny {what} on one node: {denial}{hint}",
+                    "instance-type-fit",
+                )
         return
     try:
         sizing.nodes_on_instance_type(preset, sku, release, mml)
@@ -242,8 +312,9 @@ def instance_type_problems(args: KaitoModelArgs, chart: catalog.KaitoChart) -> I
         hint = f"; the smallest that fits: {fit[0].name} ({_nodes(fit[1])})" if fit else ""
         yield Problem.at(
             "instance_type",
-            f"KAITO {chart.version}'s vLLM node estimator refuses {args.model} on {name}: {err}{hint}",
-            "instance-type-fit",
+            f"KAITO admits this, but its controller's vLLM node estimator fails for {args.model} on {name}, so no "
+            f"node is ever created: {err}{hint}",
+            "instance-type-estimator",
         )
 
 
@@ -252,23 +323,24 @@ def _unknown_instance_type(name: str, chart: catalog.KaitoChart) -> Problem:
     spelled = next((k for k in catalog.gpu_skus(chart.sku_catalog) if k.lower() == name.lower()), None)
     if spelled is not None:
         why = (
-            f"KAITO {chart.version} matches instance types exactly (case included)"
+            f"KAITO admits this (its webhook takes any Standard_N* name), but KAITO {chart.version} looks sizes up "
+            "exactly (case included), so it cannot size a preset on this one"
             if chart.sku_names_case_sensitive
-            else f"KAITO {chart.version}'s webhook ignores case, but it finds the node it provisioned by Azure's "
-            "spelling of the size (the node's instance-type label), so this one would never become ready"
+            else f"KAITO admits this ({chart.version}'s webhook ignores case), but it finds the node it provisioned by "
+            "Azure's spelling of the size (the node's instance-type label), so this one would never become ready"
         )
-        return Problem.at("instance_type", f"{why}: write {spelled}", "instance-type")
+        return Problem.at("instance_type", f"{why}: write {spelled}", "instance-type-unknown")
     dropped = catalog.dropped_sku(name, chart.sku_catalog, chart.version)
     if dropped is not None and name in every:
-        return Problem.at("instance_type", dropped, "instance-type")
+        return Problem.at("instance_type", f"KAITO admits this, but {dropped}", "instance-type-unknown")
     close = catalog.closest_skus(name)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     then = "without sizing it" if chart.preset_catalog in sizing.NO_ESTIMATOR else "then its node estimator fails"
     return Problem.at(
         "instance_type",
-        f"KAITO {chart.version}'s SKU table has no {name}, so it cannot size a preset on it (its webhook admits any "
-        f"Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
-        "instance-type",
+        f"KAITO admits this, but its SKU table ({chart.version}) has no {name}, so it cannot size a preset on it (its "
+        f"webhook admits any Standard_N*/Standard_D* name, {then}); {hint}`models list` shows the sizes it knows",
+        "instance-type-unknown",
     )
 
 
@@ -338,8 +410,9 @@ def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[
         at = "label_selector" if args.label_selector is not None else "node_selector" if args.node_selector else ()
         yield Problem.at(
             at,
-            f"a CPU model, and its pods may land on GPU pool {', '.join(onto)} ({selector_text(wanted)} does not exclude "
-            f"their nodes): {KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
+            f"KAITO admits this, but it is a CPU model whose pods may land on GPU pool {', '.join(onto)} "
+            f"({selector_text(wanted)} does not exclude their nodes) and take a node a GPU preset needs: "
+            f"{KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
             "cpu-on-gpu",
         )
 
@@ -382,7 +455,8 @@ def cpu_on_provisioned_gpu_nodes(models: Sequence[tuple[str, KaitoModelArgs]]) -
                     i,
                     Problem.at(
                         "label_selector" if cpu.label_selector is not None else "name",
-                        f"KAITO {chart.version} places this CPU model's pods by {selector_text(mine)} alone, tolerating "
+                        f"KAITO admits this, but KAITO {chart.version} places this CPU model's pods by {selector_text(mine)} "
+                        "alone, tolerating "
                         f"GPU taints, and the GPU nodes it makes for {', '.join(onto)} may carry those labels: give it a "
                         f'`label_selector` of its own (e.g. {{"apps": "{cpu.namespace}-{cpu.name}"}}), or use KAITO '
                         "0.12, which keeps a pod on its own Workspace's nodes",
@@ -435,7 +509,7 @@ def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[
     if not groups:
         yield Problem.at((), f"{args.name} needs GPU nodes but `node_groups` has none; add a GPU pool", "no-pools")
         return
-    wanted = match_labels(args)
+    wanted = node_lookup_labels(args, chart)
     candidates = [(i, g) for i, g in enumerate(groups) if selects(wanted, g)]
     if not candidates:
         yield Problem.at(
@@ -443,21 +517,69 @@ def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[
         )
         return
     yield from _tolerated(candidates, chart)
+    for i, g in candidates:
+        if driver_unknown(g):
+            yield Problem.at(
+                ("node_groups", i),
+                f"pool {g.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), and nothing says "
+                "one is installed: without a driver GPU Feature Discovery never labels the nodes and KAITO denies the "
+                'model ("Failed to get GPU config from nvidia labels"); pass a GpuOperator\'s `node_groups`, or set '
+                "driver_installed if you install the driver yourself",
+                "gpu-driver",
+            )
+    skus = catalog.all_gpu_skus()
+    if len({_gpus(skus.get(g.vm_size)) for _, g in candidates}) > 1:
+        names = ", ".join(g.name for _, g in candidates)
+        yield Problem.at(
+            "label_selector",
+            f'matches pools of different GPUs ({names}); KAITO denies a Workspace whose nodes differ ("Non-uniform GPU '
+            f'product/count/memory"): select one pool, e.g. {{"agentpool": "{candidates[0][1].name}"}}',
+            "mixed-pools",
+        )
+        return
     if len({g.vm_size for _, g in candidates}) > 1:
         names = ", ".join(g.name for _, g in candidates)
         yield Problem.at(
             "label_selector",
-            f"matches pools of different GPU sizes ({names}); KAITO requires the nodes a Workspace selects to be alike: "
-            f'select one pool, e.g. {{"agentpool": "{candidates[0][1].name}"}}',
-            "mixed-pools",
+            f"matches pools of different sizes ({names}) with the same GPUs: KAITO admits them (it compares the GPUs "
+            "only), but their CPUs and memory differ",
+            "mixed-pool-sizes",
         )
-        return
     dropped = catalog.dropped_sku(candidates[0][1].vm_size, chart.sku_catalog, chart.version)
     if dropped is not None:
         for i, _ in candidates:
             yield Problem.at(("node_groups", i, "vm_size"), dropped, "pool-sku-version")
-        return
     yield from _admitted_on([g for _, g in candidates], args, chart)
+
+
+def _gpus(sku: catalog.GpuSku | None) -> tuple[str, int, int] | None:
+    """What KAITO's webhook compares of two nodes: GPU product, count and memory per GPU."""
+    if sku is None:
+        return None
+    hw = sizing.NodeGpus.of_sku(sku)
+    return (hw.product, hw.count, hw.gib_per_gpu)
+
+
+def unsized(args: KaitoModelArgs, chart: catalog.KaitoChart) -> Iterator[Problem]:
+    """A GPU preset on bring-your-own nodes without `node_groups`: KAITO sizes it on the nodes it
+    finds, and nothing here can check that before deploy."""
+    if not is_gpu(args) or args.image or args.node_provisioning != "byo" or args.node_groups is not None:
+        return
+    preset = catalog.find_preset(args.model or "", chart.preset_catalog)
+    example = ""
+    if preset is not None:
+        transformers = args.runtime == "transformers" or chart.preset_catalog in sizing.NO_ESTIMATOR
+        fit = sizing.smallest_instance_type(
+            preset, catalog.gpu_skus(chart.sku_catalog), chart.preset_catalog, transformers=transformers
+        )
+        example = f" (it fits e.g. {_nodes(fit[1])} of {fit[0].name})" if fit is not None else ""
+    yield Problem.at(
+        "node_groups",
+        f"not given: KAITO sizes {args.model} against the GPU nodes it finds{example}, so its admission (GPU memory of "
+        "the nodes that exist), its node estimate and the pools' budget are not checked before deploy; give "
+        "`node_groups` (the GPU pools it may use) to check them at preview",
+        "unsized",
+    )
 
 
 def _tolerated(candidates: list[tuple[int, NodeGroup]], chart: catalog.KaitoChart) -> Iterator[Problem]:
@@ -465,13 +587,13 @@ def _tolerated(candidates: list[tuple[int, NodeGroup]], chart: catalog.KaitoChar
     for i, g in candidates:
         spot = spot_problem(chart) if g.spot else None
         if spot is not None:
-            yield Problem.at(("node_groups", i, "spot"), spot, "spot")
+            yield Problem.at(("node_groups", i, "spot"), f"KAITO admits this, but {spot}", "spot")
         for j, taint in enumerate(g.taints):
             if TAINT.match(taint) and taint != SPOT_TAINT and not _kaito_tolerates(taint, chart):
                 yield Problem.at(
                     ("node_groups", i, "taints", j),
-                    "KAITO's preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS spot taint; "
-                    f"{taint!r} would keep them off this pool",
+                    "KAITO admits this, but its preset pods tolerate only sku=gpu:NoSchedule, nvidia.com/gpu and the AKS "
+                    f"spot taint: {taint!r} keeps them off this pool, so they stay Pending",
                     "pool-taint",
                 )
 
@@ -518,8 +640,8 @@ def _tuning_fit(args: KaitoModelArgs, preset: catalog.Preset, pools: list[NodeGr
     spread = "several nodes allowed" if preset.distributed else "one node"
     return Problem.at(
         "model",
-        f"{args.model} needs {need:g} GiB of GPU memory ({preset.gpu_count} GPU per node, {spread}); the largest pool "
-        f"node has {best} GiB; add a larger pool",
+        f"KAITO admits this, but {args.model}'s tuning needs {need:g} GiB of GPU memory ({preset.gpu_count} GPU per "
+        f"node, {spread}) and the largest pool node has {best} GiB, so the job's pod never schedules: add a larger pool",
         "tuning-fit",
     )
 
@@ -528,70 +650,108 @@ def _serving_fit(
     args: KaitoModelArgs, preset: catalog.Preset, pools: list[NodeGroup], chart: catalog.KaitoChart
 ) -> Problem | None:
     """KAITO's own arithmetic (kaito_aks/kaito/sizing.py) on the nodes the pools give: admission
-    against the nodes that exist when the Workspace is created (min_nodes), then the vLLM
-    estimator's nodes per instance x replicas against the pools' maximum."""
+    against the nodes that exist when the Workspace is created (min_nodes), then the nodes per
+    instance x replicas against the pools' maximum. vLLM: the node estimator's count; the
+    transformers runtime: `resource.count`, 1, with no estimator (WC 0.8.1:612-626,
+    0.11.0:1125-1139, 0.12.0:1506-1520)."""
     release, size = chart.preset_catalog, pools[0].vm_size
-    hw = sizing.NodeGpus.of_sku(catalog.all_gpu_skus()[size])
+    sku = catalog.all_gpu_skus()[size]
+    hw = sizing.NodeGpus.of_sku(sku)
     exist, most = sum(p.min_nodes for p in pools), sum(p.max_nodes for p in pools)
     if exist == 0:
         return None  # pools that scale from zero: said by the caller
+    transformers = args.runtime == "transformers"
     denial = sizing.admission_denial(preset, hw, exist, release)
     if denial is not None:
-        admit = sizing.nodes_to_admit(preset, hw, release)
-        if admit > 1 and not preset.distributed:
+        return _admission_problem(args, preset, pools, chart, denial)
+    if transformers:
+        one_node = preset.model_gib * GIB > hw.kaito_node_memory(release)
+        if one_node and preset.distributed:
             return Problem.at(
-                "model",
-                f"{args.model} needs {preset.model_gib} GiB of GPU memory on one node (KAITO {chart.version} cannot "
-                f"spread it over nodes) and a {size} node counts {hw.kaito_node_memory(release) // GIB} GiB; "
-                "choose a larger size",
-                "fit-one-node",
+                "runtime",
+                f'KAITO {chart.version} denies it ("Multi-node distributed inference is not supported with Huggingface '
+                f'Transformers runtime"): {args.model} needs more GPU memory than one {size} node as KAITO counts it: '
+                "use runtime vllm or a larger size",
+                "transformers-multinode",
             )
-        scaled = (
-            " (an autoscaled pool has only its minimum then)" if any(p.min_nodes != p.max_nodes for p in pools) else ""
-        )
-        # the larger count: once admitted, the estimator's nodes must be there too
-        try:
-            per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
-        except sizing.SizingError:
-            per_instance = 0
-        serve = per_instance * serving_replicas(args)
-        needs = (
-            f"it needs {serve} nodes in all (KAITO's vLLM estimate: {_replicas(args)} x {per_instance}), "
-            f"{admit} of them there by then"
-            if serve > admit
-            else f"it needs {admit} to exist"
-        )
-        return Problem.at(
-            "model",
-            f"KAITO {chart.version}'s admission webhook would deny it: {denial}; {exist} node(s) of {size} exist when "
-            f"the Workspace is created{scaled}; {needs}, or a larger size",
-            "admission",
-        )
-    if args.runtime == "transformers" and preset.model_gib * GIB > hw.kaito_node_memory(release):
-        return Problem.at(
-            "runtime",
-            f"{args.model} needs more GPU memory than one {size} node, and KAITO serves multi-node only with vLLM "
-            '("Multi-node distributed inference is not supported with Huggingface Transformers runtime"): '
-            "use runtime vllm or a larger size",
-            "transformers-multinode",
-        )
+        if preset.model_gib > sku.gpu_mem_gib:
+            return Problem.at(
+                "runtime",
+                f"KAITO admits this, but its transformers runtime runs an instance on resource.count (1) node, and "
+                f"{args.model} needs {preset.model_gib:g} GiB of GPU memory where a {size} node has {sku.gpu_mem_gib}: "
+                "use runtime vllm or a larger size",
+                "fit-one-node-transformers",
+            )
+        return _replicas_fit(args, 1, "a replica takes 1 node with the transformers runtime", size, most)
     try:
         per_instance = sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
     except sizing.SizingError as err:
         return Problem.at(
-            "model", f"KAITO {chart.version}'s vLLM node estimator refuses it on {size}: {err}", "estimator"
+            "model",
+            f"KAITO admits this, but its controller's vLLM node estimator fails for it on {size}, so no pod is ever "
+            f"created: {err}",
+            "estimator",
         )
-    replicas = serving_replicas(args)
-    if per_instance * replicas > most:
-        scaled = args.autoscale is not None
+    return _replicas_fit(args, per_instance, f"its vLLM node estimate for {args.model} on {size}", size, most)
+
+
+def _admission_problem(
+    args: KaitoModelArgs, preset: catalog.Preset, pools: list[NodeGroup], chart: catalog.KaitoChart, denial: str
+) -> Problem:
+    """KAITO's webhook denies the preset on the nodes that exist: too little GPU memory (or, on 0.8,
+    too few GPUs), with the counts that would pass."""
+    release, size = chart.preset_catalog, pools[0].vm_size
+    hw = sizing.NodeGpus.of_sku(catalog.all_gpu_skus()[size])
+    exist = sum(p.min_nodes for p in pools)
+    admit = sizing.nodes_to_admit(preset, hw, release)
+    if admit > 1 and not preset.distributed:
         return Problem.at(
-            ("autoscale", "max_replicas") if scaled else "replicas",
-            f"{_replicas(args)} x {per_instance} node(s) of {size} each (KAITO's vLLM estimate) need "
-            f"{per_instance * replicas} nodes; the pools it may use have at most {most}, so the rest would stay "
-            f"Pending: lower {'`autoscale.max_replicas`' if scaled else 'replicas'} or give the pool more nodes",
-            "replicas-fit",
+            "model",
+            f"{args.model} needs {preset.model_gib} GiB of GPU memory on one node (KAITO {chart.version} cannot "
+            f"spread it over nodes) and a {size} node counts {hw.kaito_node_memory(release) // GIB} GiB: KAITO's "
+            f"webhook denies it ({denial}); choose a larger size",
+            "fit-one-node",
         )
-    return None
+    scaled = " (an autoscaled pool has only its minimum then)" if any(p.min_nodes != p.max_nodes for p in pools) else ""
+    # the larger count: once admitted, the estimator's nodes must be there too
+    try:
+        per_instance = (
+            1 if args.runtime == "transformers" else sizing.nodes_per_instance(preset, hw, release, max_model_len(args))
+        )
+    except sizing.SizingError:
+        per_instance = 0
+    serve = per_instance * serving_replicas(args)
+    how = "the transformers runtime's resource.count" if args.runtime == "transformers" else "KAITO's vLLM estimate"
+    needs = (
+        f"it needs {serve} nodes in all ({how}: {_replicas(args)} x {per_instance}), {admit} of them there by then"
+        if serve > admit
+        else f"it needs {admit} to exist"
+    )
+    return Problem.at(
+        "model",
+        f"KAITO {chart.version}'s admission webhook would deny it: {denial}; {exist} node(s) of {size} exist when "
+        f"the Workspace is created{scaled}; {needs}, or a larger size",
+        "admission",
+    )
+
+
+def _replicas_fit(args: KaitoModelArgs, per_instance: int, why: str, size: str, most: int) -> Problem | None:
+    """The nodes the model's replicas take at once, against what its pools may have."""
+    replicas = serving_replicas(args)
+    need = per_instance * replicas
+    if need <= most:
+        return None
+    scaled = args.autoscale is not None
+    fix = f"give the pool {_nodes(need - most)} more, or a larger size"
+    if replicas > 1:
+        fix += ", or lower `autoscale.max_replicas`" if scaled else ", or lower replicas"
+    return Problem.at(
+        ("autoscale", "max_replicas") if scaled else "replicas",
+        f"KAITO admits the object, and its controller will wait for {need} node(s) ({_replicas(args)} x "
+        f"{per_instance}, {why}) that the pools it may use cannot give (at most {most}), so the rest stay Pending: "
+        f"{fix}",
+        "replicas-fit",
+    )
 
 
 def _replicas(args: KaitoModelArgs) -> str:

@@ -6,15 +6,18 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs, load_balancer_of
 from kaito_aks.kaito.inferenceset import InferenceSet, InferenceSetResource, InferenceSetSpec, InferenceSetTemplate
 from kaito_aks.kaito.meta import DataDestination, DataSource, LabelSelector, LabelSelectorRequirement, ObjectMeta
 from kaito_aks.kaito.workspace import (
+    BYPASS_ANNOTATION,
     INFERENCE_CONFIG_KEY,
+    NODE_CLASS_ANNOTATION,
     RUNTIME_ANNOTATION,
     TUNING_CONFIG_KEY,
     AdapterSpec,
@@ -26,17 +29,16 @@ from kaito_aks.kaito.workspace import (
     Workspace,
 )
 from kaito_aks.model.names import hf_token_secret_name, workspace_names
-from kaito_aks.model.placement import match_labels
+from kaito_aks.model.placement import match_labels, node_lookup_labels
 from kaito_aks.model.serving import routed_plan, scaled_plan
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
 from kaito_aks.serving.metrics import service_labels, service_monitor
 from kaito_aks.serving.route import RoutePlan
 from kaito_aks.serving.scaler import PATCH_FORCE, AutoscalePlan
-from kaito_aks.vocabulary import GpuDemand
+from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, MANAGED_BY, GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
 SERVICE_PORT_NAME = "http"  # the model's Service port (80 -> the serving port)
-MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
 # Resources of a custom (CPU) serving container when none are given.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
 # The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
@@ -61,8 +63,14 @@ class ServicePlan:
     name: str
     selector: dict[str, str]
     target_port: int
-    load_balancer: bool
+    load_balancer: LoadBalancerArgs | None
+    allow_from: tuple[AllowFromArgs, ...] = ()
     labels: dict[str, str] | None = None  # (for its ServiceMonitor to select it)
+
+    @property
+    def pods(self) -> dict[str, str]:
+        """Every pod of the model (each replica's, a multi-node instance's workers too)."""
+        return {GROUP_LABEL: self.selector[GROUP_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,14 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
     chart = catalog.kaito_charts()[args.kaito_version]
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
-    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else None
+    annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else {}
+    if args.node_class is not None and auto:  # (the class's name in the chart: catalog/kaito_charts.yaml)
+        annotations[NODE_CLASS_ANNOTATION] = chart.node_classes[args.node_class]
+    annotations = annotations or None
     if args.tuning is not None:
         return _tuning_plan(args, args.tuning, resource, annotations)
+    if policy.annotation_bypassed(args.bypass_checks):  # KAITO's own bypass of its GPU count and memory checks
+        annotations = {**(annotations or {}), BYPASS_ANNOTATION: "true"}
     name = args.name or ""
     preset = catalog.find_preset(args.model or "", chart.preset_catalog)
     hf_secret = _hf_token_secret(args, preset)
@@ -175,7 +188,8 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             name=name,
             selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
             target_port=PRESET_PORT if args.model else args.port,
-            load_balancer=args.load_balancer,
+            load_balancer=load_balancer_of(args.load_balancer),
+            allow_from=(*args.allow_from, *_gateway_callers(args)),
             labels=service_labels(name) if monitored else None,
         ),
         served_model=served_model_id(args, chart),
@@ -315,13 +329,16 @@ def _gpu_nodes(
     bring-your-own nodes only (a custom image's needs are unknown to it; auto-provisioning makes
     its own nodes). A Hugging Face id outside KAITO's catalog has no size offline: its nodes must
     still exist and be labelled."""
-    selector = resource.label_selector.match_labels
+    if resource.label_selector.match_labels is None:
+        return None
+    selector = node_lookup_labels(args, chart)  # as KAITO lists the nodes (without the labels it drops)
     if not args.model or args.node_provisioning == "auto" or not selector:
         return None
+    bypass = policy.annotation_bypassed(args.bypass_checks)  # KAITO then skips the GPU count and memory checks
     demand = (
-        GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog)
+        GpuDemand(preset.name, preset.gpu_count, preset.model_gib, chart.preset_catalog, bypass)
         if preset is not None
-        else GpuDemand(args.model, 1, 0.0, chart.preset_catalog)
+        else GpuDemand(args.model, 1, 0.0, chart.preset_catalog, bypass)
     )
     return GpuNodesPlan(dict(selector), demand, args.gpu_nodes_timeout_minutes)
 
@@ -365,3 +382,13 @@ def _adapter(a: AdapterArgs) -> AdapterSpec:
 
 def _yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)
+
+
+def _gateway_callers(args: KaitoModelArgs) -> list[AllowFromArgs]:
+    """A routed model's gateway pods (Istio's, labelled with the Gateway's name), which call its
+    serving pods through the InferencePool: its NetworkPolicy lets them in."""
+    if args.gateway is None:
+        return []
+    # (the names may be an InferenceGateway's outputs: the policy takes them as its inputs)
+    name, namespace = cast(str, args.gateway.name), cast(str, args.gateway.namespace)
+    return [AllowFromArgs(namespace=namespace, pod_labels={GATEWAY_NAME_LABEL: name})]

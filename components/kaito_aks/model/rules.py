@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
+from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.model.config import decoded_problems, max_model_len_problems, runtime_config_problems, tuning_problems
 from kaito_aks.model.names import MAX_WORKSPACE_NAME, RESERVED_NAMESPACES, workspace_names
 from kaito_aks.model.placement import (
@@ -18,6 +19,7 @@ from kaito_aks.model.placement import (
     may_use_gpu_nodes,
     placement_problems,
     pool_problems,
+    unsized,
 )
 from kaito_aks.model.serving import serving_problems, serving_warnings
 from kaito_aks.model.spec import MAX_ADAPTER_NAME_WITH_PULL_SECRETS, KaitoModelArgs, chart_of, is_hugging_face_id
@@ -25,8 +27,9 @@ from kaito_aks.nodes import node_groups_problems
 from kaito_aks.problems import Problem, shown
 
 
-def model_problems(args: KaitoModelArgs) -> list[Problem]:
-    """Every rule the model breaks (its args already have the right types)."""
+def model_findings(args: KaitoModelArgs) -> list[Problem]:
+    """Everything the rules say of the model (its args already have the right types): errors and
+    warnings alike, each by its code; `kaito_aks.policy` tells them apart."""
     chart = chart_of(args)
     problems: list[Problem] = []
     unsupported = catalog.unsupported_kaito_version(args.kaito_version)
@@ -37,54 +40,78 @@ def model_problems(args: KaitoModelArgs) -> list[Problem]:
         *_source(args, chart),
         *placement_problems(args, chart),
         *tuning_problems(args, chart),
+        *load_balancer_problems(args.load_balancer),
+        *load_balancer_warnings(args.load_balancer),
         *serving_problems(args),
+        *serving_warnings(args),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
-    sizable = all(p.code in SIZING_UNAFFECTED for p in problems)
+    sizable = all(p.code in SIZING_UNAFFECTED or policy.is_warning(p) for p in problems)
     if chart is not None and args.node_provisioning == "auto" and sizable:
         problems += list(instance_type_problems(args, chart))
     if chart is not None and args.node_groups is not None and sizable:
         problems += list(pool_problems(args, chart, args.node_groups))
     if args.node_groups is not None:
         problems += list(cpu_on_gpu_pools(args, args.node_groups))
+    problems += _unchecked(args, chart)
+    problems += policy.bypass_problems(args.bypass_checks, policy.MODEL_RULES)
     return problems
 
 
 # Problems that leave KAITO's sizing of the model unchanged, so it is judged with them.
-SIZING_UNAFFECTED = frozenset({"gated", "download-secret", "access-secret"})
+SIZING_UNAFFECTED = frozenset(
+    {"gated", "gated-secret", "download-secret", "access-secret", "name-length", "adapter-name-length", "bypass"}
+)
+
+
+def model_verdict(args: KaitoModelArgs) -> tuple[list[Problem], list[Problem]]:
+    """(errors, warnings) of the model, by the policy: its `bypass_checks` turn the refusals they
+    name into warnings, and every refusal stricter than KAITO says the way past it."""
+    return policy.verdict(model_findings(args), args.bypass_checks)
+
+
+def model_problems(args: KaitoModelArgs) -> list[Problem]:
+    """Every rule the model breaks (its args already have the right types)."""
+    return model_verdict(args)[0]
 
 
 def model_warnings(args: KaitoModelArgs) -> list[Problem]:
-    """What about the model cannot be checked before KAITO sees it: not errors (the model may
-    well deploy), said so nothing is accepted silently. The components log them (pulumi.log.warn)
+    """What about the model refuses nothing: settings with no effect, what may be a mistake,
+    and what cannot be checked before KAITO sees it. The components log them (pulumi.log.warn)
     and `validate` prints them."""
-    chart = chart_of(args)
+    return model_verdict(args)[1]
+
+
+def _unchecked(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """What cannot be checked here: a Hugging Face id KAITO sizes itself, a GPU preset on
+    bring-your-own nodes the model was not told of, a CPU model whose pools are not known."""
     model = args.model or ""
     if args.image:
-        return [*may_use_gpu_nodes(args), *serving_warnings(args)]
-    if chart is None or not model or not is_hugging_face_id(model, chart):
-        return []
-    if catalog.find_preset(model, chart.preset_catalog) is not None:
-        return []
-    return [
-        Problem.at(
-            "model",
-            f"{model} is not in KAITO {chart.version}'s model catalog: KAITO sizes it from Hugging Face when the "
-            "Workspace is created, so its size, context window, runtimes and architecture are not checked here "
-            "(nor whether it fits the GPU nodes); KAITO's admission webhook must reach huggingface.co over HTTPS "
-            "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
-            "repository needs `hf_token` or `model_access_secret`",
-            "hugging-face-unchecked",
-        )
-    ]
+        yield from may_use_gpu_nodes(args)
+        return
+    if chart is None or not model:
+        return
+    yield from unsized(args, chart)
+    if not is_hugging_face_id(model, chart) or catalog.find_preset(model, chart.preset_catalog) is not None:
+        return
+    yield Problem.at(
+        "model",
+        f"{model} is not in KAITO {chart.version}'s model catalog: KAITO sizes it from Hugging Face when the "
+        "Workspace is created, so its size, context window, runtimes and architecture are not checked here "
+        "(nor whether it fits the GPU nodes); KAITO's admission webhook must reach huggingface.co over HTTPS "
+        "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
+        "repository needs `hf_token` or `model_access_secret`",
+        "hugging-face-unchecked",
+    )
 
 
 def _names(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     if args.namespace in RESERVED_NAMESPACES:
         yield Problem.at(
             "namespace",
-            f"{args.namespace} belongs to the cluster or an operator release; use a namespace of your own",
+            f"{args.namespace} belongs to the cluster or an operator release (KAITO admits it): use a namespace of your "
+            "own",
             "namespace",
         )
     names = workspace_names(args, chart) if chart is not None and args.name is not None else []
@@ -94,8 +121,10 @@ def _names(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[P
     if len(longest) > MAX_WORKSPACE_NAME:
         yield Problem.at(
             "name",
-            f"Workspace name {longest!r} would be {len(longest)} characters; KAITO's StatefulSet pods need at most "
-            f"{MAX_WORKSPACE_NAME} (their controller-revision-hash label adds a hash); shorten the name",
+            f"KAITO admits this, but Workspace name {longest!r} would be {len(longest)} characters, and the pods of "
+            f"its StatefulSet get a controller-revision-hash label of the name and a 10-character hash, which "
+            f"Kubernetes refuses past 63 characters (kubernetes/kubernetes#64023), so they are never created: shorten "
+            f"the name to at most {MAX_WORKSPACE_NAME}",
             "name-length",
         )
 
@@ -113,17 +142,26 @@ def _source(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[
 
 
 def _image_only(args: KaitoModelArgs) -> Iterator[Problem]:
-    """What applies to presets only, given for a custom image; and its resources as KAITO decodes them."""
+    """What applies to presets only, given for a custom image (no effect: a template serves itself);
+    and its resources as KAITO decodes them."""
     if args.runtime is not None:
-        yield Problem.at("runtime", "selects how KAITO serves a preset; a custom image serves itself", "image-only")
+        yield Problem.at(
+            "runtime",
+            "selects how KAITO serves a preset; a custom image serves itself, so it has no effect",
+            "image-only",
+        )
     if args.adapters:
-        yield Problem.at("adapters", "apply to presets only", "image-only")
+        yield Problem.at("adapters", "apply to presets only; with a custom image they have no effect", "image-only")
     if args.config is not None:
         yield Problem.at(
-            "config", "runtime parameters apply to presets only; configure your image directly", "image-only"
+            "config",
+            "runtime parameters apply to presets only; with a custom image they have no effect (configure the image)",
+            "image-only",
         )
     if args.model_access_secret:
-        yield Problem.at("model_access_secret", "applies to presets only", "image-only")
+        yield Problem.at(
+            "model_access_secret", "applies to presets only; with a custom image it has no effect", "image-only"
+        )
     if args.resources is not None:
         yield from decoded_problems(("resources",), args.resources, "ResourceRequirements")
 
@@ -160,9 +198,10 @@ def _adapter_names(args: KaitoModelArgs) -> Iterator[Problem]:
         elif adapter.image_pull_secrets and len(adapter.name) > MAX_ADAPTER_NAME_WITH_PULL_SECRETS:
             yield Problem.at(
                 ("adapters", j, "name"),
-                f"{len(adapter.name)} characters; with `image_pull_secrets` KAITO names a volume "
-                f"docker-config-<name>-inference-adapter, so at most {MAX_ADAPTER_NAME_WITH_PULL_SECRETS}",
-                "adapter-name",
+                f"KAITO admits this, but with `image_pull_secrets` it names a volume "
+                f"docker-config-<name>-inference-adapter, over 63 characters for a name of {len(adapter.name)}, and "
+                f"Kubernetes refuses the StatefulSet: at most {MAX_ADAPTER_NAME_WITH_PULL_SECRETS} characters",
+                "adapter-name-length",
             )
 
 
@@ -190,13 +229,24 @@ def _unknown_preset(model: str, chart: catalog.KaitoChart) -> Iterator[Problem]:
 
 
 def _weights_access(args: KaitoModelArgs, chart: catalog.KaitoChart, preset: catalog.Preset) -> Iterator[Problem]:
-    """A token where KAITO downloads the weights and asks for one; none where they ship in an image."""
+    """A token where KAITO downloads the weights and asks for one (or the download needs one); none
+    where they ship in an image."""
     model = args.model or ""
     has_token = args.hf_token is not None or bool(args.model_access_secret)
-    if preset.gated and preset.download_at_runtime and not has_token:
+    serving = args.tuning is None
+    if preset.auth_required and preset.download_at_runtime and not has_token and serving:
         yield Problem.at(
             "model",
-            f"{model} is gated on Hugging Face: give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
+            f'KAITO {chart.version} denies it ("This preset requires authentication and needs a modelAccessSecret"): '
+            f"give `hf_token`, or `model_access_secret` (an existing Secret with key HF_TOKEN)",
+            "gated-secret",
+        )
+    elif preset.gated and preset.download_at_runtime and not has_token:
+        yield Problem.at(
+            "model",
+            f"KAITO admits this, but {model} is gated on Hugging Face and KAITO's pod downloads it with the "
+            "modelAccessSecret's token only (answered 401 without one): give `hf_token`, or `model_access_secret` (an "
+            "existing Secret with key HF_TOKEN)",
             "gated",
         )
     elif chart.secret_for_every_download and preset.download_at_runtime and not has_token:
@@ -207,11 +257,19 @@ def _weights_access(args: KaitoModelArgs, chart: catalog.KaitoChart, preset: cat
             "download-secret",
         )
     if args.model_access_secret and not preset.download_at_runtime and not chart.access_secret_on_any_preset:
-        yield Problem.at(
-            "model_access_secret",
-            f"{model} ships its weights in an image; KAITO {chart.version} rejects a modelAccessSecret for it",
-            "access-secret",
-        )
+        if serving:
+            yield Problem.at(
+                "model_access_secret",
+                f"{model} ships its weights in an image; KAITO {chart.version} denies a modelAccessSecret for it "
+                '("This preset does not require a modelAccessSecret")',
+                "access-secret",
+            )
+        else:
+            yield Problem.at(
+                "model_access_secret",
+                "has no effect on a tuning job (KAITO checks and passes the secret for serving only): remove it",
+                "access-secret-tuning",
+            )
 
 
 def _runtime(args: KaitoModelArgs, chart: catalog.KaitoChart, preset: catalog.Preset) -> Iterator[Problem]:

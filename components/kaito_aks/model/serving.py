@@ -153,9 +153,12 @@ def _autoscale(args: KaitoModelArgs, autoscale: ModelAutoscaleArgs, chart: catal
 
 
 def nodes_per_replica(args: KaitoModelArgs, chart: catalog.KaitoChart) -> int | None:
-    """The nodes KAITO makes for one replica of an auto-provisioned preset (its vLLM estimate on
-    `instance_type`); None when not known offline."""
+    """The nodes gpu-provisioner makes for one replica of an auto-provisioned preset (its vLLM
+    estimate on `instance_type`), each an AKS node pool; None when not known offline, or with
+    Karpenter."""
     if args.node_provisioning != "auto" or not args.model or not args.instance_type:
+        return None
+    if args.node_provisioner == "karpenter":  # Karpenter makes VMs, not one AKS node pool per node
         return None
     preset = catalog.find_preset(args.model, chart.preset_catalog)
     sku = catalog.gpu_skus(chart.sku_catalog).get(args.instance_type)

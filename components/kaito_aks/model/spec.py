@@ -10,11 +10,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from kaito_aks import catalog
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
-from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, Secret, args_class
+from kaito_aks.schema import SWITCH, Check, Input, Matches, MaxItems, Range, Secret, args_class
 from kaito_aks.serving.spec import GatewayRefArgs, ModelAutoscaleArgs, ModelMetricsArgs
-from kaito_aks.vocabulary import NodeProvisioning
+from kaito_aks.vocabulary import NodeClass, NodeProvisioner, NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
 DNS_LABEL = Matches(
@@ -174,6 +175,13 @@ class KaitoModelArgs:
     """The Azure VM size KAITO creates nodes of (`node_provisioning` auto, where it is required),
     e.g. Standard_NC24ads_A100_v4; one KAITO's SKU table knows, for a preset. Leave it out with
     bring-your-own nodes."""
+    node_provisioner: NodeProvisioner = "gpu-provisioner"
+    """With `node_provisioning` auto: what makes KAITO's nodes, as the cluster's KAITO is set up:
+    gpu-provisioner or karpenter."""
+    node_class: NodeClass | None = None
+    """With Karpenter: the OS image of the model's nodes, KAITO's node class ubuntu
+    (image-family-ubuntu, Ubuntu 22.04) or azure-linux (image-family-azure-linux); default:
+    KAITO's default class (ubuntu)."""
     adapters: Annotated[list[AdapterArgs], MaxItems(MAX_ADAPTERS, "KAITO serves at most 10 per workspace")] = field(
         default_factory=list[AdapterArgs]
     )
@@ -188,8 +196,14 @@ class KaitoModelArgs:
     default: none (a gated preset then needs `model_access_secret`)."""
     model_access_secret: Annotated[str, DNS_SUBDOMAIN] | None = None
     """An existing Secret with key HF_TOKEN, instead of `hf_token`; default: none."""
-    load_balancer: bool = False
-    """Expose the endpoint through a LoadBalancer Service instead of ClusterIP."""
+    load_balancer: Annotated[bool | LoadBalancerArgs, SWITCH] = False
+    """Also expose the endpoint through a load balancer: true is an internal Azure one (an
+    address of the cluster's virtual network, open to private address space); settings choose
+    its client ranges or a public one (refused without `source_ranges`, and warned: KAITO's
+    servers authenticate no one). Default: in-cluster only (ClusterIP)."""
+    allow_from: Annotated[list[AllowFromArgs], MaxItems(50)] = field(default_factory=list[AllowFromArgs])
+    """Pods of other namespaces allowed to call the model (e.g. a gateway's); its NetworkPolicy
+    admits its own namespace and these only. Default: none."""
     port: Annotated[int, Range(1, 65535)] = 5000
     """Container port of a custom image."""
     args: list[str] | None = None
@@ -200,6 +214,13 @@ class KaitoModelArgs:
     """The cluster's GPU pools (e.g. [`GpuNodePool.node_group`, ...]): the model then checks at
     preview that its selector picks one kind of node and that KAITO admits and places it there.
     Default: not known (the GPU-node wait checks at `pulumi up`)."""
+    bypass_checks: Annotated[list[str], MaxItems(50)] = field(default_factory=list[str])
+    """Codes of the program's refusals this model goes past, for a user who knows better (e.g.
+    [replicas-fit]): refusals stricter than KAITO (KAITO admits the model; docs/kaito-rules.md
+    lists the codes), and the GPU count and memory checks only KAITO's own bypass annotation
+    lets it admit (admission, fit-one-node, instance-type-fit: the program then sets
+    kaito.sh/bypass-resource-checks and the GPU-node wait skips them too). Each bypassed
+    problem is still said, as a warning. Default: none."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the waits read the cluster with (kept secret; e.g. an AksCluster's or
     KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the model is

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
 from kaito_aks.cluster.access import provider_problems
-from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints
+from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints, with_driver
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
@@ -93,6 +93,10 @@ class GpuOperator(pulumi.ComponentResource):
     """The installed chart version."""
 
     release: k8s.helm.v3.Release
+    node_groups: list[NodeGroup]
+    """The GPU pools it was given, marked as having their driver installed (`driver_installed`):
+    pass these to KaitoOperator and KaitoModel, which warn about a pool left to the GPU Operator
+    without one."""
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -102,5 +106,6 @@ class GpuOperator(pulumi.ComponentResource):
         self.release = pinned_release(
             name, gpu_operator_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)
         )
+        self.node_groups = [with_driver(g) for g in checked.node_groups]
         self.chart_version = self.release.status.version
         self.register_outputs({"chartVersion": self.chart_version})

@@ -1,26 +1,29 @@
 """gpu-provisioner, the controller that makes KAITO's node auto-provisioning real on AKS: KAITO
 creates a NodeClaim per node a Workspace needs, gpu-provisioner creates an AKS agent pool of the
-Workspace's instance type for it. It runs as an Azure workload identity with Contributor on the
-cluster, as KAITO's own Terraform and docs install it."""
+Workspace's instance type for it. It runs as an Azure workload identity that may read, write and
+delete the cluster's agent pools and nothing else: a custom role of exactly the calls its code
+makes (KAITO's own Terraform and docs give it Contributor on the cluster)."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_azure_native import containerservice
+from pulumi_azure_native import authorization, containerservice
 
 from kaito_aks import catalog
-from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
 from kaito_aks.cluster.access import access_for, provider_problems
+from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, Problem, raise_if
-from kaito_aks.schema import Input, Secret, args_class
+from kaito_aks.problems import InvalidArgsError, Key, Problem, raise_if, shown
+from kaito_aks.schema import Input, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
 
@@ -45,10 +48,21 @@ MANAGED_VALUES = {
 }
 
 
+CLUSTER_ID_FORM = (
+    "/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/managedClusters/<name>"
+)
+
+
 class ClusterRef(NamedTuple):
     subscription: str
     resource_group: str
     name: str
+
+
+def agent_pool_role_guid(cluster_id: str) -> str:
+    """The GUID of the custom role of one cluster's gpu-provisioner: the same on every run and
+    for every program managing that cluster (a name-based UUID of its id), unique per cluster."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kaito-aks/gpu-provisioner/agent-pools{cluster_id.lower()}"))
 
 
 def cluster_ref(cluster_id: str) -> ClusterRef:
@@ -59,6 +73,16 @@ def cluster_ref(cluster_id: str) -> ClusterRef:
     return ClusterRef(match["subscription"], match["resource_group"], match["name"])
 
 
+def _known_cluster(name: str, cluster_id: str) -> ClusterRef:
+    """A cluster id known only at deploy time (another resource's output), held to the rule a
+    known one is: refused in the component's words, not with a bare ValueError."""
+    try:
+        return cluster_ref(cluster_id)
+    except ValueError:
+        why = f"{shown(cluster_id)} is not an AKS cluster's resource id: {CLUSTER_ID_FORM}"
+        raise InvalidArgsError("GpuProvisioner", name, [Problem.at("cluster_id", why, "cluster-id")]) from None
+
+
 @args_class
 class GpuProvisionerArgs:
     """The pinned gpu-provisioner chart and the Azure identity it runs as, for one AKS cluster
@@ -66,7 +90,7 @@ class GpuProvisionerArgs:
 
     cluster_id: Input[str]
     """The AKS cluster's resource id: its subscription, resource group and name, and the scope
-    of the identity's Contributor role."""
+    of the identity's role (its agent pools: read, write, delete)."""
     location: Input[str]
     """The cluster's Azure region (the node pools it creates go there)."""
     node_resource_group: Input[str]
@@ -75,7 +99,7 @@ class GpuProvisionerArgs:
     """The cluster's OIDC issuer; the cluster needs workload identity on."""
     version: str = DEFAULT_VERSION
     """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
-    identity_name: str | None = None
+    identity_name: Annotated[str, IDENTITY_NAME] | None = None
     """Azure name of the managed identity, in the cluster's resource group; default:
     <cluster name>-gpu-provisioner (one per cluster)."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
@@ -83,7 +107,7 @@ class GpuProvisionerArgs:
     wait_for_nodeclaims_on_delete: bool = True
     """On `pulumi destroy`, keep gpu-provisioner until KAITO's NodeClaims are gone, so their AKS
     agent pools (GPU nodes) are deleted rather than left running."""
-    kubeconfig: Secret[Input[str]] | None = None
+    kubeconfig: KubeconfigContents | None = None
     """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
     provider it is deployed through, where it carries them (a Python program's AksCluster
     `provider`); elsewhere give it, or turn the wait off."""
@@ -95,8 +119,7 @@ def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
         problems.append(
             Problem.at(
                 "cluster_id",
-                "must be an AKS cluster's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
-                "Microsoft.ContainerService/managedClusters/<name>",
+                f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}",
                 "cluster-id",
             )
         )
@@ -149,7 +172,9 @@ def gpu_provisioner_values(
 
 class GpuProvisioner(pulumi.ComponentResource):
     """gpu-provisioner's Helm release with its WorkloadIdentity (managed identity, federated
-    credential for the chart's service account, Contributor on the cluster). The release waits
+    credential for the chart's service account, a custom role on the cluster with the agent pool
+    actions its code calls: read, write, delete; created in the cluster's resource group, so the
+    deployer needs Microsoft.Authorization/roleDefinitions/write there). The release waits
     for the identity, so its controller signs in on first start; Workspaces in auto mode should
     depend on this component, so nothing asks for nodes before something can make them, and
     `pulumi destroy` removes them (and KAITO's NodeClaims) while it still runs."""
@@ -165,6 +190,8 @@ class GpuProvisioner(pulumi.ComponentResource):
     identity_name: pulumi.Output[str]
     """The identity's Azure name."""
 
+    role: authorization.RoleDefinition
+    """Its custom role: the cluster's agent pools, read, write and delete."""
     identity: WorkloadIdentity
     release: k8s.helm.v3.Release
 
@@ -178,7 +205,8 @@ class GpuProvisioner(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
-        cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
+        cluster = pulumi.Output.from_input(checked.cluster_id).apply(lambda given: _known_cluster(name, given))
+        self.role = self._agent_pool_role(name, checked, cluster, child_options(self, opts))
         self.identity = WorkloadIdentity(
             f"{name}-identity",
             WorkloadIdentityArgs(
@@ -189,7 +217,17 @@ class GpuProvisioner(pulumi.ComponentResource):
                 # one per cluster: programs whose clusters share a resource group do not collide
                 identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-gpu-provisioner"),
                 location=checked.location,
-                roles=[RoleGrantArgs(role=who.role, scope=checked.cluster_id)],
+                roles=[
+                    RoleGrantArgs(
+                        role_definition_id=pulumi.Output.all(
+                            cluster.apply(lambda c: c.subscription), self.role.name
+                        ).apply(
+                            lambda x: f"/subscriptions/{x[0]}/providers/Microsoft.Authorization/roleDefinitions/{x[1]}"
+                        ),
+                        scope=checked.cluster_id,
+                        name="agent-pools",
+                    )
+                ],
             ),
             opts=child_options(self, opts),
         )
@@ -227,6 +265,31 @@ class GpuProvisioner(pulumi.ComponentResource):
                 "principalId": self.principal_id,
                 "identityName": self.identity_name,
             }
+        )
+
+    @staticmethod
+    def _agent_pool_role(
+        name: str, args: GpuProvisionerArgs, cluster: pulumi.Output[ClusterRef], opts: pulumi.ResourceOptions
+    ) -> authorization.RoleDefinition:
+        """The custom role: exactly the actions of the calls gpu-provisioner's code makes
+        (catalog/gpu_provisioner_charts.yaml), assignable in the cluster's resource group (custom
+        roles are assignable at a management group, subscription or resource group)."""
+        group = cluster.apply(lambda c: f"/subscriptions/{c.subscription}/resourceGroups/{c.resource_group}")
+        guid = pulumi.Output.from_input(args.cluster_id).apply(agent_pool_role_guid)
+        return authorization.RoleDefinition(
+            f"{name}-agent-pools",
+            scope=group,
+            role_definition_id=guid,
+            # unique in the tenant: the cluster's name and its id's GUID
+            role_name=pulumi.Output.all(cluster.apply(lambda c: c.name), guid).apply(
+                lambda x: f"kaito-aks gpu-provisioner {x[0]} {x[1][:8]}"
+            ),
+            description="gpu-provisioner (KAITO node auto-provisioning): read, write and delete the agent pools of "
+            "one AKS cluster",
+            role_type="CustomRole",
+            permissions=[authorization.PermissionArgs(actions=catalog.gpu_provisioner_source().actions)],
+            assignable_scopes=[group],
+            opts=opts,
         )
 
     def _expect_workload_identity(

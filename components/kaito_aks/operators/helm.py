@@ -1,4 +1,5 @@
-"""A pinned Helm release from a chart repository: what both operators are installed as."""
+"""A pinned Helm release from a chart repository (or an OCI registry): what the operators are
+installed as."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ import pulumi_kubernetes as k8s
 from kaito_aks.catalog import ChartSource, HelmChartPin
 from kaito_aks.parsed import is_dict, is_list
 
+OCI = "oci://"
+
 
 @dataclass(frozen=True)
 class ChartRelease:
-    repository: str | None  # chart repository URL; None: `chart` is an OCI reference (oci://...)
+    # chart repository URL, or an OCI registry path (oci://...) that holds the chart; None:
+    # `chart` is a full OCI reference (oci://.../<chart>)
+    repository: str | None
     chart: str
     version: str  # pinned chart version
     release_name: str  # fixed, so the chart's object names are predictable
@@ -36,13 +41,17 @@ def pinned_release(
 ) -> k8s.helm.v3.Release:
     """A Helm release that waits for its workloads to be ready and rolls back if they are not
     (atomic), so whatever depends on it starts against a working operator."""
+    # Helm pulls a chart from an OCI registry by its full reference, with no repository.
+    oci = release.repository is not None and release.repository.startswith(OCI)
     return k8s.helm.v3.Release(
         name,
         k8s.helm.v3.ReleaseArgs(
             name=release.release_name,
-            chart=release.chart,
+            chart=f"{release.repository}/{release.chart}" if oci else release.chart,
             version=release.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository) if release.repository else None,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository)
+            if release.repository and not oci
+            else None,
             namespace=release.namespace,
             create_namespace=True,
             values=release.values,

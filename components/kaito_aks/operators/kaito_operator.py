@@ -34,15 +34,6 @@ FORMER_TYPES = ("kaito-aks:kubernetes:KaitoOperator",)
 INSTALL_TIMEOUT_SECONDS = 900
 GATEWAY_EXTENSION_GATE = "gatewayAPIInferenceExtension"
 
-# Why Karpenter mode is refused, with what it would need that an AKS cluster does not give.
-KARPENTER_REFUSED = (
-    "Karpenter is not supported: self-hosted karpenter-provider-azure needs the kubelet bootstrap token (a kube-system "
-    "Secret that AKS rotates), an SSH public key for the nodes and the id of the subnet the nodes join (of AKS's "
-    "managed VNet in the node resource group, or your own), none of which an AKS cluster resource exposes to a Pulumi "
-    "program (KAITO's and Karpenter's scripts read them with kubectl and az); use gpu-provisioner (the chart's default "
-    "provisioner, deprecated by KAITO 0.12 but working) or bring-your-own nodes"
-)
-
 
 @args_class
 class KaitoOperatorArgs:
@@ -54,8 +45,10 @@ class KaitoOperatorArgs:
     node_provisioning: NodeProvisioning = "byo"
     """byo: your GPU nodes, node auto-provisioning off; auto: KAITO creates the nodes."""
     node_provisioner: NodeProvisioner = "gpu-provisioner"
-    """With auto: what makes KAITO's NodeClaims into nodes; gpu-provisioner (install it with
-    `GpuProvisioner` and depend the models on it). karpenter is refused, with the reason."""
+    """With auto: what makes KAITO's nodes; gpu-provisioner (install it with `GpuProvisioner`) or
+    karpenter (0.11+, KAITO 0.12's recommendation: install it with `Karpenter` and deploy this
+    component after it, as KAITO exits when Karpenter does not answer in 120 s). Either way,
+    depend the models on the provisioner."""
     feature_gates: dict[str, bool] = field(default_factory=dict[str, bool])
     """Merged over the version's defaults; an unknown gate is refused (it would crash the controller)."""
     gpu_discovery: GpuDiscovery = "kaito"
@@ -78,12 +71,8 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         return [Problem.at("version", unsupported, "version")]
     chart = catalog.kaito_charts()[args.version]
     problems = gate_problems(("feature_gates",), args.feature_gates, chart)
-    if args.node_provisioner == "karpenter":
-        why = (
-            KARPENTER_REFUSED
-            if chart.node_provisioner is not None
-            else f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
-        )
+    if args.node_provisioner == "karpenter" and chart.node_provisioner is None:
+        why = f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
         problems.append(Problem.at("node_provisioner", why, "karpenter"))
     for key in args.values:
         if key not in chart.value_keys:
@@ -105,9 +94,10 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         else:
             problems += gate_problems(("values", Key("featureGates")), gates, chart)
     problems += node_groups_problems(args.node_groups, chart)
+    problems += _discovery_problems(args)
     spot = spot_problem(chart)
     problems += [
-        Problem.at(("node_groups", i, "spot"), spot, "spot")
+        Problem.at(("node_groups", i, "spot"), f"{spot}: no preset runs on this pool", "spot-pool")
         for i, group in enumerate(args.node_groups)
         if spot is not None and group.spot
     ]
@@ -128,10 +118,55 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
         problems.append(
             Problem(
                 ("values", Key("nodeProvisioner")),
-                "set by `node_provisioning` (byo | auto); remove it",
+                "set by `node_provisioning` (byo | auto) and `node_provisioner`; remove it",
                 "managed-value",
             )
         )
+    return problems
+
+
+def _discovery_problems(args: KaitoOperatorArgs) -> list[Problem]:
+    """Who installs the GPU driver on the pools, against who discovers their GPUs: KAITO's own
+    discovery (gpu_discovery kaito) runs without the GPU Operator, so a pool that leaves its driver
+    to the GPU Operator and is not marked as having one gets none; beside a GpuOperator (the pool
+    marked) two device plugins and GFDs run."""
+    problems: list[Problem] = []
+    for i, group in enumerate(args.node_groups):
+        if group.gpu_driver != "operator":
+            continue
+        at = ("node_groups", i)
+        if args.gpu_discovery == "kaito" and not group.driver_installed:
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), but "
+                    "gpu_discovery kaito runs KAITO's own discovery without one: no driver gets installed, GPU Feature "
+                    'Discovery never labels the nodes, and KAITO denies every preset on them ("Failed to get GPU config '
+                    'from nvidia labels"): add a GpuOperator, pass its `node_groups` and set gpu_discovery external, '
+                    "or give the pool gpu_driver aks",
+                    "discovery-driver",
+                )
+            )
+        elif args.gpu_discovery == "kaito":
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} gets its driver from the GPU Operator, which runs its own device plugin and GFD; "
+                    "gpu_discovery kaito adds KAITO's as well, and the two may fight over GPUs and node labels: set "
+                    "gpu_discovery external",
+                    "discovery",
+                )
+            )
+        elif not group.driver_installed:
+            problems.append(
+                Problem(
+                    at,
+                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), and "
+                    "nothing says one is installed: pass a GpuOperator's `node_groups` (it marks the pools it installs "
+                    "the driver on), or set driver_installed if you install it yourself",
+                    "gpu-driver",
+                )
+            )
     return problems
 
 
@@ -192,7 +227,10 @@ def kaito_chart_values(args: KaitoOperatorArgs) -> dict[str, Any]:
         "featureGates": {**chart.feature_gates, **args.feature_gates, "disableNodeAutoProvisioning": byo},
     }
     if chart.node_provisioner is not None:
-        values["nodeProvisioner"] = chart.node_provisioner.byo if byo else chart.node_provisioner.auto
+        modes = chart.node_provisioner
+        values["nodeProvisioner"] = (
+            modes.byo if byo else modes.karpenter if args.node_provisioner == "karpenter" else modes.auto
+        )
     if args.cluster_name is not None:
         values["clusterName"] = args.cluster_name
     if args.gpu_discovery == "external":
@@ -257,12 +295,16 @@ class KaitoOperator(pulumi.ComponentResource):
     """The installed chart version."""
 
     release: k8s.helm.v3.Release
+    installs_kaito: tuple[str, str]
+    """(its name, the KAITO release it installs): a model or RAG engine depending on it must be
+    checked by the same release's rules (`kaito_version`)."""
 
     def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
             "KaitoOperator", name, KaitoOperatorArgs, args, kaito_operator_problems, also=provider_problems(opts)
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        self.installs_kaito = (name, checked.version)  # what the models that depend on it are checked by
         for warning in kaito_operator_warnings(checked):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))

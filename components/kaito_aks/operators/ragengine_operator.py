@@ -97,6 +97,9 @@ class RagEngineOperator(pulumi.ComponentResource):
     """The installed chart version."""
 
     release: k8s.helm.v3.Release
+    installs_kaito: tuple[str, str]
+    """(its name, the KAITO release it installs): a model or RAG engine depending on it must be
+    checked by the same release's rules (`kaito_version`)."""
 
     def __init__(self, name: str, args: RagEngineOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -108,6 +111,7 @@ class RagEngineOperator(pulumi.ComponentResource):
             also=provider_problems(opts),
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        self.installs_kaito = (name, checked.version)  # what the models that depend on it are checked by
         self.release = pinned_release(
             name, ragengine_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)
         )

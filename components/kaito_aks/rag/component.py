@@ -10,13 +10,17 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from kaito_aks import policy
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
+from kaito_aks.endpoints import network_policy, service_manifest
 from kaito_aks.kaito import ragengine as kaito
+from kaito_aks.model.component import SKIP_AWAIT
+from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import InvalidArgsError, Problem, raise_if
 from kaito_aks.rag.plan import RagEnginePlan, plan_rag_engine
-from kaito_aks.rag.rules import effective_embedding, inference_url_problem, rag_engine_problems
+from kaito_aks.rag.rules import effective_embedding, inference_url_problem, rag_engine_verdict
 from kaito_aks.rag.spec import EFFECTIVE_EMBEDDING_MODEL, RagEngineArgs
 from kaito_aks.validation import Judged, judged, validate
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
@@ -30,10 +34,17 @@ RETRIEVE_PATH = "/retrieve"
 def check_rag_engine(args: Any, name: str | None = None) -> tuple[RagEngineArgs | None, list[Problem]]:
     """A RAG engine's args (a RagEngineArgs, or a mapping of its args) checked: the args with
     their name resolved (default `name`), and every problem, each with the arg's path."""
+    checked, problems, _ = judge_rag_engine(args, name)
+    return checked, problems
+
+
+def judge_rag_engine(args: Any, name: str | None = None) -> tuple[RagEngineArgs | None, list[Problem], list[Problem]]:
+    """`check_rag_engine`, and the warnings (what refuses nothing), from one run of the rules."""
     checked, problems = validate(RagEngineArgs, args)
     if checked is not None and checked.name is None and name is not None:
         checked = dataclasses.replace(checked, name=name)
-    return checked, problems + judged(checked, problems, [rag_engine_problems])
+    errors, warnings = rag_engine_verdict(checked) if checked is not None else ([], [])
+    return checked, problems + judged(checked, problems, [lambda _: errors]), warnings
 
 
 def ignored_embedding(args: RagEngineArgs) -> str | None:
@@ -85,8 +96,13 @@ class RagEngine(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RagEngineArgs | Judged[RagEngineArgs], opts: pulumi.ResourceOptions | None = None
     ):
-        checked, problems = (args.args, []) if isinstance(args, Judged) else check_rag_engine(args, name)
+        if isinstance(args, Judged):
+            checked, problems, warnings = args.args, [], list(args.warnings)
+        else:
+            checked, problems, warnings = judge_rag_engine(args, name)
         problems += provider_problems(opts)
+        if checked is not None:
+            problems += operator_problems(checked.kaito_version, opts)
         access = None
         if checked is not None and not problems:
             access = access_for(checked.kubeconfig, checked.context, opts)
@@ -104,6 +120,8 @@ class RagEngine(pulumi.ComponentResource):
         assert checked is not None
         args = checked
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        for warning in warnings:  # what refuses nothing: said, never silent
+            pulumi.log.warn(warning.under("args").text(), resource=self)
         self.plan = plan = plan_rag_engine(args)
         ignored = ignored_embedding(args)
         if ignored is not None:
@@ -139,7 +157,7 @@ class RagEngine(pulumi.ComponentResource):
         if plan.url_at_deploy:
             assert plan.inference_url is not None
             given: pulumi.Output[str | None] = pulumi.Output.from_input(plan.inference_url)
-            url = given.apply(lambda u: _checked_url(name, u))
+            url = given.apply(lambda u: _checked_url(name, u, args.bypass_checks))
             manifest["spec"]["inferenceService"]["url"] = url
             revision = url.apply(lambda u: revision_of([plan.manifest(u), *(cm.data for cm in plan.config_maps)]))
 
@@ -161,6 +179,7 @@ class RagEngine(pulumi.ComponentResource):
                 ),
             ),
         )
+        self._endpoint_access(name, plan, child)
         self.ready: ModelReady | None = None
         gate: pulumi.Output[Any] = self.rag_engine.id
         if plan.readiness is not None and args.wait_for_ready:
@@ -191,6 +210,30 @@ class RagEngine(pulumi.ComponentResource):
             }
         )
 
+    @staticmethod
+    def _endpoint_access(name: str, plan: RagEnginePlan, child: pulumi.ResourceOptions) -> None:
+        """Who may call the engine (its NetworkPolicy), and its load balancer when asked: a
+        Service of this component (internal unless said otherwise), beside KAITO's ClusterIP one."""
+        policy = network_policy(
+            plan.name, plan.namespace, plan.pods, list(plan.allow_from), plan.load_balancer, kaito.ENGINE_PORT
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
+        )
+        if plan.load_balancer is not None:
+            manifest = service_manifest(
+                plan.load_balancer_service,
+                plan.namespace,
+                plan.pods,
+                kaito.ENGINE_PORT,
+                kaito.SERVICE_PORT,
+                plan.load_balancer,
+                dict(SKIP_AWAIT),
+            )
+            k8s.core.v1.Service(
+                f"{name}/{plan.load_balancer_service}", metadata=manifest["metadata"], spec=manifest["spec"], opts=child
+            )
+
 
 def watched_object(plan: RagEnginePlan) -> Watched:
     """The RAGEngine and the condition that says it serves."""
@@ -198,12 +241,15 @@ def watched_object(plan: RagEnginePlan) -> Watched:
     return Watched(kaito.KIND, plan.api_version, plan.namespace, plan.name, condition)
 
 
-def _checked_url(name: str, url: str | None) -> str:
-    """An LLM URL known only at deploy time, held to the same rules as one given as text."""
+def _checked_url(name: str, url: str | None, bypass_checks: list[str]) -> str:
+    """An LLM URL known only at deploy time, held to the same rules (and policy) as one given as text."""
     if url is None:  # a KaitoModel's endpoint when it is a tuning job
         missing = Problem.at("url", "is None: a tuning job serves nothing; give a serving model's endpoint", "url")
         raise InvalidArgsError("RagEngine", name, [missing.under("inference_service")])
     problem = inference_url_problem(url)
-    if problem is not None:
-        raise InvalidArgsError("RagEngine", name, [problem.under("inference_service")])
+    errors, warnings = policy.verdict([problem] if problem is not None else [], bypass_checks)
+    for warning in warnings:
+        pulumi.log.warn(f"RagEngine {name!r}: {warning.under('args', 'inference_service').text()}")
+    if errors:
+        raise InvalidArgsError("RagEngine", name, [p.under("inference_service") for p in errors])
     return url

@@ -11,11 +11,13 @@ import pulumi
 import yaml
 
 from kaito_aks import catalog
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs, load_balancer_of
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.kaito.meta import LabelSelector, LabelSelectorRequirement, ObjectMeta
-from kaito_aks.model.plan import MANAGED_BY, ConfigMapPlan, ReadinessPlan
+from kaito_aks.model.plan import ConfigMapPlan, ReadinessPlan
 from kaito_aks.rag.rules import effective_embedding
 from kaito_aks.rag.spec import EmbeddingArgs, RagComputeArgs, RagEngineArgs
+from kaito_aks.vocabulary import MANAGED_BY
 
 # Stands for an LLM URL known only at deploy time, in the RAGEngine as planned.
 DEPLOY_TIME_URL = "http://known-after-deploy.invalid/v1/chat/completions"
@@ -41,7 +43,8 @@ class RagEnginePlan:
     inference_url: pulumi.Input[str] | pulumi.Output[str | None] | None  # the LLM's chat completions URL as given
     secrets: tuple[SecretPlan, ...]  # created before the RAGEngine, which reads them
     config_maps: tuple[ConfigMapPlan, ...]  # likewise (the guardrails policy)
-    load_balancer: bool
+    load_balancer: LoadBalancerArgs | None
+    allow_from: tuple[AllowFromArgs, ...]
     retrieve_api: bool
     readiness: ReadinessPlan | None
 
@@ -52,6 +55,16 @@ class RagEnginePlan:
     @property
     def url_at_deploy(self) -> bool:
         return self.inference_url is not None and not isinstance(self.inference_url, str)
+
+    @property
+    def pods(self) -> dict[str, str]:
+        """The engine's pods, as KAITO labels them."""
+        return {kaito.ENGINE_LABEL: self.name}
+
+    @property
+    def load_balancer_service(self) -> str:
+        """The name of the engine's load balancer Service (KAITO's own Service has its name)."""
+        return f"{self.name}-lb"
 
     @property
     def endpoint(self) -> str:
@@ -88,8 +101,7 @@ def plan_rag_engine(args: RagEngineArgs) -> RagEnginePlan:
             context_window_size=service.context_window_size,
         )
 
-    annotations = {kaito.LOAD_BALANCER_ANNOTATION: kaito.LOAD_BALANCER_VALUE} if args.load_balancer else None
-    metadata = ObjectMeta(name=name, namespace=args.namespace, labels=dict(MANAGED_BY), annotations=annotations)
+    metadata = ObjectMeta(name=name, namespace=args.namespace, labels=dict(MANAGED_BY))
     embedding = _embedding(effective_embedding(args))
     storage = args.storage
     engine: kaito.RagEngine
@@ -141,7 +153,8 @@ def plan_rag_engine(args: RagEngineArgs) -> RagEnginePlan:
         inference_url=url,
         secrets=tuple(secrets),
         config_maps=tuple(config_maps),
-        load_balancer=args.load_balancer,
+        load_balancer=load_balancer_of(args.load_balancer),
+        allow_from=tuple(args.allow_from),
         retrieve_api=chart.retrieve_api,
         readiness=ReadinessPlan(kaito.READY_CONDITION, args.ready_timeout_minutes),
     )

@@ -17,7 +17,8 @@ import re
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
+from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.kaito.go_url import parse_request_uri
 from kaito_aks.model.names import RESERVED_NAMESPACES
 from kaito_aks.problems import Key, Problem
@@ -45,16 +46,17 @@ def effective_embedding(args: RagEngineArgs) -> EmbeddingArgs:
     return args.embedding or EmbeddingArgs(local=LocalEmbeddingArgs(model_id=EFFECTIVE_EMBEDDING_MODEL))
 
 
-def rag_engine_problems(args: RagEngineArgs) -> list[Problem]:
-    """Every rule the RAG engine breaks (its args already have the right types)."""
+def rag_engine_findings(args: RagEngineArgs) -> list[Problem]:
+    """Everything the rules say of the engine (its args already have the right types): errors and
+    warnings alike, each by its code; `kaito_aks.policy` tells them apart."""
     chart = chart_of(args)
     if chart is None:
+        unsupported = catalog.unsupported_kaito_version(args.kaito_version)  # the models' words, said once
         supported = ", ".join(catalog.ragengine_charts())
-        return [
-            Problem.at(
-                "kaito_version", f"KAITO {args.kaito_version} is not supported; use one of: {supported}", "version"
-            )
-        ]
+        why = unsupported or (
+            f"KAITO {args.kaito_version} has no RAGEngine operator this library installs; use one of: {supported}"
+        )
+        return [Problem.at("kaito_version", why, "version")]
     return [
         *_namespace(args),
         *_embedding(args, chart),
@@ -62,7 +64,21 @@ def rag_engine_problems(args: RagEngineArgs) -> list[Problem]:
         *_compute(args, chart),
         *_storage(args, chart),
         *_guardrails(args, chart),
+        *policy.bypass_problems(args.bypass_checks, [*policy.RAG_RULES, "namespace", "rag-no-pool"]),
+        *load_balancer_problems(args.load_balancer),
+        *load_balancer_warnings(args.load_balancer),
     ]
+
+
+def rag_engine_verdict(args: RagEngineArgs) -> tuple[list[Problem], list[Problem]]:
+    """(errors, warnings) of the engine, by the policy (its `bypass_checks` turn the refusals they
+    name into warnings)."""
+    return policy.verdict(rag_engine_findings(args), args.bypass_checks)
+
+
+def rag_engine_problems(args: RagEngineArgs) -> list[Problem]:
+    """Every rule the RAG engine breaks (its args already have the right types)."""
+    return rag_engine_verdict(args)[0]
 
 
 def _namespace(args: RagEngineArgs) -> Iterator[Problem]:
@@ -70,7 +86,8 @@ def _namespace(args: RagEngineArgs) -> Iterator[Problem]:
     if args.namespace in (*RESERVED_NAMESPACES, operator):
         yield Problem.at(
             "namespace",
-            f"{args.namespace} belongs to the cluster or an operator release; use a namespace of your own",
+            f"{args.namespace} belongs to the cluster or an operator release (KAITO admits it): use a namespace of your "
+            "own",
             "namespace",
         )
 
@@ -83,7 +100,15 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
     # 0.8 computes its nested embedding checks and drops the result (ragengine_validation.go
     # L72-77): they are refused here all the same, as 0.11+ refuses them.
     dropped = (
-        "" if chart.embedding_checked else f" (KAITO {chart.version}'s webhook drops this check; 0.11+ enforces it)"
+        ""
+        if chart.embedding_checked
+        else f" (KAITO {chart.version}'s webhook drops this check and its controller reads none of it, so it has no "
+        "effect; 0.11+ denies it)"
+    )
+    local_code, image_code, url_code = (
+        ("embedding-local", "embedding-image", "embedding-url")
+        if chart.embedding_checked
+        else ("embedding-dropped",) * 3
     )
     # ragengine_validation.go 0.8.1 L65-70, 0.11.0/0.12.0 L73-78
     if embedding.local is None and embedding.remote is None:
@@ -104,18 +129,16 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
     if local is not None:
         # 0.8.1 L107-127, 0.11.0/0.12.0 L202-222
         if not local.image and not local.model_id:
-            yield Problem.at(("embedding", "local"), f"give `model_id` or `image`{dropped}", "embedding-local")
+            yield Problem.at(("embedding", "local"), f"give `model_id` or `image`{dropped}", local_code)
         if local.image and local.model_id:
-            yield Problem.at(
-                ("embedding", "local"), f"give `model_id` or `image`, not both{dropped}", "embedding-local"
-            )
+            yield Problem.at(("embedding", "local"), f"give `model_id` or `image`, not both{dropped}", local_code)
         if local.image:
             if not IMAGE_FORMAT.fullmatch(local.image):
                 yield Problem.at(
                     ("embedding", "local", "image"),
                     f'{local.image!r} is not a full image reference with a tag (registry/repository:tag; KAITO: "Invalid '
                     f'image format, require full input image URL"){dropped}',
-                    "embedding-image",
+                    image_code,
                 )
             else:
                 repository = local.image.split("/")[-1].split(":")[0]
@@ -123,7 +146,7 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
                     yield Problem.at(
                         ("embedding", "local", "image"),
                         f"repository name {repository!r} must be lowercase{dropped}",
-                        "embedding-image",
+                        image_code,
                     )
     if embedding.remote is not None:
         # 0.8.1 L129-135, 0.11.0/0.12.0 L224-230
@@ -132,7 +155,7 @@ def _embedding(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[P
             yield Problem.at(
                 ("embedding", "remote", "url"),
                 f'{embedding.remote.url!r} is not a URL KAITO accepts ("URL input error": {why}){dropped}',
-                "embedding-url",
+                url_code,
             )
 
 
@@ -169,17 +192,17 @@ def inference_url_problem(url: str) -> Problem | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return Problem.at(
             "url",
-            f"{url!r}: the engine POSTs chat requests to this URL; give an http(s) URL with a host, e.g. a "
-            "KaitoModel's `endpoint`",
-            "url",
+            f"KAITO admits this, but the engine POSTs its requests to {url!r}, which is no http(s) URL with a host: "
+            "give one, e.g. a KaitoModel's `endpoint`",
+            "url-scheme",
         )
     if CHAT_COMPLETIONS not in parts.path:
         return Problem.at(
             "url",
-            f"{url!r} is no chat completions URL: the engine sends OpenAI chat requests to it, and passes chat "
-            f'completions through only to a URL with {CHAT_COMPLETIONS} ("Chat completions not supported through '
-            "endpoint\"): give the LLM's .../v1/chat/completions URL (a KaitoModel's `endpoint` is one)",
-            "url",
+            f"{url!r} is no chat completions URL: the engine then calls the LLM in completion mode, and answers a "
+            f'chat completion passed through with 400 ("Chat completions not supported through endpoint"): give the '
+            "LLM's .../v1/chat/completions URL if it has one (a KaitoModel's `endpoint` is one)",
+            "url-completions",
         )
     return None
 
@@ -208,8 +231,9 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
     if not selector.match_labels:
         yield Problem.at(
             ("compute", "label_selector"),
-            "give `match_labels`: KAITO finds (or labels the node it provisions) and places the engine by them",
-            "selector",
+            "has no `match_labels`: KAITO finds (or labels the node it provisions) and places the engine by them, so "
+            "any node of the size may take it",
+            "rag-selector-broad",
         )
     # 0.8.1 L99-102, 0.11.0/0.12.0 L194-197: metav1.LabelSelectorAsMap must convert the selector
     for i, expression in enumerate(selector.match_expressions or []):
@@ -222,7 +246,7 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
         yield Problem.at(
             ("compute", "label_selector", "match_expressions", i),
             f"KAITO's webhook refuses it ({why}); use `match_labels`",
-            "selector",
+            "rag-selector",
         )
     # api/v1beta1/labels.go SanitizedMatchLabels (0.11.0 L157-198, 0.12.0 L218-259), called by
     # ragengine_controller.go L461 and manifests.go L43 at both
@@ -230,9 +254,9 @@ def _compute(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
         if key in chart.dropped_selector_labels:
             yield Problem(
                 ("compute", "label_selector", "match_labels", Key(key)),
-                f"KAITO {chart.version} reserves this label for its own nodes and silently drops it from the selector; "
-                "select the node by a label of your own",
-                "reserved-label",
+                f"KAITO {chart.version} reserves this label for its own nodes and silently drops it from the selector, "
+                "so it has no effect; select the node by a label of your own",
+                "rag-reserved-label",
             )
 
 
@@ -280,14 +304,15 @@ def _instance_type(size: str, chart: catalog.RagEngineChart) -> Problem | None:
             "instance_type",
             f'KAITO {chart.version}\'s webhook refuses {size!r} ("Unsupported instance type"): give a GPU size of '
             f"KAITO's table{'' if chart.gpu_table_only else ' or an Azure N- or D-series size'}{hint}",
-            "instance-type",
+            "rag-instance-type",
         )
     if chart.gpu_table_only:
         return Problem.at(
             "instance_type",
-            f"KAITO {chart.version}'s webhook admits {size!r}, but its RAGEngine controller fails on every size "
-            f'outside KAITO\'s GPU table ("Unsupported SKU"), whichever the embedding: give a GPU size of the table{hint}',
-            "instance-type",
+            f"KAITO admits this ({chart.version}'s webhook takes {size!r}), but its RAGEngine controller fails on "
+            f'every size outside KAITO\'s GPU table ("Unsupported SKU"), whichever the embedding: give a GPU size of '
+            f"the table{hint}",
+            "rag-instance-type-unknown",
         )
     return None
 
@@ -302,22 +327,25 @@ def _storage(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
     if storage.persistent_volume_claim is None and storage.vector_db is None:
         yield Problem.at(
             "storage",
-            "give `persistent_volume_claim` or `vector_db`; for vectors in memory (KAITO's default) leave `storage` out",
+            "has no effect without `persistent_volume_claim` or `vector_db` (the vectors stay in memory, KAITO's "
+            "default): give one, or leave `storage` out",
             "storage",
         )
     if storage.mount_path is not None:
         if storage.persistent_volume_claim is None:
             yield Problem.at(
                 ("storage", "mount_path"),
-                "mounts `persistent_volume_claim`: give the claim too (without one KAITO mounts an emptyDir, lost with "
-                "the pod)",
+                "mounts `persistent_volume_claim`, so without the claim it has no effect (KAITO mounts an emptyDir, "
+                "lost with the pod): give the claim too",
                 "storage",
             )
         if not storage.mount_path.startswith("/"):
             yield Problem.at(
                 ("storage", "mount_path"),
-                f"{storage.mount_path!r} is not an absolute path: Kubernetes refuses the engine's Deployment",
-                "storage",
+                f"{storage.mount_path!r} is not an absolute path: KAITO keeps the vectors under <mount_path>/<name>, "
+                "which the engine reads from its working directory, so they may not land on the claim; give an "
+                "absolute path (default /mnt/data)",
+                "storage-mount-path",
             )
     db = storage.vector_db
     if db is None:
@@ -334,9 +362,9 @@ def _storage(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[Pro
     if parts.scheme not in ("http", "https") or not parts.hostname or parse_request_uri(db.url) is not None:
         yield Problem.at(
             ("storage", "vector_db", "url"),
-            f"{db.url!r}: the engine connects to the database at this URL; give an http(s) URL with a host (e.g. "
-            "http://qdrant.default.svc.cluster.local:6333)",
-            "vector-db",
+            f"{db.url!r}: KAITO passes it to the engine unchecked, which connects to the database there and may not "
+            "reach it; give an http(s) URL with a host (e.g. http://qdrant.default.svc.cluster.local:6333)",
+            "vector-db-url",
         )
     if db.access_secret is not None and db.access_token is not None:
         yield Problem.at(("storage", "vector_db"), "give `access_secret` or `access_token`, not both", "access")
@@ -359,7 +387,7 @@ def _guardrails(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[
     if args.inference_service is None:
         yield Problem.at(
             "guardrails",
-            "guard chat completions, which a retrieve-only engine does not serve: give `inference_service`, or leave "
-            "`guardrails` out",
-            "guardrails",
+            "guard chat completions, which a retrieve-only engine does not serve, so they have no effect: give "
+            "`inference_service`, or leave `guardrails` out",
+            "guardrails-unused",
         )

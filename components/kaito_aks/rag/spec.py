@@ -5,13 +5,15 @@ their docs, defaults and bounds, from here."""
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import field
 from typing import Annotated, Any, Literal
 
 import pulumi
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
+from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.model.spec import DNS_LABEL, DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
-from kaito_aks.schema import LATER, Input, Matches, Range, Secret, args_class
+from kaito_aks.schema import LATER, SWITCH, Input, Matches, MaxItems, Range, Secret, args_class
 
 # KAITO names the Deployment and the Service after the RAGEngine: a Service name is a DNS-1035
 # label (it starts with a letter).
@@ -168,8 +170,19 @@ class RagEngineArgs:
     """Where vectors are kept; default: in memory, lost with the pod."""
     guardrails: GuardrailsArgs | None = None
     """Turn output guardrails on (KAITO 0.11+); default: off."""
-    load_balancer: bool = False
-    """Expose the engine through a LoadBalancer Service instead of ClusterIP."""
+    load_balancer: Annotated[bool | LoadBalancerArgs, SWITCH] = False
+    """Also expose the engine through a load balancer (a Service <name>-lb of this component;
+    KAITO's own, kaito.sh/enablelb, would be public and is never asked for): true is an internal
+    Azure one, open to private address space; settings choose its client ranges or a public one
+    (refused without `source_ranges`, and warned: the engine authenticates no one). Default:
+    in-cluster only."""
+    allow_from: Annotated[list[AllowFromArgs], MaxItems(50)] = field(default_factory=list[AllowFromArgs])
+    """Pods of other namespaces allowed to call the engine; its NetworkPolicy admits its own
+    namespace and these only. Default: none."""
+    bypass_checks: Annotated[list[str], MaxItems(50)] = field(default_factory=list[str])
+    """Codes of the program's refusals this engine goes past, for a user who knows better:
+    refusals stricter than KAITO (KAITO admits the engine; docs/kaito-rules.md lists the codes).
+    Each bypassed problem is still said, as a warning. Default: none."""
     kubeconfig: KubeconfigContents | None = None
     """Credentials the readiness wait reads the cluster with (kept secret; e.g. an AksCluster's or
     KubeconfigCluster's `kubeconfig` output). Default: those of the cluster's provider the engine is

@@ -28,7 +28,7 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Problem
 from kaito_aks.schema import SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
 from kaito_aks.validation import checked_args
-from kaito_aks.vocabulary import Exposure, Installed
+from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, Exposure, Installed
 
 TYPE = "kaito-aks:index:InferenceGateway"
 FORMER_TYPES: tuple[str, ...] = ()  # (new in 0.4.0: no former type to alias)
@@ -39,7 +39,6 @@ AUTHORIZATION_POLICY_API = "security.istio.io/v1"
 # The name istiod's meshConfig gives Authorino as an ext_authz provider; the AuthorizationPolicy uses it.
 AUTH_PROVIDER = "kaito-aks-authorino"
 AUTHORINO = "authorino"  # the Authorino instance in the gateway's namespace
-GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"  # on the pods Istio runs for a Gateway
 API_KEY_LABEL = "kaito-aks.io/gateway-api-key"  # on the key Secrets, naming their gateway
 INSTALL_TIMEOUT_SECONDS = 600
 # Azure's load balancer probes a port Istio marks appProtocol http with an HTTP GET of "/", which
@@ -72,7 +71,7 @@ KEY = Check(_long_enough, shows_value=False)
 
 
 @args_class
-class EntraArgs:
+class GatewayEntraArgs:
     """Entra ID (Azure AD) access tokens accepted at the gateway: signed by Entra, issued by
     `tenant_id` (v1 or v2 tokens), for one of `audiences`."""
 
@@ -117,7 +116,7 @@ class InferenceGatewayArgs:
     )
     """API keys by name (kept secret; each becomes a Secret Authorino reads): clients send
     `Authorization: Bearer <key>`. Rotate a key by changing its value; add or remove names freely."""
-    entra: EntraArgs | None = None
+    entra: GatewayEntraArgs | None = None
     """Accept Entra ID access tokens as well (or instead); default: none."""
     allow_unauthenticated: bool = False
     """Serve without authentication (anyone who reaches the gateway may use every model): only
@@ -424,12 +423,6 @@ def authorino_manifest(args: InferenceGatewayArgs) -> dict[str, Any]:
             "oidcServer": {"tls": {"enabled": False}},
         },
     }
-
-
-def gateway_clients(args: InferenceGatewayArgs) -> list[dict[str, Any]]:
-    """Who must reach the models for the gateway to serve them (for NetworkPolicies): the gateway's
-    pods, to the serving pods (port 5000, through the pool) and the endpoint pickers (gRPC 9002)."""
-    return [{"namespace": args.namespace, "pod_labels": {GATEWAY_NAME_LABEL: args.name}}]
 
 
 # ---------------------------------------------------------------- the component

@@ -10,6 +10,7 @@ import pulumi
 
 from kaito_aks import catalog
 from kaito_aks.cluster.access import provider_problems
+from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import DNS_LABEL
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
@@ -115,13 +116,13 @@ class KedaAutoscaling(pulumi.ComponentResource):
         )
 
 
-def scaler_clients(args: KedaAutoscalingArgs) -> list[dict[str, object]]:
+def scaler_clients(args: KedaAutoscalingArgs) -> list[AllowFromArgs]:
     """Who must reach the models for autoscaling (for NetworkPolicies): keda-kaito-scaler, which
     scrapes each replica's Service on port 80 (keda-kaito-scaler@v0.6.2:pkg/scaler/scaler.go:44-46);
     its pods carry the chart's selector label app.kubernetes.io/name (templates/_helpers.tpl)."""
     return [
-        {
-            "namespace": keda_namespace(args),
-            "pod_labels": {"app.kubernetes.io/name": catalog.serving_charts().keda_kaito_scaler.chart},
-        }
+        AllowFromArgs(
+            namespace=keda_namespace(args),
+            pod_labels={"app.kubernetes.io/name": catalog.serving_charts().keda_kaito_scaler.chart},
+        )
     ]

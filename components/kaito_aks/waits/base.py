@@ -18,11 +18,18 @@ from typing import Any
 import pulumi
 from pulumi import dynamic
 
+from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.problems import bounded
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 
 # The credentials stay secret in the outputs too, should a provider ever echo them.
 SECRET_OUTPUTS = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
+
+
+def wait_options(access: ClusterAccess, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:
+    """A wait's options: its credentials kept secret, and held back until they work (`after`)."""
+    after = pulumi.ResourceOptions(depends_on=list(access.after)) if access.after else None
+    return pulumi.ResourceOptions.merge(pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS), after)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.vocabulary import GpuDemand, selector_text
+from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, labels_of, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
+from kaito_aks.waits.args import check_wait_args
+from kaito_aks.waits.base import Check, ClusterWaitProvider, poll, wait_options
 from kaito_aks.waits.kube_client import Reader
 
 GPU_PRODUCT = "nvidia.com/gpu.product"
@@ -112,6 +114,8 @@ def survey(nodes: list[dict[str, Any]], selector: dict[str, str], demands: GpuDe
         )
     hw = next(iter(hardware.values()))
     for demand in demands or []:
+        if demand.bypass_resource_checks:  # KAITO skips its GPU count and memory checks for it (its annotation)
+            continue
         denial = admission_denial(demand, hw, len(nodes), demand.release)
         if denial is not None:
             return Check(
@@ -194,8 +198,24 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
         the preset (or each preset, when one wait guards several models on the same nodes);
         `workspaces`: the objects it guards (a new one re-runs the check); `timeout_minutes`:
         how long to wait before failing the update."""
-        if not selector:
-            raise ValueError(f"{name}: selector is empty; KAITO lists nodes by matchLabels")
+        check_wait_args(
+            "GpuNodesReady",
+            name,
+            access,
+            selector=(selector, wait_args.labels),
+            demand=(
+                demand,
+                wait_args.optional(
+                    wait_args.either(
+                        wait_args.instance(GpuDemand, "a GpuDemand, or a list of them"),
+                        wait_args.list_of(GpuDemand, "a GpuDemand"),
+                    )
+                ),
+            ),
+            workspaces=(workspaces, wait_args.list_of(str, "a Workspace name")),
+            timeout_minutes=(timeout_minutes, wait_args.minutes),
+            opts=(opts, wait_args.optional(wait_args.instance(pulumi.ResourceOptions, "pulumi.ResourceOptions"))),
+        )
         several = isinstance(demand, list)
         props: dict[str, Any] = {
             "selector": dict(selector),
@@ -206,7 +226,7 @@ class GpuNodesReady(dynamic.Resource, module="kaito-aks", name="GpuNodesReady"):
             "timeoutSeconds": timeout_minutes * 60,
             **dict.fromkeys(OUTPUTS),
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
 
     @classmethod
     def type_token(cls) -> str:

@@ -29,8 +29,10 @@ from pulumi import dynamic
 from kaito_aks import catalog
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, segment, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, poll
+from kaito_aks.waits.args import check_wait_args
+from kaito_aks.waits.base import Check, ClusterWaitProvider, poll, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 GROUP = "kaito.sh"
@@ -307,8 +309,18 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
         add_on_release: str | None = None,
         kubernetes_version: pulumi.Input[str] | None = None,
     ):
-        if not kinds:
-            raise ValueError(f"{name}: no KAITO kinds to wait for")
+        check_wait_args(
+            "KaitoReady",
+            name,
+            access,
+            later=("kubernetes_version",),
+            kinds=(kinds, wait_args.list_of(KaitoKind, "a KaitoKind", empty=False)),
+            require_webhook=(require_webhook, wait_args.boolean),
+            timeout_minutes=(timeout_minutes, wait_args.minutes),
+            add_on_release=(add_on_release, wait_args.optional(wait_args.text)),
+            kubernetes_version=(kubernetes_version, wait_args.optional(wait_args.text)),
+            opts=(opts, wait_args.optional(wait_args.instance(pulumi.ResourceOptions, "pulumi.ResourceOptions"))),
+        )
         props: dict[str, Any] = {
             "kinds": [k.props() for k in sorted(set(kinds), key=lambda k: (k.plural, k.version))],
             "requireWebhook": require_webhook,
@@ -318,4 +330,4 @@ class KaitoReady(dynamic.Resource, module="kaito-aks", name="KaitoReady"):
             **access.props(),
             "unchecked": None,
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))

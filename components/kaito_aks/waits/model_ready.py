@@ -21,8 +21,10 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, list_items, segment, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, ClusterWaitProvider, Watch, poll_each
+from kaito_aks.waits.args import check_wait_args
+from kaito_aks.waits.base import Check, ClusterWaitProvider, Watch, poll_each, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
 
 __all__ = ["conditions_of", "field_at", "list_items"]  # read here by status, and by programs that did
@@ -207,7 +209,12 @@ def _children_detail(client: Reader, w: Watched) -> str:
 
 def _nodeclaims_detail(client: Reader, namespace: str, name: str) -> str:
     said: list[str] = []
-    for claim in list_items(client.get(NODECLAIMS, **nodeclaims_query(namespace, name))):
+    claims = [
+        claim
+        for query in (nodeclaims_query(namespace, name), karpenter_nodeclaims_query(namespace, name))
+        for claim in list_items(client.get(NODECLAIMS, **query))
+    ]
+    for claim in claims:
         stage, condition = nodeclaim_stage(claim)
         if stage != "Ready" and (condition.get("reason") or condition.get("message")):
             said.append(f"NodeClaim {text_at(claim, 'metadata', 'name')}: {_said(condition)}")
@@ -222,8 +229,16 @@ def children_query(w: Watched) -> tuple[str, dict[str, str]]:
 
 
 def nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
-    """The NodeClaims KAITO made for a Workspace (labelled with it)."""
+    """The NodeClaims KAITO made for a Workspace (labelled with it), for gpu-provisioner."""
     return {"labelSelector": f"{WORKSPACE_LABEL}={name},kaito.sh/workspacenamespace={namespace}"}
+
+
+def karpenter_nodeclaims_query(namespace: str, name: str) -> dict[str, str]:
+    """The NodeClaims Karpenter made for a Workspace's NodePool (0.11+ in Karpenter mode: the
+    NodePool's template labels, which Karpenter copies onto them; nodepool.go)."""
+    return {
+        "labelSelector": f"karpenter.kaito.sh/workspace-name={name},karpenter.kaito.sh/workspace-namespace={namespace}"
+    }
 
 
 AWAITING_RECONCILIATION = "AwaitingReconciliation"  # a stage in progress, not an error (nodeclaim.go:412)
@@ -297,6 +312,16 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
     ):
         """`revision`: a digest of the watched objects' desired state; when it changes (an edit),
         the wait runs again. Depend it on the watched objects."""
+        check_wait_args(
+            "ModelReady",
+            name,
+            access,
+            later=("revision",),
+            watched=(watched, wait_args.list_of(Watched, "a Watched")),
+            revision=(revision, wait_args.text),
+            timeout_minutes=(timeout_minutes, wait_args.minutes),
+            opts=(opts, wait_args.optional(wait_args.instance(pulumi.ResourceOptions, "pulumi.ResourceOptions"))),
+        )
         props: dict[str, Any] = {
             "watched": [w.props() for w in watched],
             "revision": revision,
@@ -304,7 +329,7 @@ class ModelReady(dynamic.Resource, module="kaito-aks", name="ModelReady"):
             **access.props(),
             "ready": None,
         }
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))
 
 
 def revision_of(manifests: list[dict[str, Any]]) -> str:

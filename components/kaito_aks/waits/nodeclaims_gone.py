@@ -1,9 +1,10 @@
-"""On `pulumi destroy`, hold back the removal of gpu-provisioner until KAITO's NodeClaims are
-gone. KAITO's Workspace finalizer only asks for its NodeClaims to be deleted and lets the
-Workspace go at once (workspace_gc_finalizer.go); gpu-provisioner then deletes each NodeClaim's
-AKS agent pool, which takes minutes. Removed before that, it would leave the agent pools (GPU
-nodes, billing) and NodeClaims stuck on their finalizer. Creating or updating it waits for
-nothing."""
+"""On `pulumi destroy`, hold back the removal of KAITO's node provisioner until the NodeClaims of
+KAITO's nodes are gone. KAITO's Workspace finalizer only asks for them to go (gpu-provisioner:
+it deletes its NodeClaims, workspace_gc_finalizer.go; Karpenter, 0.11+: it deletes the
+Workspace's NodePool, and Karpenter its NodeClaims) and lets the Workspace go at once; the
+provisioner then deletes each NodeClaim's AKS agent pool or VM, which takes minutes. Removed
+before that, it would leave the GPU nodes running (billing) and the NodeClaims stuck on their
+finalizer. Creating or updating it waits for nothing."""
 
 from __future__ import annotations
 
@@ -17,20 +18,26 @@ from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.waits.answers import items_of, text_at
-from kaito_aks.waits.base import SECRET_OUTPUTS, Check, cluster_client, poll
+from kaito_aks.waits.base import Check, cluster_client, poll, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
-# KAITO labels every NodeClaim it makes with its fake node pool (pkg/utils/nodeclaim/nodeclaim.go).
+# gpu-provisioner mode: KAITO labels every NodeClaim it makes with its fake node pool
+# (pkg/utils/nodeclaim/nodeclaim.go).
 KAITO_NODECLAIMS = "karpenter.sh/nodepool=kaito"
+# Karpenter mode: Karpenter copies the labels of the NodePool's template onto the NodeClaims it
+# makes, and KAITO's NodePools label theirs with the Workspace (0.11 and 0.12
+# pkg/nodeprovision/karpenter/nodepool.go, consts.KarpenterWorkspaceNameKey).
+KARPENTER_NODECLAIMS = "karpenter.kaito.sh/workspace-name"
+GPU_PROVISIONER = "gpu-provisioner"
 DEFAULT_TIMEOUT_MINUTES = 30
 FORBIDDEN = "this wait lists karpenter.sh NodeClaims before gpu-provisioner is removed: grant `list` on them"
 
 
-def nodeclaims_left(client: Reader) -> Check:
-    """Done when no NodeClaim KAITO made remains (or the cluster has no NodeClaim CRD)."""
+def nodeclaims_left(client: Reader, selector: str = KAITO_NODECLAIMS, provisioner: str = GPU_PROVISIONER) -> Check:
+    """Done when no NodeClaim of KAITO's nodes remains (or the cluster has no NodeClaim CRD)."""
     try:
-        answer = client.get(NODECLAIMS, labelSelector=KAITO_NODECLAIMS)
+        answer = client.get(NODECLAIMS, labelSelector=selector)
     except KubeApiError as err:
         if err.status == 404:
             return Check(True)
@@ -39,12 +46,12 @@ def nodeclaims_left(client: Reader) -> Check:
     if not names:
         return Check(True)
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    nodes = "AKS agent pools" if provisioner == GPU_PROVISIONER else "VMs"
     return Check(
         False,
-        f"KAITO's NodeClaims {shown} still exist, so gpu-provisioner is not removed yet (their AKS agent pools "
-        "would stay)",
-        "kubectl get nodeclaims -l karpenter.sh/nodepool=kaito; a NodeClaim of a Workspace outside this stack "
-        "keeps it too: delete that Workspace first",
+        f"KAITO's NodeClaims {shown} still exist, so {provisioner} is not removed yet (their {nodes} would stay)",
+        f"kubectl get nodeclaims -l {selector}; a NodeClaim of a Workspace outside this stack keeps it too: delete "
+        "that Workspace first",
     )
 
 
@@ -67,17 +74,23 @@ class NodeClaimsGoneProvider(dynamic.ResourceProvider):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         limit = float(props.get("timeoutSeconds") or DEFAULT_TIMEOUT_MINUTES * 60)
         client = cluster_client(props, limit, " to see KAITO's NodeClaims go")
-        wait_until_gone(client, limit)
+        selector = props.get("labelSelector") or KAITO_NODECLAIMS
+        wait_until_gone(client, limit, selector=selector, provisioner=props.get("provisioner") or GPU_PROVISIONER)
 
 
 def wait_until_gone(
     client: Reader,
     timeout_seconds: float,
     *,
+    selector: str = KAITO_NODECLAIMS,
+    provisioner: str = GPU_PROVISIONER,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    poll(lambda: nodeclaims_left(client), timeout_seconds, forbidden=FORBIDDEN, sleep=sleep, clock=clock)
+    def look() -> Check:
+        return nodeclaims_left(client, selector, provisioner)
+
+    poll(look, timeout_seconds, forbidden=FORBIDDEN.replace(GPU_PROVISIONER, provisioner), sleep=sleep, clock=clock)
 
 
 _PROVIDER = NodeClaimsGoneProvider()
@@ -85,8 +98,8 @@ _PROVIDER = NodeClaimsGoneProvider()
 
 class NodeClaimsGone(dynamic.Resource, module="kaito-aks", name="NodeClaimsGone"):
     """Deleted only once KAITO's NodeClaims are gone (up to `timeout_minutes`, then the destroy
-    fails naming them, and runs again later). Depend it on gpu-provisioner's release, and the
-    Workspaces on it."""
+    fails naming them, and runs again later). Depend it on the provisioner's release, and the
+    Workspaces on it. `karpenter`: the NodeClaims Karpenter makes for KAITO's NodePools."""
 
     def __init__(
         self,
@@ -94,6 +107,10 @@ class NodeClaimsGone(dynamic.Resource, module="kaito-aks", name="NodeClaimsGone"
         access: ClusterAccess,
         timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES,
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        karpenter: bool = False,
     ):
         props: dict[str, Any] = {**access.props(), "timeoutSeconds": timeout_minutes * 60}
-        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, SECRET_OUTPUTS))
+        if karpenter:  # (gpu-provisioner's state keeps its keys as they were)
+            props |= {"labelSelector": KARPENTER_NODECLAIMS, "provisioner": "Karpenter"}
+        super().__init__(_PROVIDER, name, props, wait_options(access, opts))

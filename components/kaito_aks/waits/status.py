@@ -22,6 +22,7 @@ from kaito_aks.waits.model_ready import (
     Watched,
     children_query,
     judge,
+    karpenter_nodeclaims_query,
     nodeclaim_stage,
     nodeclaims_query,
     read_watched,
@@ -349,9 +350,13 @@ def _node(p: _Pass, name: str) -> Node | None:
 
 def _node_claims(p: _Pass, w: Watched) -> tuple[NodeClaim, ...]:
     what = "nodeclaims.karpenter.sh"
-    answer = p.get(NODECLAIMS, what, **nodeclaims_query(w.namespace, w.name))
+    claims = [
+        claim
+        for query in (nodeclaims_query(w.namespace, w.name), karpenter_nodeclaims_query(w.namespace, w.name))
+        for claim in items_of(p.get(NODECLAIMS, what, **query) or {}, what)
+    ]
     out: list[NodeClaim] = []
-    for claim in items_of(answer or {}, what):
+    for claim in claims:
         stage, c = nodeclaim_stage(claim)
         out.append(NodeClaim(str(field_at(claim, "metadata", "name")), stage, reason_and_message(c)))
     return tuple(out)

@@ -1,0 +1,144 @@
+"""How a node the cluster did not make joins it: a kubelet bootstrap token of the program's own,
+as Kubernetes' bootstrap-token authenticator reads it (a `bootstrap.kubernetes.io/token` Secret
+`bootstrap-token-<id>` in kube-system), and the two bindings that let its holders ask for a node
+certificate and have it approved (TLS bootstrapping). Microsoft's AKS Flex Node joins nodes to
+AKS clusters this way; self-hosted Karpenter hands the token to every VM it creates.
+
+AKS keeps a token of its own, but under a random name and rotated by AKS: a Pulumi program can
+neither find it nor rely on it, so it makes its own, which lives as long as the stack (no
+expiry) and is replaced by changing `rotation`."""
+
+from __future__ import annotations
+
+import secrets
+import string
+from typing import Annotated, Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi import dynamic
+
+from kaito_aks.options import child_options, component_type
+from kaito_aks.schema import Matches, Range, args_class
+from kaito_aks.validation import checked_args
+
+TYPE = "kaito-aks:index:NodeBootstrapToken"
+FORMER_TYPES: tuple[str, ...] = ()  # new in 0.4.0
+# The token's format (Kubernetes' bootstrap-token authenticator): [a-z0-9]{6}.[a-z0-9]{16}.
+ALPHABET = string.ascii_lowercase + string.digits
+ID_LENGTH, SECRET_LENGTH = 6, 16
+GROUP_PREFIX = "system:bootstrappers:"
+GROUP = Matches(
+    r"system:bootstrappers:[a-z0-9:-]{0,55}[a-z0-9]",
+    "a group of bootstrap-token holders (system:bootstrappers:, then lowercase letters, digits, ':' or '-')",
+)
+# ClusterRoles every API server creates (RBAC bootstrap policy): creating a CSR, and having
+# kube-controller-manager approve a node-client CSR without a person.
+NODE_BOOTSTRAPPER = "system:node-bootstrapper"
+NODE_CLIENT_AUTO_APPROVE = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+
+
+def new_token_part(length: int) -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(length))
+
+
+class BootstrapTokenProvider(dynamic.ResourceProvider):
+    """A fresh token id and secret on create (from `secrets`, the OS's random source), kept as
+    they are until `rotation` changes, which replaces them."""
+
+    def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
+        token_id, token_secret = new_token_part(ID_LENGTH), new_token_part(SECRET_LENGTH)
+        outputs = {"rotation": props.get("rotation", 0), "token_id": token_id, "token_secret": token_secret}
+        return dynamic.CreateResult(f"bootstrap-token-{token_id}", outputs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
+        rotated = olds.get("rotation", 0) != news.get("rotation", 0)
+        return dynamic.DiffResult(changes=rotated, replaces=["rotation"] if rotated else [])
+
+
+_PROVIDER = BootstrapTokenProvider()
+
+
+class BootstrapToken(dynamic.Resource, module="kaito-aks", name="BootstrapToken"):
+    """A random kubelet bootstrap token (`token_id` public, `token_secret` a Pulumi secret)."""
+
+    token_id: pulumi.Output[str]
+    token_secret: pulumi.Output[str]
+
+    def __init__(self, name: str, rotation: int = 0, opts: pulumi.ResourceOptions | None = None):
+        props: dict[str, Any] = {"rotation": rotation, "token_id": None, "token_secret": None}
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["token_secret"])
+        super().__init__(_PROVIDER, name, props, pulumi.ResourceOptions.merge(opts, secret))
+
+
+@args_class
+class NodeBootstrapTokenArgs:
+    """A kubelet bootstrap token for nodes the cluster did not make (e.g. Karpenter's VMs)."""
+
+    group: Annotated[str, GROUP] = "system:bootstrappers:kaito-aks"
+    """The group its holders are in (besides system:bootstrappers): the bindings name it, so
+    only this token's nodes gain them."""
+    rotation: Annotated[int, Range(0, None, "a count: raise it to rotate")] = 0
+    """Raise it to replace the token (new nodes get the new one; those that joined keep their
+    certificates)."""
+
+
+class NodeBootstrapToken(pulumi.ComponentResource):
+    """The token's Secret in kube-system (authentication only, no expiry) and two
+    ClusterRoleBindings for its group: system:node-bootstrapper (create the node's CSR) and
+    ...:certificatesigningrequests:nodeclient (kube-controller-manager approves it). Anyone who
+    holds the token can join a node to the cluster: `token` is a Pulumi secret end to end."""
+
+    token_id: pulumi.Output[str]
+    """The token's public half (its Secret is bootstrap-token-<token_id>)."""
+    token: pulumi.Output[str]
+    """<id>.<secret>, as a kubelet presents it (secret)."""
+
+    secret: k8s.core.v1.Secret
+    bindings: list[k8s.rbac.v1.ClusterRoleBinding]
+
+    def __init__(self, name: str, args: NodeBootstrapTokenArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = checked_args("NodeBootstrapToken", name, NodeBootstrapTokenArgs, args)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        child = child_options(self, opts)
+        generated = BootstrapToken(f"{name}-token", checked.rotation, opts=child)
+        self.token_id = generated.token_id
+        self.token = pulumi.Output.secret(pulumi.Output.concat(generated.token_id, ".", generated.token_secret))
+        self.secret = k8s.core.v1.Secret(
+            name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=generated.token_id.apply(lambda i: f"bootstrap-token-{i}"),
+                namespace="kube-system",
+                labels={"app.kubernetes.io/managed-by": "pulumi"},
+            ),
+            type="bootstrap.kubernetes.io/token",
+            string_data={
+                "description": "kubelet bootstrap token of kaito-aks (nodes the cluster did not make)",
+                "token-id": generated.token_id,
+                "token-secret": generated.token_secret,
+                # authentication only: no signing of the cluster-info ConfigMap, which kubeadm
+                # joins read and these nodes do not
+                "usage-bootstrap-authentication": "true",
+                "auth-extra-groups": checked.group,
+            },
+            opts=child,
+        )
+        self.bindings = [
+            k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{checked.group.removeprefix(GROUP_PREFIX).replace(':', '-')}-{suffix}",
+                    labels={"app.kubernetes.io/managed-by": "pulumi"},
+                ),
+                role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=role),
+                subjects=[
+                    k8s.rbac.v1.SubjectArgs(api_group="rbac.authorization.k8s.io", kind="Group", name=checked.group)
+                ],
+                opts=child,
+            )
+            for suffix, role in (
+                ("node-bootstrapper", NODE_BOOTSTRAPPER),
+                ("node-client-approval", NODE_CLIENT_AUTO_APPROVE),
+            )
+        ]
+        self.register_outputs({"tokenId": self.token_id, "token": self.token})

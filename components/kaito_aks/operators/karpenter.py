@@ -1,0 +1,398 @@
+"""Self-hosted Azure Karpenter, KAITO's node provisioner from 0.11 (`nodeProvisioner: karpenter`;
+KAITO 0.12's docs call gpu-provisioner deprecated): KAITO creates a Karpenter NodePool per
+Workspace, and Karpenter creates its Azure VMs, which join the cluster as nodes.
+
+Everything the controller needs comes from the cluster (its name, API server, node resource
+group, kubelet identity, network), the nodes' subnet, a workload identity with the narrow
+built-in roles Karpenter's own install gives it, an SSH public key made for it, and a kubelet
+bootstrap token of the program's own: nothing is read by hand with kubectl or az, as the
+upstream scripts do (hack/deploy/configure-values.sh at v1.12.0)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import field, replace
+from typing import Annotated, Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from kaito_aks import catalog
+from kaito_aks.azure.ssh_public_key import SshPublicKey
+from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.cluster.access import access_for, provider_problems
+from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
+from kaito_aks.operators.gpu_provisioner import CLUSTER_ID, ClusterRef, cluster_ref
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
+from kaito_aks.problems import Key, Problem, raise_if
+from kaito_aks.schema import Input, Range, Secret, args_class
+from kaito_aks.validation import checked_args
+from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
+
+TYPE = "kaito-aks:index:Karpenter"
+FORMER_TYPES: tuple[str, ...] = ()  # new in 0.4.0
+DEFAULT_VERSION = "1.12.0"
+# Helm waits for the controller, which exits until Azure answers its identity's first sign-in
+# (the federated credential and the roles take a minute or two to reach Azure AD).
+INSTALL_TIMEOUT_SECONDS = 900
+TOKEN_SECRET = "karpenter-bootstrap-token"  # in Karpenter's namespace: what its env reads
+BOOTSTRAP_GROUP = "system:bootstrappers:kaito-aks-karpenter"
+# Karpenter derives the cluster's id from the first 33 characters of the API server's host name
+# (options.go getAKSClusterID at v1.12.0) and panics on a shorter one.
+MIN_API_SERVER_HOST = 33
+NO_CREDENTIALS = (
+    "the wait that keeps Karpenter until the NodeClaims of KAITO's nodes are gone reads the cluster and has no "
+    "credentials: deploy through AksCluster.provider (a ClusterProvider), give `kubeconfig`, or set "
+    "`wait_for_nodeclaims_on_delete` false"
+)
+MANAGED_VALUES = {
+    ("controller", "env"): "set from the cluster, its subnet, the identity and the bootstrap token",
+    ("serviceAccount",): "set for the component's workload identity",
+    ("settings", "clusterName"): "set from the cluster (controller.env CLUSTER_NAME)",
+    ("settings", "clusterEndpoint"): "set from the cluster (controller.env CLUSTER_ENDPOINT)",
+}
+NO_SUBNET = (
+    "Karpenter must be given the subnet of the cluster's nodes, and this cluster's are in the VNet AKS manages "
+    "(its system pool has no subnet of its own): AKS sets a pool's subnet only when it creates the cluster, so "
+    "create the cluster with a node subnet (AksClusterArgs.node_subnet; a stack's cluster.aks.nodeSubnet) or use "
+    "gpu-provisioner"
+)
+
+
+class KarpenterCannotStart(pulumi.RunError):
+    """What the cluster turned out to be at deploy time makes Karpenter unable to start: raised
+    before its release is installed (a RunError: Pulumi prints it without a traceback)."""
+
+
+STATIC_CAPACITY = (
+    "KAITO sets each NodePool's replicas (the nodes a Workspace needs), which Karpenter honours only with its "
+    "staticCapacity feature gate: keep it on"
+)
+
+
+@args_class
+class KubeletIdentityArgs:
+    """The identity AKS gives the nodes' kubelets (an `AksCluster`'s `kubelet_identity_client_id`
+    and `kubelet_identity_resource_id`): Karpenter puts it on every VM it creates."""
+
+    client_id: Input[str]
+    """Its client id."""
+    resource_id: Input[str]
+    """Its resource id."""
+
+
+@args_class
+class KarpenterNetworkArgs:
+    """The cluster's network as its nodes join it, as Azure reports it (an `AksCluster`'s
+    `node_subnet_id`, `vnet_guid` and `network_plugin`, `network_plugin_mode`, `network_policy`,
+    `network_dataplane`)."""
+
+    subnet_id: Input[str]
+    """The subnet the nodes join: the system pool's, of a VNet the program or you made (AKS's
+    managed VNet cannot be given). Karpenter's identity gets the subnet role on it."""
+    vnet_guid: Input[str]
+    """The resource GUID of the subnet's VNet (Azure CNI overlay nodes carry it)."""
+    plugin: Input[str]
+    """The network plugin (azure)."""
+    plugin_mode: Input[str]
+    """overlay, or empty."""
+    policy: Input[str]
+    """The network policy engine (cilium), or empty for none."""
+    dataplane: Input[str]
+    """The data plane (cilium or azure)."""
+
+
+@args_class
+class KarpenterArgs:
+    """The pinned self-hosted Azure Karpenter chart, for one AKS cluster (e.g. an `AksCluster`
+    created with a node_subnet: its cluster_id, location, node_resource_group, oidc_issuer_url,
+    api_server_endpoint, kubelet identity and network outputs)."""
+
+    cluster_id: Input[str]
+    """The AKS cluster's resource id: its subscription, resource group and name."""
+    location: Input[str]
+    """The cluster's Azure region (the VMs Karpenter creates go there)."""
+    node_resource_group: Input[str]
+    """The cluster's node resource group (MC_...): Karpenter's VMs and their NICs go there, and
+    its identity's roles apply there."""
+    oidc_issuer_url: Input[str]
+    """The cluster's OIDC issuer; the cluster needs workload identity on."""
+    api_server_endpoint: Input[str]
+    """https://<API server FQDN>:443, which the new nodes reach (`AksCluster.api_server_endpoint`)."""
+    kubelet_identity: KubeletIdentityArgs
+    """The kubelet identity of the cluster's nodes."""
+    network: KarpenterNetworkArgs
+    """The nodes' subnet and the cluster's network settings."""
+    version: str = DEFAULT_VERSION
+    """Chart version: 1.12.0 (KAITO 0.11's and 0.12's pin, and the first whose NodePool CRD allows
+    KAITO's karpenter.azure.com/placement-scope)."""
+    identity_name: str | None = None
+    """Azure name of the managed identity, in the cluster's resource group; default:
+    <cluster name>-karpenter (one per cluster)."""
+    ssh_public_key: Input[str] | None = None
+    """The SSH public key the nodes get (Azure requires one on every Linux VM); default: one made
+    for the purpose whose private key was discarded (nobody can log in by SSH)."""
+    bootstrap_token_rotation: Annotated[int, Range(0, None, "a count: raise it to rotate")] = 0
+    """Raise it to replace the kubelet bootstrap token new nodes join with (Karpenter restarts
+    with the new one)."""
+    values: dict[str, Any] = field(default_factory=dict[str, Any])
+    """Extra chart values, deep-merged last; default: none."""
+    wait_for_nodeclaims_on_delete: bool = True
+    """On `pulumi destroy`, keep Karpenter until the NodeClaims of KAITO's nodes are gone, so their
+    VMs are deleted rather than left running."""
+    kubeconfig: Secret[Input[str]] | None = None
+    """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
+    provider it is deployed through (a Python program's AksCluster `provider`); elsewhere give
+    it, or turn the wait off."""
+
+
+def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    if isinstance(args.cluster_id, str) and not CLUSTER_ID.fullmatch(args.cluster_id):
+        problems.append(
+            Problem.at(
+                "cluster_id",
+                "must be an AKS cluster's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
+                "Microsoft.ContainerService/managedClusters/<name>",
+                "cluster-id",
+            )
+        )
+    chart = catalog.karpenter_charts().get(args.version)
+    if chart is None:
+        supported = ", ".join(catalog.karpenter_charts())
+        problems.append(Problem.at("version", f"Karpenter {args.version} is not supported; use {supported}", "version"))
+    for key in args.values:
+        if chart is not None and key not in chart.value_keys:
+            problems.append(
+                Problem(("values", Key(key)), f"not a value of the Karpenter {args.version} chart", "chart-value")
+            )
+    for path, why in MANAGED_VALUES.items():
+        if _at(args.values, path) is not None:
+            problems.append(Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value"))
+    gate = ("settings", "featureGates", "staticCapacity")
+    if _at(args.values, gate) is False:
+        problems.append(Problem(("values", *map(Key, gate)), STATIC_CAPACITY, "static-capacity"))
+    return problems
+
+
+def _at(values: dict[str, Any], path: tuple[str, ...]) -> object:
+    node: object = values
+    for part in path:
+        node = node.get(part) if is_dict(node) else None
+    return node
+
+
+def karpenter_env(
+    args: KarpenterArgs,
+    cluster: pulumi.Output[ClusterRef],
+    endpoint: pulumi.Input[str],
+    ssh_public_key: pulumi.Input[str],
+) -> list[dict[str, Any]]:
+    """The controller's environment (what Karpenter's karpenter-values-template.yaml sets for a
+    self-hosted install), each value from the cluster, its subnet or this component. The
+    bootstrap token comes from a Secret, never through the release's values."""
+    network = args.network
+    plain: dict[str, pulumi.Input[str]] = {
+        "CLUSTER_NAME": cluster.apply(lambda c: c.name),
+        "CLUSTER_ENDPOINT": endpoint,
+        "SSH_PUBLIC_KEY": ssh_public_key,
+        "NETWORK_PLUGIN": network.plugin,
+        "NETWORK_PLUGIN_MODE": network.plugin_mode,
+        "NETWORK_POLICY": network.policy,
+        "NETWORK_DATAPLANE": network.dataplane,
+        "VNET_SUBNET_ID": network.subnet_id,
+        "VNET_GUID": network.vnet_guid,
+        "NODE_IDENTITIES": args.kubelet_identity.resource_id,
+        "AZURE_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
+        "LOCATION": args.location,
+        "KUBELET_IDENTITY_CLIENT_ID": args.kubelet_identity.client_id,
+        "AZURE_NODE_RESOURCE_GROUP": args.node_resource_group,
+        "ARM_RESOURCE_GROUP": cluster.apply(lambda c: c.resource_group),
+        # self-hosted: community images, VMs created directly (not AKS's machine API), and no
+        # log line per Azure call
+        "ENABLE_AZURE_SDK_LOGGING": "false",
+        "USE_SIG": "false",
+        "PROVISION_MODE": "aksscriptless",
+    }
+    token = {
+        "name": "KUBELET_BOOTSTRAP_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": TOKEN_SECRET, "key": "token"}},
+    }
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items()]
+    return [*env[:2], token, *env[2:]]
+
+
+def karpenter_values(
+    args: KarpenterArgs,
+    cluster: pulumi.Output[ClusterRef],
+    *,
+    endpoint: pulumi.Input[str],
+    client_id: pulumi.Input[str],
+    ssh_public_key: pulumi.Input[str],
+    token_id: pulumi.Input[str],
+) -> dict[str, Any]:
+    """The chart's values: the controller's environment, its service account signing in as the
+    workload identity, static capacity on (KAITO sets NodePool replicas), and a pod annotation of
+    the token's id, so a rotated token restarts the controller."""
+    source = catalog.karpenter_source()
+    values: dict[str, Any] = {
+        "serviceAccount": {
+            "name": source.service_account,
+            "annotations": {"azure.workload.identity/client-id": client_id},
+        },
+        "podLabels": {"azure.workload.identity/use": "true"},
+        "podAnnotations": {"kaito-aks/bootstrap-token-id": token_id},
+        "settings": {"featureGates": {"staticCapacity": True}},
+        "controller": {"env": karpenter_env(args, cluster, endpoint, ssh_public_key)},
+    }
+    return deep_merge(values, args.values)
+
+
+def _expect_subnet(subnet_id: str) -> str:
+    if not subnet_id:
+        raise KarpenterCannotStart(NO_SUBNET)
+    return subnet_id
+
+
+def node_resource_group_id(cluster: ClusterRef, node_resource_group: str) -> str:
+    """The node resource group's id: AKS makes it in the cluster's subscription."""
+    return f"/subscriptions/{cluster.subscription}/resourceGroups/{node_resource_group}"
+
+
+class Karpenter(pulumi.ComponentResource):
+    """Karpenter's Helm release (namespace karpenter, service account karpenter-sa, as KAITO
+    installs it), after its WorkloadIdentity (managed identity, federated credential; Virtual
+    Machine Contributor, Network Contributor and Managed Identity Operator on the node resource
+    group, Network Contributor on the nodes' subnet: no Contributor or Owner), a NodeBootstrapToken
+    (copied into a Secret of Karpenter's namespace) and the nodes' SSH key. The release waits for
+    all of them, so the controller signs in and can make nodes on first start; KAITO in Karpenter
+    mode must come after this component (it exits if its default AKSNodeClass is not Ready within
+    120 s), and so must the Workspaces, so that `pulumi destroy` removes them, and the NodeClaims
+    of their nodes, while Karpenter still runs."""
+
+    namespace: pulumi.Output[str]
+    """The release's namespace."""
+    chart_version: pulumi.Output[str]
+    """The installed chart version."""
+    client_id: pulumi.Output[str]
+    """The identity's client id."""
+    principal_id: pulumi.Output[str]
+    """The identity's object id."""
+    identity_name: pulumi.Output[str]
+    """The identity's Azure name."""
+    ssh_public_key: pulumi.Output[str]
+    """The SSH public key of the nodes."""
+    bootstrap_token_id: pulumi.Output[str]
+    """The public id of the nodes' bootstrap token (kube-system/bootstrap-token-<id>)."""
+
+    identity: WorkloadIdentity
+    bootstrap: NodeBootstrapToken
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = checked_args("Karpenter", name, KarpenterArgs, args, karpenter_problems, also=provider_problems(opts))
+        access = access_for(checked.kubeconfig, None, opts)
+        if access is None and checked.wait_for_nodeclaims_on_delete:
+            raise_if("Karpenter", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        source = catalog.karpenter_chart_source()
+        who = catalog.karpenter_source()
+        self._version = checked.version
+        # the subnet as the cluster reports it: none stops Karpenter before anything is granted or installed
+        subnet = pulumi.Output.from_input(checked.network.subnet_id).apply(_expect_subnet)
+        checked = replace(checked, network=replace(checked.network, subnet_id=subnet))
+        cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
+        node_group = pulumi.Output.all(checked.cluster_id, checked.node_resource_group).apply(
+            lambda a: node_resource_group_id(cluster_ref(a[0]), a[1])
+        )
+        grants = [RoleGrantArgs(role=role, scope=node_group) for role in who.roles]
+        grants.append(RoleGrantArgs(role=who.subnet_role, scope=checked.network.subnet_id))
+        self.identity = WorkloadIdentity(
+            f"{name}-identity",
+            WorkloadIdentityArgs(
+                resource_group_name=cluster.apply(lambda c: c.resource_group),
+                issuer_url=checked.oidc_issuer_url,
+                namespace=source.namespace,
+                service_account=who.service_account,
+                identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-karpenter"),
+                location=checked.location,
+                roles=grants,
+            ),
+            opts=child_options(self, opts),
+        )
+        self.bootstrap = NodeBootstrapToken(
+            f"{name}-bootstrap",
+            NodeBootstrapTokenArgs(group=BOOTSTRAP_GROUP, rotation=checked.bootstrap_token_rotation),
+            opts=child_options(self, opts),
+        )
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=source.namespace, labels={"app.kubernetes.io/managed-by": "pulumi"}
+            ),
+            opts=child_options(self, opts),
+        )
+        token = k8s.core.v1.Secret(
+            f"{name}-bootstrap-token",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace.metadata.name),
+            string_data={"token": self.bootstrap.token},
+            opts=child_options(self, opts),
+        )
+        ssh_key = checked.ssh_public_key
+        if ssh_key is None:
+            ssh_key = SshPublicKey(f"{name}-ssh-key", opts=child_options(self, opts)).public_key_openssh
+        values = karpenter_values(
+            checked,
+            cluster,
+            endpoint=pulumi.Output.from_input(checked.api_server_endpoint).apply(self._expect_endpoint),
+            client_id=self.identity.client_id,
+            ssh_public_key=ssh_key,
+            token_id=self.bootstrap.token_id,
+        )
+        self.release = pinned_release(
+            name,
+            ChartRelease.of(source, checked.version, values),
+            INSTALL_TIMEOUT_SECONDS,
+            child_options(self, opts, depends_on=[self.identity, self.bootstrap, namespace, token]),
+        )
+        self.nodeclaims_gone: NodeClaimsGone | None = None
+        if access is not None and checked.wait_for_nodeclaims_on_delete:
+            # Deleted after the Workspaces that depend on this component, before the release.
+            self.nodeclaims_gone = NodeClaimsGone(
+                f"{name}/nodeclaims-gone",
+                access,
+                opts=child_options(self, opts, depends_on=[self.release]),
+                karpenter=True,
+            )
+        self.namespace = self.release.status.namespace
+        self.chart_version = self.release.status.version
+        self.client_id = self.identity.client_id
+        self.principal_id = self.identity.principal_id
+        self.identity_name = self.identity.identity_name
+        self.ssh_public_key = pulumi.Output.from_input(ssh_key)
+        self.bootstrap_token_id = self.bootstrap.token_id
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "chartVersion": self.chart_version,
+                "clientId": self.client_id,
+                "principalId": self.principal_id,
+                "identityName": self.identity_name,
+                "sshPublicKey": self.ssh_public_key,
+                "bootstrapTokenId": self.bootstrap_token_id,
+            }
+        )
+
+    def _expect_endpoint(self, endpoint: str) -> str:
+        """The API server endpoint, or an error that says what Karpenter would do with it (the
+        cluster's FQDN is known only at deploy time)."""
+        host = re.sub(r"^https://|:\d+$", "", endpoint)
+        if len(host) < MIN_API_SERVER_HOST:
+            raise KarpenterCannotStart(
+                f"Karpenter {self._version}: the API server's host name {host!r} is shorter than "
+                f"{MIN_API_SERVER_HOST} characters, which Karpenter cannot start with (it takes the cluster's id from "
+                "the name's first 33 characters): give the cluster a longer name (its DNS prefix)"
+            )
+        return endpoint
