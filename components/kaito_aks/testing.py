@@ -226,10 +226,18 @@ class ProgramMocks(pulumi_mocks.Mocks):
     """Cloud and cluster stand-ins: a resource's state is its inputs plus the few computed
     outputs the program reads (Helm release status, Azure names, AKS credentials).
     `existing`: what Azure reports for an existing cluster, by name, over the defaults (e.g.
-    {"aks": {"aiToolchainOperatorProfile": {"enabled": True}}})."""
+    {"aks": {"aiToolchainOperatorProfile": {"enabled": True}}}). `agent_pools`: what Azure reports
+    for a pool, by "<cluster>/<pool>", over the pool as the program created it (e.g.
+    {"aks/system": {"count": 5}}: someone scaled it by hand)."""
 
-    def __init__(self, existing: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        existing: Mapping[str, Mapping[str, Any]] | None = None,
+        agent_pools: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         self.existing = dict(existing or {})
+        self.agent_pools = dict(agent_pools or {})
+        self.created_pools: dict[str, dict[str, Any]] = {}  # "<cluster>/<pool>" -> as created
 
     def computed(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         if typ == "kubernetes:helm.sh/v3:Release":
@@ -244,6 +252,9 @@ class ProgramMocks(pulumi_mocks.Mocks):
             fqdn = api_server_fqdn(inputs.get("dnsPrefix", name), inputs.get("location") or "eastus")
             issuer = {**inputs.get("oidcIssuerProfile", {}), "issuerURL": f"https://oidc.example/{name}/"}
             cluster = inputs.get("resourceName", name)
+            profiles: list[dict[str, Any]] = inputs.get("agentPoolProfiles") or []
+            for profile in profiles:
+                self.created_pools[f"{cluster}/{profile.get('name')}"] = dict(profile)
             group = f"MC_{inputs.get('resourceGroupName')}_{cluster}_{inputs.get('location') or 'eastus'}"
             return cluster_id(inputs.get("resourceGroupName"), cluster), {
                 "fqdn": fqdn,
@@ -288,6 +299,8 @@ class ProgramMocks(pulumi_mocks.Mocks):
             guid = inputs.get("roleDefinitionId", name)
             return f"{inputs.get('scope')}/providers/Microsoft.Authorization/roleDefinitions/{guid}", {"name": guid}
         if typ == "azure-native:containerservice:AgentPool":
+            pool = {k: v for k, v in inputs.items() if k not in ("resourceName", "resourceGroupName", "agentPoolName")}
+            self.created_pools[f"{inputs.get('resourceName')}/{inputs.get('agentPoolName', name)}"] = pool
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
         if typ == BOOTSTRAP_TOKEN_TYPE:  # made at `pulumi up`
             return f"{name}-id", {"token_id": AFTER_UP, "token_secret": AFTER_UP}
@@ -332,6 +345,13 @@ class ProgramMocks(pulumi_mocks.Mocks):
                 "identityProfile": kubelet_identity(f"MC_{group}_{name}_eastus"),
                 "networkProfile": network_profile({"networkPlugin": "azure", "networkPluginMode": "overlay"}),
                 **self.existing.get(name, {}),
+            }
+        if args.token == "azure-native:containerservice:getAgentPool":  # as created, unless told otherwise
+            key = f"{args.args.get('resourceName')}/{args.args.get('agentPoolName')}"
+            return {
+                "name": args.args.get("agentPoolName"),
+                **self.created_pools.get(key, {}),
+                **self.agent_pools.get(key, {}),
             }
         if args.token == "azure-native:network:getVirtualNetwork":
             return {"name": args.args.get("virtualNetworkName"), "resourceGuid": AFTER_UP}

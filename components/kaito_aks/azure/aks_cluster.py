@@ -92,12 +92,16 @@ class NodeSubnetArgs:
 @args_class
 class SystemPoolArgs:
     """The AKS system node pool: the operators, and CPU models (which select it by the label
-    kubernetes.azure.com/mode: system)."""
+    kubernetes.azure.com/mode: system) unless a CPU pool takes them. Applied when the cluster is
+    created; later edits are checked against the live pool at `pulumi up`, not applied."""
 
     vm_size: str = "Standard_D4s_v5"
-    """VM size of the system nodes."""
+    """VM size of the system nodes; applied when the cluster is created; later edits are checked
+    against the live pool at `pulumi up`, not applied (AKS cannot resize a pool: add a System-mode
+    CpuNodePool instead)."""
     count: Annotated[int, Range(1, 1000, "AKS: 1-1000 nodes per pool")] = 2
-    """Number of system nodes."""
+    """Number of system nodes; applied when the cluster is created; later edits are checked against
+    the live pool at `pulumi up`, not applied (scale it with `az aks nodepool scale`)."""
     zones: Annotated[list[Zone], MaxItems(3)] = field(default_factory=list[Zone])
     """Availability zones to spread the system nodes over (e.g. ["1", "2", "3"]; the region and
     VM size must offer them); set when the cluster is created (AKS cannot move a pool's nodes to
@@ -124,7 +128,8 @@ class AksClusterArgs:
     kubernetes_version: Annotated[str, KUBERNETES_VERSION] | None = None
     """Kubernetes version of a created cluster, e.g. "1.33"; default: AKS's default."""
     system_pool: SystemPoolArgs = field(default_factory=SystemPoolArgs)
-    """The system pool of a created cluster."""
+    """The system pool of a created cluster: applied when the cluster is created; later edits are
+    checked against the live pool at `pulumi up`, not applied."""
     tags: Annotated[dict[str, str], MaxItems(50, "Azure: at most 50 tags")] = field(default_factory=dict[str, str])
     """Azure tags on a created resource group and cluster; default: none."""
     ai_toolchain_operator: bool = False
@@ -401,6 +406,41 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
     }
 
 
+SYSTEM_POOL_AT = "system_pool (cluster.aks.systemPool)"
+
+
+def system_pool_drift(live: containerservice.GetAgentPoolResult, wanted: SystemPoolArgs) -> list[str]:
+    """How the live system pool differs from `system_pool`, one actionable line each: AKS takes no
+    change to the cluster's inline pool, so a count is changed on the pool and a size or zones
+    only by another pool."""
+    size = live.vm_size or ""
+    if not size:
+        return []  # nothing reported (a test mock that answers every invoke with {})
+    found: list[str] = []
+    count = live.count
+    if count is not None and count != wanted.count and not live.enable_auto_scaling:
+        found.append(
+            f"{SYSTEM_POOL_AT}.count is {wanted.count} but the live system pool has {count} nodes: edits to the "
+            "system pool are not applied to an existing cluster; run `az aks nodepool scale -g <group> "
+            f"--cluster-name <cluster> -n {SYSTEM_POOL} -c {wanted.count}` then `pulumi refresh`, or set "
+            f"systemPool.count back to {count}"
+        )
+    if size.lower() != wanted.vm_size.lower():
+        found.append(
+            f"{SYSTEM_POOL_AT}.vmSize is {wanted.vm_size} but the live system pool is of {size}: AKS cannot change "
+            "a pool's VM size; keep systemPool.vmSize at " + size + ", and for other system nodes add a CPU pool "
+            "with mode System (cpuNodePools, CpuNodePool) and move the system pods to it, or recreate the cluster"
+        )
+    zones = sorted(live.availability_zones or [])
+    if zones != sorted(wanted.zones):
+        found.append(
+            f"{SYSTEM_POOL_AT}.zones is {sorted(wanted.zones)} but the live system pool's are {zones}: AKS sets a "
+            f"pool's zones when it creates it; keep systemPool.zones at {zones}, or add a CPU pool with mode System "
+            "in those zones (cpuNodePools, CpuNodePool)"
+        )
+    return found
+
+
 def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
     """The user kubeconfig Azure lists for the cluster. None there (Pulumi's plain test mocks
     answer every call with {}) is an error that says what to answer, not a TypeError."""
@@ -500,6 +540,7 @@ class AksCluster(pulumi.ComponentResource):
                 lambda a: self._expect_subnet(_system_subnet(a[0]), a[1])
             )
             self._maintenance(name, args.upgrade, group, cluster, child)
+            self._check_system_pool(args.system_pool, group, cluster)
             # A grant follows whoever runs `up`: protecting it (as a protected cluster's children
             # are) would stop the next deployer.
             assignments, principals = cluster_admin_assignments(
@@ -770,6 +811,26 @@ class AksCluster(pulumi.ComponentResource):
                 resource=self,
             )
         return live
+
+    def _check_system_pool(
+        self, wanted: SystemPoolArgs, group: resources.ResourceGroup, cluster: containerservice.ManagedCluster
+    ) -> None:
+        """The system pool lives inline in the cluster, whose later edits to it AKS refuses and
+        this component ignores (ignore_changes): so compare the live pool with `system_pool` once
+        the cluster exists, and fail the deployment on a difference rather than drop it silently.
+        (Through the cluster's id: unknown at the preview of a new cluster, so nothing is read
+        before it exists.)"""
+        live = containerservice.get_agent_pool_output(
+            resource_group_name=group.name,
+            resource_name=pulumi.Output.all(cluster.id, cluster.name).apply(lambda a: str(a[1])),
+            agent_pool_name=SYSTEM_POOL,
+            opts=pulumi.InvokeOptions(parent=self),
+        )
+        live.apply(lambda pool: self._expect_system_pool(pool, wanted))
+
+    def _expect_system_pool(self, live: containerservice.GetAgentPoolResult, wanted: SystemPoolArgs) -> None:
+        for problem in system_pool_drift(live, wanted):
+            pulumi.log.error(problem, resource=self)
 
     def _expect_add_on(self, enabled: bool, expected: bool) -> bool:
         """An adopted cluster runs the add-on exactly when `ai_toolchain_operator` says so: one
