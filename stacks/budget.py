@@ -10,7 +10,6 @@ import dataclasses
 from collections.abc import Collection
 
 from kaito_aks import budget
-from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.problems import PathPart, Problem, format_path
 from stacks.config import ModelConfig, StackConfig
 
@@ -22,9 +21,8 @@ def check(cfg: StackConfig, sound: Collection[ModelConfig]) -> list[Problem]:
         return []
     models = [(f"{format_path(w.placed.at, 'schema')} ({w.args.name})", w.args) for w in sound]
     engines = [(f"{format_path(e.placed.at, 'schema')} ({e.args.name})", e.args) for e in cfg.rag_engines]
-    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
-    system = (SYSTEM_POOL, cfg.aks_cluster.system_pool.vm_size) if cfg.aks_cluster and created else None
-    found = budget.pool_budget(models, cfg.kaito.node_groups, engines, system, grow="count, or autoscale.max")
+    cpu = [(p.name, p.vm_size) for p in cfg.cpu_nodes]  # (the system pool and cpuNodePools)
+    found = budget.pool_budget(models, cfg.kaito.node_groups, engines, cpu or None, grow="count, or autoscale.max")
     return [dataclasses.replace(p, path=_at_config(p.path, cfg)) for p in found]
 
 

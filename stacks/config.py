@@ -22,10 +22,12 @@ import typing_extensions
 from pydantic import BeforeValidator, ConfigDict, TypeAdapter
 
 from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_nodes
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import CpuNodes, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
@@ -365,6 +367,21 @@ POOL = Section(
     ),
     own={"protect": Own(bool, "Refuse to delete or replace the pool (production).", False)},
 )
+CPU_POOL = Section(
+    "cpuNodePools[]",
+    "An AKS node pool of one CPU VM size (aks/existing clusters): CPU models and RAG engines run there instead of "
+    "on the system pool (mode User; the first untainted one takes every CPU model that says nothing of where it "
+    "runs), or a second system pool (mode System).",
+    (
+        Take(
+            CpuNodePoolArgs,
+            without=("cluster_name", "resource_group_name", "vnet_subnet_id"),  # (the cluster's)
+            required=("name",),
+            docs={"name": "The pool name: 1-12 lowercase letters and digits."},
+        ),
+    ),
+    own={"protect": Own(bool, "Refuse to delete or replace the pool (production).", False)},
+)
 WORKSPACE = Section(
     "workspaces[]",
     "One model deployment: a preset (GPU) or a custom image (e.g. llama.cpp on CPU).",
@@ -512,7 +529,7 @@ ENDPOINTS = Section(
     },
 )
 CLUSTER_CHOICES = {"kubeconfig": KUBECONFIG, "aks": AKS, "existing": EXISTING}
-SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, GPU_OPERATOR, GPU_PROVISIONER, KARPENTER, WORKSPACE)
+SECTIONS = (KUBECONFIG, AKS, EXISTING, KAITO, POOL, CPU_POOL, GPU_OPERATOR, GPU_PROVISIONER, KARPENTER, WORKSPACE)
 SECTIONS += (RAG_ENGINE_OPERATOR,)
 SECTIONS += (RAG_ENGINE, ENDPOINTS, GATEWAY, AUTOSCALING, METRICS)
 
@@ -535,6 +552,7 @@ FILE_KEYS: dict[str, Any] = {
     "kaito": KAITO.schema,
     "workspaces": Annotated[list[WORKSPACE.schema], SOFT],
     "gpu_node_pools": Annotated[list[POOL.schema], SOFT],
+    "cpu_node_pools": Annotated[list[CPU_POOL.schema], SOFT],
     "gpu_operator": GPU_OPERATOR.schema,
     "gpu_provisioner": GPU_PROVISIONER.schema,
     "karpenter": KARPENTER.schema,
@@ -580,6 +598,13 @@ class PoolConfig:
 
 
 @dataclass(frozen=True)
+class CpuPoolConfig:
+    args: CpuNodePoolArgs  # cluster_name and resource_group_name: filled in by the program
+    protect: bool = False
+    placed: Placed = Placed(())
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     args: KaitoModelArgs
     placed: Placed = Placed(())
@@ -617,6 +642,7 @@ class StackConfig:
     has_hf_token: bool
     has_kubeconfig: bool
     azure_location: str | None
+    cpu_pools: tuple[CpuPoolConfig, ...] = ()
     # Every GPU pool the models and engines may land on is in `pools` (a cluster this stack
     # creates, bring-your-own nodes): what they need together can be counted.
     pools_known: bool = False
@@ -637,6 +663,14 @@ class StackConfig:
     @property
     def is_azure(self) -> bool:
         return self.aks_cluster is not None
+
+    @property
+    def cpu_nodes(self) -> tuple[CpuNodes, ...]:
+        """The CPU pools CPU models may run on, as placement sees them: the system pool of a
+        cluster this stack creates, then its cpuNodePools."""
+        created = self.aks_cluster is not None and not self.aks_cluster.existing
+        system = (system_pool_nodes(self.aks_cluster.system_pool.vm_size),) if created and self.aks_cluster else ()
+        return (*system, *(cpu_nodes(p.args, p.args.name or "") for p in self.cpu_pools))
 
     @property
     def add_on(self) -> bool:

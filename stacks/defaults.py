@@ -12,7 +12,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, NodeSubnetArgs
 from kaito_aks.model.placement import off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
+from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
 from kaito_aks.operators.gpu_operator import DEFAULT_VERSION as GPU_OPERATOR_VERSION
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, forced_runtime
@@ -39,6 +39,7 @@ class Written:
     karpenter: Section = field(default_factory=dict[str, Any])
     rag_engine_operator: Section = field(default_factory=dict[str, Any])
     pools: tuple[Section | None, ...] = ()
+    cpu_pools: tuple[Section | None, ...] = ()
     workspaces: tuple[Section | None, ...] = ()
     rag_engines: tuple[Section | None, ...] = ()
     create_namespaces: bool = True
@@ -190,9 +191,10 @@ def rag_operator_on(written: Written, kaito_install: bool) -> bool:
 
 
 def pools_known(written: Written, provisioning: NodeProvisioning, usable_pools: int) -> bool:
-    """The stack knows every GPU pool of a cluster it creates (bring-your-own nodes, every pool
-    entry usable): each model checks where it lands, and the pools' budget is counted."""
-    return written.cluster_kind == "aks" and provisioning == "byo" and usable_pools == len(written.pools)
+    """The stack knows every pool of a cluster it creates (bring-your-own nodes, every GPU and
+    CPU pool entry usable): each model checks where it lands, and the pools' budget is counted."""
+    entries = len(written.pools) + len(written.cpu_pools)
+    return written.cluster_kind == "aks" and provisioning == "byo" and usable_pools == entries
 
 
 def stack_wide_model_args(kaito: KaitoOperatorArgs, kaito_section: Section) -> dict[str, Any]:
@@ -246,10 +248,26 @@ def allowed_callers(endpoints: Section, entry: Section) -> list[Any]:
     return [*(endpoints.get("allow_from") or []), *(entry.get("allow_from") or [])]
 
 
-def cpu_model_on_system_pool(args: KaitoModelArgs, is_azure: bool) -> dict[str, str] | None:
-    """On AKS a CPU model that says nothing of where it runs stays on the system pool (never on a
-    GPU node): its node_selector, or None to leave it as written."""
-    return dict(AKS_SYSTEM_POOL_LABELS) if is_azure and off_gpu_by_default(args) else None
+def cpu_model_node_selector(args: KaitoModelArgs, written: Written) -> dict[str, str] | None:
+    """On AKS a CPU model that says nothing of where it runs goes to the first CPU pool of mode
+    User that a pod tolerating nothing may use (cpuNodePools), else stays on the system pool
+    (never on a GPU node): its node_selector, or None to leave it as written."""
+    if not written.is_azure or not off_gpu_by_default(args):
+        return None
+    home = first_cpu_pool(written)
+    return agentpool_selector(home) if home is not None else dict(AKS_SYSTEM_POOL_LABELS)
+
+
+def first_cpu_pool(written: Written) -> str | None:
+    """The name of the first usable cpuNodePools entry of mode User without a NoSchedule or
+    NoExecute taint, or None."""
+    for entry in written.cpu_pools:
+        if entry is None or not entry.get("name"):
+            continue
+        pool = CpuNodes(entry["name"], "", entry.get("mode", "User"), taints=tuple(entry.get("taints") or ()))
+        if pool.mode == "User" and pool.untainted:
+            return pool.name
+    return None
 
 
 # ---------------------------------------------------------------- serving: gateway, autoscaling, metrics

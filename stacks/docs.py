@@ -32,7 +32,7 @@ from stacks import config
 # The nested arg classes the reference documents under their section.
 NESTED: list[tuple[str, type]] = [
     ("cluster.aks.systemPool", SystemPoolArgs),
-    ("gpuNodePools[].autoscale", AutoscaleArgs),
+    ("gpuNodePools[].autoscale, cpuNodePools[].autoscale", AutoscaleArgs),
     ("workspaces[].adapters[]", AdapterArgs),
     ("workspaces[].tuning", TuningArgs),
     ("ragEngines[].inferenceService", InferenceServiceArgs),
@@ -86,6 +86,8 @@ def config_reference() -> str:
         "| `kaito` | object |  | the KAITO operator, and how `pulumi up` waits for the models |",
         "| `workspaces` | list of object |  | the models to serve or tune |",
         "| `gpuNodePools` | list of object |  | AKS GPU node pools (aks/existing clusters) |",
+        "| `cpuNodePools` | list of object |  | AKS CPU node pools for CPU models and RAG engines (aks/existing "
+        "clusters) |",
         "| `gpuOperator` | object |  | the NVIDIA GPU Operator |",
     ]
     lines += _table(config.TOP.fields())[2:]

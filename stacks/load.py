@@ -17,6 +17,7 @@ import pulumi
 from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import AksClusterArgs, aks_cluster_problems, aks_cluster_warnings
 from kaito_aks.azure.aks_security import is_production
+from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_node_pool_problems
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
@@ -24,7 +25,7 @@ from kaito_aks.endpoints import INTERNAL_LB, AllowFromArgs, load_balancer_of
 from kaito_aks.model.component import judge_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
-from kaito_aks.model.placement import cpu_on_gpu_pools
+from kaito_aks.model.placement import cpu_on_gpu_pools, cpu_on_no_pool
 from kaito_aks.model.rules import SIZING_UNAFFECTED
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import with_driver
@@ -48,6 +49,7 @@ from stacks.config import (
     SECRET_KEYS,
     STACK_FILE,
     TOP_KEYS,
+    CpuPoolConfig,
     ModelConfig,
     Placed,
     PoolConfig,
@@ -235,6 +237,7 @@ def read_file(raw: Mapping[str, Any]) -> tuple[Written, list[Problem]]:
             karpenter=values.get("karpenter") or {},
             rag_engine_operator=values.get("rag_engine_operator") or {},
             pools=tuple(values.get("gpu_node_pools") or ()),
+            cpu_pools=tuple(values.get("cpu_node_pools") or ()),
             workspaces=tuple(values.get("workspaces") or ()),
             rag_engines=tuple(values.get("rag_engines") or ()),
             create_namespaces=values.get("create_namespaces", True) is not False,
@@ -296,7 +299,8 @@ def assemble(
         node_groups=groups,
         cluster_name=aks_cluster.name if aks_cluster is not None else None,
     )
-    knows_pools = defaults.pools_known(written, provisioning, len(pools))
+    cpu_pools = _cpu_pools(written)
+    knows_pools = defaults.pools_known(written, provisioning, len(pools) + len(cpu_pools))
     metrics = serving.metrics_args(written, aks_cluster)
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None, metrics)
     served = serving.serving_args(written, kaito, [w.args for w in workspaces])
@@ -325,6 +329,7 @@ def assemble(
         gpu_discovery_given=written.kaito.get("gpu_discovery") is not None,
         workspaces=tuple(workspaces),
         pools=tuple(pools),
+        cpu_pools=tuple(cpu_pools),
         gpu_operator=_gpu_operator(written, groups) if gpu_operator_on else None,
         gpu_provisioner=provisioner,
         karpenter=karpenter,
@@ -435,6 +440,22 @@ def _pools(written: Written) -> list[PoolConfig]:
     ]
 
 
+def _cpu_pools(written: Written) -> list[CpuPoolConfig]:
+    return [
+        CpuPoolConfig(
+            CpuNodePoolArgs(
+                **{k: v for k, v in entry.items() if k != "protect"},
+                cluster_name=FROM_CLUSTER,
+                resource_group_name=FROM_CLUSTER,
+            ),
+            entry.get("protect", False),
+            Placed(("cpuNodePools", i)),
+        )
+        for i, entry in enumerate(written.cpu_pools)
+        if entry is not None
+    ]
+
+
 def _gpu_operator(written: Written, groups: list[Any]) -> GpuOperatorArgs:
     return GpuOperatorArgs(
         version=defaults.gpu_operator_version(written.gpu_operator),
@@ -532,9 +553,9 @@ def _models(
             node_groups=list(node_groups) if node_groups is not None else None,
         )
         args = serving.model_serving(entry, args, written, metrics)
-        system_pool = defaults.cpu_model_on_system_pool(args, written.is_azure)
-        if system_pool is not None:
-            args = dataclasses.replace(args, node_selector=system_pool)
+        home = defaults.cpu_model_node_selector(args, written)
+        if home is not None:
+            args = dataclasses.replace(args, node_selector=home)
         filled = {k: p for k, p in paths.items() if k not in given}
         models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
     return models
@@ -673,6 +694,7 @@ def judge(
     (`warnings`, at config paths; each workspace's and engine's own, for its component to log)."""
     found = tied + _cluster_problems(cfg, written, base_dir)
     found += [p for pool in cfg.pools for p in map(pool.placed.where, gpu_node_pool_problems(pool.args))]
+    found += [p for pool in cfg.cpu_pools for p in map(pool.placed.where, cpu_node_pool_problems(pool.args))]
     found += _operator_problems(cfg)
     workspaces, model_found, model_warned = _model_problems(cfg, written)
     found += model_found
@@ -766,6 +788,9 @@ def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], 
         _, own, warnings = judge_model(w.args)
         if written.cluster_kind == "existing" and w.args.node_groups is None:
             errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
+            own, warnings = own + errors, warnings + more
+        if cfg.pools_known:  # every node of the cluster is in a pool the stack knows
+            errors, more = policy.verdict(list(cpu_on_no_pool(w.args, cfg.cpu_nodes, groups)), w.args.bypass_checks)
             own, warnings = own + errors, warnings + more
         if cfg.create_namespaces:
             own, warnings = rules.created_namespace(own, warnings, w.args.namespace)

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import AksCluster
+from kaito_aks.azure.cpu_node_pool import CpuNodePool
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
@@ -80,6 +81,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 vnet_subnet_id=cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None,
             )
             pools.append(GpuNodePool(p.args.name or "", args, opts=pulumi.ResourceOptions(protect=p.protect or None)))
+    cpu_pools = _cpu_pools(cfg, cluster)
     # In-cluster work starts once the GPU nodes exist.
     on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
 
@@ -133,7 +135,8 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     serving = _serving(cfg, cluster)
     operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
-    ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
+    # (and the CPU models for their CPU pools)
+    ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else []), *cpu_pools]
     group = deploy_models(
         "models",
         # judged by load_stack, with their warnings (each model logs its own)
@@ -157,6 +160,27 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
             },
         )
+
+
+def _cpu_pools(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> list[CpuNodePool]:
+    """The cpuNodePools, in the cluster's subnet when it has one of its own (AKS keeps a cluster's
+    pools in one VNet)."""
+    if not isinstance(cluster, AksCluster):
+        return []
+    subnet = cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None
+    return [
+        CpuNodePool(
+            p.args.name or "",
+            dataclasses.replace(
+                p.args,
+                cluster_name=cluster.cluster_name,
+                resource_group_name=cluster.resource_group_name,
+                vnet_subnet_id=subnet,
+            ),
+            opts=pulumi.ResourceOptions(protect=p.protect or None),
+        )
+        for p in cfg.cpu_pools
+    ]
 
 
 @dataclasses.dataclass(frozen=True)

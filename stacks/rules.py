@@ -12,7 +12,7 @@ from kaito_aks import catalog, policy
 from kaito_aks.model.names import claimed_names, name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import dropped_by, selects, vm_size_problem
+from kaito_aks.nodes import SYSTEM_POOL, dropped_by, selects, vm_size_problem
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
 from kaito_aks.problems import Key, Problem, format_path
 from stacks.config import StackConfig
@@ -416,26 +416,28 @@ def _names(cfg: StackConfig) -> Iterator[Problem]:
 def _pools(cfg: StackConfig) -> Iterator[Problem]:
     """The pools against their cluster; silent when the cluster section is unusable (its problem
     is said, and what the pools need depends on it)."""
-    if cfg.pools and cfg.kubeconfig_cluster is not None:
-        yield Problem(
-            ("gpuNodePools",),
-            "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them",
-            "pools",
-        )
+    for key, given in (("gpuNodePools", cfg.pools), ("cpuNodePools", cfg.cpu_pools)):
+        if given and cfg.kubeconfig_cluster is not None:
+            yield Problem(
+                (key,),
+                "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them",
+                "pools",
+            )
     if not cfg.is_azure:
         return
     chart = catalog.kaito_charts().get(cfg.kaito.version)
-    seen: set[str] = set()
-    for pool in cfg.pools:
-        at = pool.placed.at
+    seen: set[str] = {SYSTEM_POOL}
+    for pool in (*cfg.pools, *cfg.cpu_pools):
         name = pool.args.name or ""
-        if name in seen or name == "system":
+        if name in seen:
             yield Problem(
-                (*at, "name"),
+                (*pool.placed.at, "name"),
                 f"{name!r} is already a node pool of this cluster; pool names must be unique",
                 "pool-name",
             )
         seen.add(name)
+    for pool in cfg.pools:
+        at = pool.placed.at
         if pool.args.gpu_driver == "operator" and cfg.gpu_operator is None and cfg.kaito.node_provisioning == "byo":
             yield Problem(
                 (*at, "gpu_driver"),

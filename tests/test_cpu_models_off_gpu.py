@@ -81,7 +81,14 @@ def emitted_nodes(ev) -> list[Node]:
     for pool in ev.of_type(AGENT_POOL):
         i = pool.inputs
         nodes.append(
-            aks_node(i["agentPoolName"], i["mode"], i["vmSize"], i.get("nodeLabels") or {}, i["nodeTaints"], True)
+            aks_node(
+                i["agentPoolName"],
+                i["mode"],
+                i["vmSize"],
+                i.get("nodeLabels") or {},
+                i.get("nodeTaints") or [],
+                "gpuProfile" in i,  # (a CpuNodePool has none)
+            )
         )
     return nodes
 
@@ -162,15 +169,21 @@ def test_a_cpu_models_pods_fit_the_system_pool_and_no_gpu_node(pools, version):
     assert places(ev) == {"tiny" if version == "0.12.0" else "tiny-0": {"system"}}
 
 
-def test_the_shipped_aks_stack_keeps_its_cpu_model_on_the_system_pool():
+def test_the_shipped_aks_stack_keeps_its_cpu_model_on_its_cpu_pool():
     from stacks.evaluate import evaluate
 
     f = read_stack_file("dev", ROOT)
     ev = evaluate(f.config, stack="dev", secrets=f.secrets)
-    assert places(ev) == {"tiny-cpu-0": {"system"}}
+    assert places(ev) == {"tiny-cpu-0": {"cpu"}}
     # before: labelSelector kubernetes.io/os=linux alone, on the GPU pool too (KAITO tolerates sku=gpu)
     (ws,) = cpu_workspaces(ev)
     assert ws["resource"]["labelSelector"] == {"matchLabels": {"kubernetes.io/os": "linux"}}  # unchanged: immutable
+    assert ws["inference"]["template"]["spec"]["nodeSelector"] == {"kubernetes.azure.com/agentpool": "cpu"}
+    # without its cpuNodePools entry, on the system pool
+    config = {k: v for k, v in f.config.items() if k != "kaito-aks:cpuNodePools"}
+    ev = evaluate(config, stack="dev", secrets=f.secrets)
+    assert places(ev) == {"tiny-cpu-0": {"system"}}
+    (ws,) = cpu_workspaces(ev)
     assert ws["inference"]["template"]["spec"]["nodeSelector"] == AKS_SYSTEM_POOL_LABELS
 
 
@@ -183,11 +196,14 @@ def test_an_adopted_aks_cluster_keeps_cpu_models_on_its_system_pools():
 
 def test_a_label_selector_the_user_gives_is_kept_as_written_and_nothing_added():
     mine = {**CPU, "labelSelector": {"matchLabels": {"agentpool": "cpu"}}}
-    ev = run(aks(workspaces=[PHI, mine]))
+    ev = run(aks(workspaces=[PHI, mine], cpuNodePools=[{"name": "cpu", "vmSize": "Standard_D8s_v5"}]))
     (ws,) = cpu_workspaces(ev)
     assert ws["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "cpu"}}
     assert "nodeSelector" not in ws["inference"]["template"]["spec"]
-    assert places(ev) == {"tiny-0": set()}  # their own CPU pool, which this program does not create
+    assert places(ev) == {"tiny-0": {"cpu"}}
+    # without that pool no node of the cluster this stack creates carries the label: refused
+    [error] = errors_of(aks(workspaces=[PHI, mine]))
+    assert "workspaces[1].labelSelector: KAITO admits this, but no node of the cluster carries {agentpool=cpu}" in error
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,9 @@ _EXPORTS = {
     "SshPublicKey": "kaito_aks.azure.ssh_public_key",
     "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
     "GpuNodePoolArgs": "kaito_aks.azure.gpu_node_pool",
-    "AutoscaleArgs": "kaito_aks.azure.gpu_node_pool",
+    "AutoscaleArgs": "kaito_aks.azure.node_pool",
+    "CpuNodePool": "kaito_aks.azure.cpu_node_pool",
+    "CpuNodePoolArgs": "kaito_aks.azure.cpu_node_pool",
     "WorkloadIdentity": "kaito_aks.azure.workload_identity",
     "WorkloadIdentityArgs": "kaito_aks.azure.workload_identity",
     "RoleGrantArgs": "kaito_aks.azure.workload_identity",
@@ -120,7 +122,9 @@ _install_state_modules()
 
 if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, NodeSubnetArgs, SystemPoolArgs
-    from kaito_aks.azure.gpu_node_pool import AutoscaleArgs, GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.cpu_node_pool import CpuNodePool, CpuNodePoolArgs
+    from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from kaito_aks.azure.node_pool import AutoscaleArgs
     from kaito_aks.azure.ssh_public_key import SshPublicKey
     from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.budget import pool_budget
@@ -168,6 +172,8 @@ __all__ = [
     "AutoscaleArgs",
     "ClusterAccess",
     "ClusterProvider",
+    "CpuNodePool",
+    "CpuNodePoolArgs",
     "EmbeddingArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",

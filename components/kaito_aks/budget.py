@@ -17,7 +17,7 @@ from kaito_aks.kaito import sizing
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.placement import node_lookup_labels
 from kaito_aks.model.spec import KaitoModelArgs, is_gpu, serving_replicas
-from kaito_aks.nodes import AGENTPOOL_LABELS, NodeGroup, selects
+from kaito_aks.nodes import AGENTPOOL_LABELS, SYSTEM_POOL, NodeGroup, selects
 from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.rag import rules as rag_rules
 from kaito_aks.rag.spec import RagEngineArgs
@@ -42,13 +42,13 @@ def pool_budget(
     models: Sequence[tuple[str, KaitoModelArgs]],
     node_groups: Sequence[NodeGroup],
     engines: Sequence[tuple[str, RagEngineArgs]] = (),
-    system: tuple[str, str] | None = None,
+    system: CpuPools = None,
     grow: str = "`max_nodes`",
 ) -> list[Problem]:
     """Problems of the pools' budget: (who, args) of each model and RAG engine (each already
     passed its own rules), the GPU node groups they may land on (every one of the cluster's, or
     a pool the budget does not see could take the surplus), the system pool (name, size) when
-    known. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
+    known, or a list of the CPU pools (name, size) the system pool among them. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
     an engine's `compute` ((engine position, problem)). `grow`: how to give a pool nodes."""
     raise_if("function", "pool_budget", _call_problems(models, node_groups, engines, system, grow))
     demands = [d for who, args in models if (d := model_demand(args, node_groups, who)) is not None]
@@ -96,10 +96,10 @@ def _call_problems(models: object, node_groups: object, engines: object, system:
                 problems.append(Problem.at(("node_groups", i), f"must be a NodeGroup, not {shown(group)}", "type"))
             elif not usable(group):
                 problems.append(Problem.at(("node_groups", i), "misses a required arg (name, vm_size)", "type"))
-    said = shown(system)
-    parts: tuple[object, ...] = cast(tuple[object, ...], system) if isinstance(system, tuple) else ()
-    if system is not None and not (len(parts) == 2 and all(isinstance(x, str) for x in parts)):
-        problems.append(Problem.at("system", f"must be (pool name, VM size), not {said}", "type"))
+    if system is not None and _cpu_pools(system) is None:
+        problems.append(
+            Problem.at("system", f"must be (pool name, VM size) or a list of them, not {shown(system)}", "type")
+        )
     if not isinstance(grow, str):
         problems.append(Problem.at("grow", f"must be text, not {shown(grow)}", "type"))
     return problems
@@ -151,14 +151,36 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
     )
 
 
+CpuPools = tuple[str, str] | Sequence[tuple[str, str]] | None
+
+
+def _pair(value: object) -> tuple[str, str] | None:
+    parts: tuple[object, ...] = cast(tuple[object, ...], value) if isinstance(value, tuple) else ()
+    return (parts[0], parts[1]) if len(parts) == 2 and isinstance(parts[0], str) and isinstance(parts[1], str) else None
+
+
+def _cpu_pools(system: object) -> list[tuple[str, str]] | None:
+    """The CPU pools (name, size) `system` names: one pool, or a list of them; None: neither."""
+    if system is None:
+        return []
+    one = _pair(system)
+    if one is not None:
+        return [one]
+    if not isinstance(system, list | tuple):
+        return None
+    pairs = [_pair(p) for p in cast(Sequence[object], system)]
+    return [p for p in pairs if p is not None] if all(p is not None for p in pairs) else None
+
+
 def engine_demand(
-    args: RagEngineArgs, groups: Sequence[NodeGroup], who: str, system: tuple[str, str] | None = None
+    args: RagEngineArgs, groups: Sequence[NodeGroup], who: str, system: CpuPools = None
 ) -> tuple[Demand | None, Problem | None]:
     """The node a RAG engine's compute takes: KAITO looks for a node with the selector's labels
     *and* the instance type (ragengine_controller.go getAllQualifiedNodes, v0.8.1 L439-482,
     v0.12.0 L458-493), else creates a NodeClaim, which nothing provisions with bring-your-own
     nodes; with a local embedding its pod then takes every GPU of that node (`gpu_request`).
-    `system`: the cluster's system pool (name, size), where a CPU size may run, when known."""
+    `system`: the cluster's CPU pools (name, size; the system pool, or a list of them), where a CPU
+    size may run, when known."""
     chart = rag_rules.chart_of(args)
     compute = args.compute
     if chart is None or compute is None or not compute.label_selector.match_labels:
@@ -171,16 +193,17 @@ def engine_demand(
     pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g) and g.vm_size.lower() == size)
     labelled = [g.name for g in groups if selects(wanted, g)]
     named = {wanted.get(k) for k in AGENTPOOL_LABELS} - {None}
-    on_system = system is not None and named == {system[0]}
-    # not a GPU size: the system pool, or nodes this stack does not model (labels it cannot see)
-    cpu_elsewhere = not named or system is None or (on_system and system[1].lower() == size)
+    cpu = _cpu_pools(system) or []
+    on_cpu = next((p for p in cpu if named == {p[0]}), None)
+    # not a GPU size: a CPU pool of it, or nodes this stack does not model (labels it cannot see)
+    cpu_elsewhere = not named or not cpu or (on_cpu is not None and on_cpu[1].lower() == size)
     if sku is None and not labelled and cpu_elsewhere:
         return None, None
     if not pools:
         if labelled:
             found = f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
-        elif on_system and system is not None:
-            found = f"the system pool with those labels is of {system[1]}"
+        elif on_cpu is not None:
+            found = f"the {'system pool' if on_cpu[0] == SYSTEM_POOL else 'CPU pool ' + on_cpu[0]} with those labels is of {on_cpu[1]}"
         else:
             found = "no pool carries those labels"
         return None, Problem(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from kaito_aks import catalog
 from kaito_aks.catalog import KaitoChart, Toleration
@@ -258,6 +258,48 @@ def may_carry(match_labels: dict[str, str], known: dict[str, str]) -> bool:
         elif "/" not in key or not key.partition("/")[0].endswith(SYSTEM_LABEL_DOMAINS):
             return False
     return True
+
+
+# ---------------------------------------------------------------- CPU nodes
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuNodes:
+    """A pool of CPU nodes as the placement rules see it (the system pool, a CpuNodePool): where
+    a CPU model, or a RAG engine's compute of a CPU size, may run. `CpuNodePool.cpu_nodes`
+    describes a pool it creates."""
+
+    name: str
+    vm_size: str
+    mode: Literal["User", "System"] = "User"
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict[str, str])
+    taints: tuple[str, ...] = ()
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        """Labels every node of the pool carries: AKS's for a pool of its mode and size, its name
+        as the agentpool labels, and its own."""
+        return {
+            **aks_user_node_labels(self.vm_size),
+            "kubernetes.azure.com/mode": self.mode.lower(),
+            **dict.fromkeys(AGENTPOOL_LABELS, self.name),
+            **self.labels,
+        }
+
+    @property
+    def untainted(self) -> bool:
+        """Whether a pod that tolerates nothing may run there (no NoSchedule or NoExecute taint)."""
+        return all(t.endswith(":PreferNoSchedule") for t in self.taints)
+
+
+def system_pool_nodes(vm_size: str) -> CpuNodes:
+    """The system pool of a cluster this library creates (AksCluster), as placement sees it."""
+    return CpuNodes(SYSTEM_POOL, vm_size, "System")
+
+
+def agentpool_selector(pool: str) -> dict[str, str]:
+    """The node selector that keeps a pod on one AKS pool (a label AKS sets, which no pool may set)."""
+    return {AGENTPOOL_LABELS[1]: pool}
 
 
 # ---------------------------------------------------------------- tolerations

@@ -271,6 +271,11 @@ MODEL_RULES: dict[str, Rule] = {
         "program",
     ),
     "cpu-may-use-gpu": _warning("a CPU model on labels every node carries, pools not known"),
+    "cpu-no-pool": _unservable(
+        "a CPU model whose labels no node of the cluster carries (every pool known)",
+        "KAITO puts the selector's labels and nodeSelector on the template pod (GenerateManifestWithPodTemplate, "
+        "0.8.1 and 0.12.0); the scheduler finds no node with them, so the pod stays Pending",
+    ),
     "spot-pool": _warning(
         "a spot pool given to KAITO before 0.11",
         "KAITO's preset tolerations (PI 0.8.1:74-86) lack AKS's spot taint: no preset runs there (a model "
@@ -528,6 +533,7 @@ COMPONENT_RULES: dict[str, Rule] = {
     "pool-count": _INVALID,
     "pool-autoscale": _INVALID,
     "pool-sku": _program("a size that is no NVIDIA GPU KAITO knows"),
+    "cpu-pool-gpu-size": _program("a GPU VM size for a CPU pool (GpuNodePool makes GPU pools)"),
     "pool-spot-taint": _INVALID,
     "pool-label": _INVALID,
     "pool-nodes": _INVALID,

@@ -57,6 +57,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     """Type token -> (component class, args class)."""
     from kaito_aks.azure.aks_cluster import TYPE as AKS
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs
+    from kaito_aks.azure.cpu_node_pool import TYPE as CPU_POOL
+    from kaito_aks.azure.cpu_node_pool import CpuNodePool, CpuNodePoolArgs
     from kaito_aks.azure.gpu_node_pool import TYPE as POOL
     from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
     from kaito_aks.azure.workload_identity import TYPE as IDENTITY
@@ -91,6 +93,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     return {
         AKS: (AksCluster, AksClusterArgs),
         POOL: (GpuNodePool, GpuNodePoolArgs),
+        CPU_POOL: (CpuNodePool, CpuNodePoolArgs),
         IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs),
         GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs),
         KARPENTER: (Karpenter, KarpenterArgs),

@@ -205,7 +205,8 @@ def test_a_refusal_stricter_than_kaito_says_kaito_admits_it_and_its_way_past(cod
 def test_every_stricter_model_rule_is_exercised():
     unreachable = {"tuning-fit"}  # KAITO 0.8.1 to 0.12.0 tune only on instanceType (tuning-byo says so)
     stricter = {c for c, r in policy.MODEL_RULES.items() if r.kind in ("cannot-serve", "stricter")}
-    assert stricter - unreachable - {"pool-budget", "rag-no-pool"} == set(STRICTER)
+    # (judged across a stack's models and pools: tests/test_pool_budget.py, tests/test_cpu_pools.py)
+    assert stricter - unreachable - {"pool-budget", "rag-no-pool", "cpu-no-pool"} == set(STRICTER)
 
 
 # ---------------------------------------------------------------- the library's traps

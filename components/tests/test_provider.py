@@ -15,6 +15,7 @@ from pulumi.runtime import rpc
 
 from kaito_aks import (
     AksCluster,
+    CpuNodePool,
     GpuNodePool,
     GpuOperator,
     GpuProvisioner,
@@ -40,6 +41,7 @@ KUBECONFIG = MOCK_KUBECONFIG.format(cluster="dev")
 COMPONENTS = {
     "AksCluster": AksCluster,
     "GpuNodePool": GpuNodePool,
+    "CpuNodePool": CpuNodePool,
     "WorkloadIdentity": WorkloadIdentity,
     "GpuProvisioner": GpuProvisioner,
     "Karpenter": Karpenter,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import field
 from typing import Annotated
 
@@ -10,11 +9,20 @@ import pulumi
 from pulumi_azure_native import containerservice
 
 from kaito_aks.azure.aks_security import MAX_SURGE, Zone
+from kaito_aks.azure.node_pool import (
+    NODES,
+    POOL_NAME,
+    AutoscaleArgs,
+    default_name,
+    initial_nodes,
+    label_problems,
+    most_nodes,
+    size_problems,
+)
 from kaito_aks.nodes import (
     AGENTPOOL_LABELS,
     DEFAULT_GPU_TAINTS,
     GPU_PRESENT_LABEL,
-    MAX_POOL_NODES,
     SPOT_TAINT,
     SPOT_TAINT_WRITTEN,
     Labels,
@@ -23,9 +31,9 @@ from kaito_aks.nodes import (
     vm_size_problem,
 )
 from kaito_aks.options import child_options, component_type
-from kaito_aks.problems import Key, Problem, did_you_mean
-from kaito_aks.schema import Input, Matches, MaxItems, Range, args_class
-from kaito_aks.validation import checked_args, resource_name_problems
+from kaito_aks.problems import Problem
+from kaito_aks.schema import Input, MaxItems, Range, args_class
+from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import GpuDriver
 
 TYPE = "kaito-aks:index:GpuNodePool"
@@ -41,20 +49,6 @@ CREATE_ONLY_PROPERTIES = [
     "osDiskSizeGB",
     "availabilityZones",  # AKS cannot move a pool's nodes into or out of zones
 ]
-POOL_NAME = Matches(
-    r"[a-z][a-z0-9]{0,11}", "an AKS node pool name: 1-12 lowercase letters and digits, starting with a letter"
-)
-NODES = Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")
-
-
-@args_class
-class AutoscaleArgs:
-    """Cluster-autoscaler bounds of a node pool."""
-
-    min: Annotated[int, NODES]
-    """Fewest nodes (a bring-your-own preset needs at least one to be admitted by KAITO)."""
-    max: Annotated[int, Range(1, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")]
-    """Most nodes."""
 
 
 @args_class
@@ -99,13 +93,6 @@ class GpuNodePoolArgs:
     default: AKS's managed VNet. Set at creation: a change replaces the pool."""
 
 
-def initial_nodes(args: GpuNodePoolArgs) -> int:
-    """Nodes the pool starts with: autoscale.min, else count (default 1)."""
-    if args.autoscale is not None:
-        return args.autoscale.min
-    return 1 if args.count is None else args.count
-
-
 def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
     """The pool as its nodes will be: the labels AKS and the pool set, the taints, the counts."""
     labels = {
@@ -115,7 +102,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
     }
     if args.spot:
         labels["kubernetes.azure.com/scalesetpriority"] = "spot"
-    most = args.autoscale.max if args.autoscale else initial_nodes(args)
+    most = most_nodes(args)
     return NodeGroup(
         name=pool_name,
         vm_size=args.vm_size,
@@ -131,15 +118,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
 
 def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
     """Every rule the pool's args break beyond their types (which `check` covers)."""
-    problems: list[Problem] = []
-    if args.count is not None and args.autoscale is not None:
-        problems.append(Problem.at("autoscale", "give `count` or `autoscale`, not both", "pool-count"))
-    if args.autoscale is not None and args.autoscale.min > args.autoscale.max:
-        problems.append(
-            Problem.at(
-                "autoscale", f"min ({args.autoscale.min}) is greater than max ({args.autoscale.max})", "pool-autoscale"
-            )
-        )
+    problems = size_problems(args)
     why = vm_size_problem(args.vm_size)
     if why is not None:
         problems.append(Problem.at("vm_size", why, "pool-sku"))
@@ -152,26 +131,8 @@ def gpu_node_pool_problems(args: GpuNodePoolArgs) -> list[Problem]:
                     "pool-spot-taint",
                 )
             )
-    for key in args.labels:
-        if key in AGENTPOOL_LABELS or key.startswith("kubernetes.azure.com/"):
-            close = did_you_mean(key, ["agentpool"])
-            problems.append(
-                Problem(
-                    ("labels", Key(key)),
-                    "AKS sets this label itself; choose a label of your own" + (f" (not {close[0]})" if close else ""),
-                    "pool-label",
-                )
-            )
+    problems += label_problems(args.labels)
     return problems
-
-
-def default_name(resource_name: str) -> Callable[[GpuNodePoolArgs], list[Problem]]:
-    """The rule that the pool name, when not given, is the resource name, held to AKS's rules."""
-
-    def rule(args: GpuNodePoolArgs) -> list[Problem]:
-        return [] if args.name is not None else resource_name_problems(GpuNodePoolArgs, "name", resource_name)
-
-    return rule
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -190,7 +151,9 @@ class GpuNodePool(pulumi.ComponentResource):
     their `node_groups`."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems, default_name(name))
+        checked = checked_args(
+            "GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems, default_name(GpuNodePoolArgs, name)
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         args = checked
         pool_name = args.name or name

@@ -18,7 +18,9 @@ from kaito_aks.nodes import (
     LINUX_LABEL,
     SPOT_TAINT,
     TAINT,
+    CpuNodes,
     NodeGroup,
+    agentpool_selector,
     aks_user_node_labels,
     driver_unknown,
     may_carry,
@@ -415,6 +417,27 @@ def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[
             f"{KAITO_TEMPLATE_PLACEMENT}; {CPU_NODES_FIX}",
             "cpu-on-gpu",
         )
+
+
+def cpu_on_no_pool(
+    args: KaitoModelArgs, cpu_pools: Sequence[CpuNodes], groups: Sequence[NodeGroup]
+) -> Iterator[Problem]:
+    """Where every pool of the cluster is known (`cpu_pools`: its system pool and CPU pools;
+    `groups`: its GPU pools): a CPU model whose labels no node of them may carry cannot run (its
+    pod stays Pending). A selector that reaches a GPU pool is `cpu_on_gpu_pools`'s to judge."""
+    if is_gpu(args) or not args.image or args.node_provisioning != "byo":
+        return
+    wanted = cpu_node_labels(args)
+    if any(may_carry(wanted, p.node_labels) for p in cpu_pools) or any(may_select(wanted, g) for g in groups):
+        return
+    at = "label_selector" if args.label_selector is not None else "node_selector" if args.node_selector else ()
+    pools = "; ".join(f"{p.name}: {selector_text(agentpool_selector(p.name))}" for p in cpu_pools)
+    yield Problem.at(
+        at,
+        f"KAITO admits this, but no node of the cluster carries {selector_text(wanted)}, so the model's pod stays "
+        f"Pending: select one of the cluster's CPU pools ({pools}), or give a CPU pool those labels",
+        "cpu-no-pool",
+    )
 
 
 # What KAITO (before 0.12, gpu-provisioner) puts on a NodeClaim besides the Workspace's matchLabels
