@@ -32,8 +32,8 @@ preview:  ## renamed: `make offline-preview` renders without credentials; `pulum
 	@echo "For the real preview against Azure and your cluster: pulumi preview --stack $(STACK) --diff" >&2
 	@exit 2
 
-render: $(VENV)/.installed  ## every stack, to render/<stack>
-	$(PY) -m stacks render
+render: $(VENV)/.installed  ## every stack, to render/<stack> (AGAINST=<git ref>: announce the pools a change since then replaces)
+	$(PY) -m stacks render $(AGAINST:%=--against %)
 
 validate: $(VENV)/.installed  ## config checks of every stack
 	$(PY) -m stacks validate

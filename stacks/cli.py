@@ -1,8 +1,8 @@
 """`python -m stacks`: render, validate and ask the model catalog without cloud or cluster; status
 reads a deployed stack's cluster.
 
-python -m stacks render <stack>... [--out DIR]   desired state as reviewable files
-python -m stacks validate <stack>...             the config checks alone, every error at once
+python -m stacks render <stack>... [--out DIR] [--against REF]   desired state as reviewable files
+python -m stacks validate <stack>... [--against REF]             the config checks alone, every error at once
 python -m stacks status <stack>... [--watch] [--json]   what the deployed models are doing (reads the cluster)
 python -m stacks models list [--version V] [--json]
 python -m stacks models estimate <model> [--version V | --stack S] [--pool VMSIZE] [--region R] [--json]
@@ -21,9 +21,13 @@ from kaito_aks import catalog
 from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.config import StackConfig
 from stacks.cost import DEFAULT_REGION
-from stacks.stackfile import ROOT, StackFileError, read_stack_file, stack_names
+from stacks.stackfile import ROOT, StackFile, StackFileError, read_stack_file, stack_names
 
 DEFAULT_VERSION = "0.8.1"
+AGAINST_HELP = (
+    "a git ref (e.g. origin/main): announce every GPU or CPU pool the change since then replaces, with the models "
+    "it takes down"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,10 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("stacks", nargs="*", help="stack names (default: every Pulumi.<stack>.yaml)")
     render.add_argument("--out", type=Path, default=ROOT / "render", help="output directory (default: render/)")
     render.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
+    render.add_argument("--against", metavar="REF", help=AGAINST_HELP)
 
     validate = sub.add_parser("validate", help="check stack configs; list every error with its path")
     validate.add_argument("stacks", nargs="*", help="stack names (default: all)")
     validate.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
+    validate.add_argument("--against", metavar="REF", help=AGAINST_HELP)
 
     status = sub.add_parser(
         "status",
@@ -97,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "render":
-        return _render(args.stacks or stack_names(args.dir), args.out, args.dir)
+        return _render(args.stacks or stack_names(args.dir), args.out, args.dir, args.against)
     if args.command == "validate":
-        return _validate(args.stacks or stack_names(args.dir), args.dir)
+        return _validate(args.stacks or stack_names(args.dir), args.dir, args.against)
     if args.command == "status":
         from stacks.status import UNREADABLE, StatusError, run, selected_stack
 
@@ -175,10 +181,10 @@ def _positive(text: str) -> float:
     return value
 
 
-def _render(stacks: list[str], out: Path, root: Path) -> int:
+def _render(stacks: list[str], out: Path, root: Path, against: str | None = None) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError, located
-    from stacks.load import foreign_keys
+    from stacks.load import foreign_keys, parse_stack_file
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
@@ -202,10 +208,26 @@ def _render(stacks: list[str], out: Path, root: Path) -> int:
             print(f"{stack}: not rendered: {err}", file=sys.stderr)
             continue
         print(f"{stack}: {len(written)} files in {target}")
+        if not _pool_report(stack, f, parse_stack_file(f), against):
+            return 2
     return 1 if failed else 0
 
 
-def _validate(stacks: list[str], root: Path) -> int:
+def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None) -> bool:
+    """Print the models on each pool, and with `against` the pools replaced since then; False:
+    `against` cannot be read (said on stderr)."""
+    from stacks.pool_changes import AgainstError, report
+
+    try:
+        for line in report(f, cfg, against):
+            print(f"{stack}: {line}")
+    except AgainstError as err:
+        print(f"{stack}: {err}", file=sys.stderr)
+        return False
+    return True
+
+
+def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
     from stacks.defaults import generation_note
@@ -239,6 +261,8 @@ def _validate(stacks: list[str], root: Path) -> int:
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
             f"{nodes})"
         )
+        if not _pool_report(stack, f, cfg, against):
+            return 2
     return 1 if failed else 0
 
 
