@@ -258,7 +258,9 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
             print(f"{stack}: {note}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
-            f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools, KAITO {cfg.kaito.version}; "
+            f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools"
+            + (f", {len(cfg.cpu_pools)} CPU pools" if cfg.cpu_pools else "")
+            + f", KAITO {cfg.kaito.version}; "
             f"{nodes})"
         )
         if not _pool_report(stack, f, cfg, against):

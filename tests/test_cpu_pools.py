@@ -52,13 +52,26 @@ def test_a_cpu_model_whose_selector_no_pool_matches_is_refused_with_the_pools_it
     assert error == (
         "workspaces[1].nodeSelector: KAITO admits this, but no node of the cluster carries {kubernetes.io/os=linux, "
         "workload=cpu}, so the model's pod stays Pending: select one of the cluster's CPU pools (system: "
-        "{kubernetes.azure.com/agentpool=system}; cpu: {kubernetes.azure.com/agentpool=cpu}), or give a CPU pool "
+        "{kubernetes.azure.com/agentpool=system}; cpu: {kubernetes.azure.com/agentpool=cpu}), or give an untainted CPU pool "
         "those labels (to deploy it anyway: bypassChecks: [cpu-no-pool])"
     )
     labelled = {**CPU_POOL, "labels": {"workload": "cpu"}}
     run(aks(workspaces=[PHI, lost], cpuNodePools=[labelled]))
     bypassed = {**lost, "bypassChecks": ["cpu-no-pool"]}
     assert any("bypassed (cpu-no-pool)" in w for w in warnings_of(aks(workspaces=[PHI, bypassed])))
+
+
+def test_a_cpu_model_sent_to_a_tainted_pool_its_pod_does_not_tolerate_is_refused():
+    tainted = {**CPU_POOL, "name": "rag", "taints": ["dedicated=rag:NoSchedule"]}
+    there = {**CPU, "nodeSelector": {"kubernetes.azure.com/agentpool": "rag"}}
+    [error] = errors_of(aks(workspaces=[PHI, there], cpuNodePools=[tainted]))
+    assert error.startswith(
+        "workspaces[1].nodeSelector: KAITO admits this, but the pools that carry {kubernetes.azure.com/agentpool=rag, "
+        "kubernetes.io/os=linux} are tainted, and its pod tolerates no taint of theirs: rag (dedicated=rag:NoSchedule), "
+        "so the model's pod stays Pending"
+    )
+    soft = {**tainted, "taints": ["dedicated=rag:PreferNoSchedule"]}
+    assert places(run(aks(workspaces=[PHI, there], cpuNodePools=[soft]))) == {"tiny-0": {"rag"}}
 
 
 def test_a_cpu_model_on_an_adopted_cluster_is_not_refused_for_labels_the_stack_cannot_see():

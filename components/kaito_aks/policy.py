@@ -274,7 +274,8 @@ MODEL_RULES: dict[str, Rule] = {
     "cpu-no-pool": _unservable(
         "a CPU model whose labels no node of the cluster carries (every pool known)",
         "KAITO puts the selector's labels and nodeSelector on the template pod (GenerateManifestWithPodTemplate, "
-        "0.8.1 and 0.12.0); the scheduler finds no node with them, so the pod stays Pending",
+        "0.8.1 and 0.12.0) and only its GPU and spot tolerations; the scheduler finds no node with those labels "
+        "whose taints it tolerates, so the pod stays Pending",
     ),
     "spot-pool": _warning(
         "a spot pool given to KAITO before 0.11",

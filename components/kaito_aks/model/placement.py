@@ -423,21 +423,35 @@ def cpu_on_no_pool(
     args: KaitoModelArgs, cpu_pools: Sequence[CpuNodes], groups: Sequence[NodeGroup]
 ) -> Iterator[Problem]:
     """Where every pool of the cluster is known (`cpu_pools`: its system pool and CPU pools;
-    `groups`: its GPU pools): a CPU model whose labels no node of them may carry cannot run (its
-    pod stays Pending). A selector that reaches a GPU pool is `cpu_on_gpu_pools`'s to judge."""
+    `groups`: its GPU pools): a CPU model whose labels no node of them may carry, or only nodes
+    whose taints its pod does not tolerate (KAITO gives it only its GPU and spot tolerations),
+    cannot run: its pod stays Pending. A selector that reaches a GPU pool is `cpu_on_gpu_pools`'s
+    to judge."""
     if is_gpu(args) or not args.image or args.node_provisioning != "byo":
         return
     wanted = cpu_node_labels(args)
-    if any(may_carry(wanted, p.node_labels) for p in cpu_pools) or any(may_select(wanted, g) for g in groups):
+    labelled = [p for p in cpu_pools if may_carry(wanted, p.node_labels)]
+    chart = chart_of(args)
+    if any(_tolerates_pool(p, chart) for p in labelled) or any(may_select(wanted, g) for g in groups):
         return
     at = "label_selector" if args.label_selector is not None else "node_selector" if args.node_selector else ()
     pools = "; ".join(f"{p.name}: {selector_text(agentpool_selector(p.name))}" for p in cpu_pools)
+    if labelled:
+        taints = ", ".join(f"{p.name} ({', '.join(p.taints)})" for p in labelled)
+        why = f"the pools that carry {selector_text(wanted)} are tainted, and its pod tolerates no taint of theirs: {taints}"
+    else:
+        why = f"no node of the cluster carries {selector_text(wanted)}"
     yield Problem.at(
         at,
-        f"KAITO admits this, but no node of the cluster carries {selector_text(wanted)}, so the model's pod stays "
-        f"Pending: select one of the cluster's CPU pools ({pools}), or give a CPU pool those labels",
+        f"KAITO admits this, but {why}, so the model's pod stays Pending: select one of the cluster's CPU pools "
+        f"({pools}), or give an untainted CPU pool those labels",
         "cpu-no-pool",
     )
+
+
+def _tolerates_pool(pool: CpuNodes, chart: catalog.KaitoChart | None) -> bool:
+    """Whether a custom image's pod (KAITO's tolerations only) may run on the pool's nodes."""
+    return chart is None or all(_kaito_tolerates(t, chart) for t in pool.taints)
 
 
 # What KAITO (before 0.12, gpu-provisioner) puts on a NodeClaim besides the Workspace's matchLabels
