@@ -1,12 +1,13 @@
-"""Phi-4-mini on a new AKS cluster, two replicas behind one endpoint, and a llama.cpp model on its
-CPU nodes, from the kaito-aks components."""
+"""Phi-4-mini on a new AKS cluster, two replicas behind one endpoint, and a llama.cpp model on a
+CPU pool of its own, from the kaito-aks components."""
 
 import pulumi
 
 from kaito_aks import (
-    AKS_SYSTEM_POOL_LABELS,
     AksCluster,
     AksClusterArgs,
+    CpuNodePool,
+    CpuNodePoolArgs,
     GpuNodePool,
     GpuNodePoolArgs,
     GpuOperator,
@@ -26,6 +27,13 @@ a100 = GpuNodePool(
         resource_group_name=cluster.resource_group_name,
         vm_size="Standard_NC24ads_A100_v4",
         count=2,
+    ),
+)
+# CPU models run here rather than on the system pool, which AKS wants kept for system pods
+cpu = CpuNodePool(
+    "cpu",
+    CpuNodePoolArgs(
+        cluster_name=cluster.cluster_name, resource_group_name=cluster.resource_group_name, vm_size="Standard_D8s_v5"
     ),
 )
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[a100])
@@ -53,18 +61,18 @@ phi = KaitoModel(
     ),
     opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, gpu_operator, a100]),
 )
-# KAITO lets a custom image's pods onto GPU nodes; the system pool's label keeps this one off
-# them (given the GPU pools, the model is refused at preview if it could still land there).
+# KAITO lets a custom image's pods onto GPU nodes; the CPU pool's name (a label AKS sets) keeps
+# this one off them (given the GPU pools, the model is refused at preview if it could still land there).
 tiny = KaitoModel(
     "tiny",
     KaitoModelArgs(
         kaito_version="0.8.1",
         compute="cpu",
         image="ghcr.io/kaito-project/aikit/llama3.2:1b",
-        node_selector=AKS_SYSTEM_POOL_LABELS,
+        node_selector={"kubernetes.azure.com/agentpool": cpu.cpu_nodes.name},
         node_groups=gpu_operator.node_groups,
     ),
-    opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito]),
+    opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[kaito, cpu]),
 )
 pulumi.export("endpoint", phi.endpoint)
 pulumi.export("cpuEndpoint", tiny.endpoint)

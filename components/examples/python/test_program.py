@@ -16,10 +16,11 @@ def test_phi_serves_two_replicas_on_the_a100_pool() -> None:
         workspaces[n]["resource"]["labelSelector"] == {"matchLabels": {"agentpool": "a100"}} for n in ("phi-0", "phi-1")
     )
     assert result.outputs["endpoint"] == "http://phi.default.svc.cluster.local/v1/chat/completions"
-    # the CPU model's pod keeps to the system pool, whatever tolerations KAITO adds
+    # the CPU model's pod keeps to its CPU pool, whatever tolerations KAITO adds
     assert workspaces["tiny-0"]["inference"]["template"]["spec"]["nodeSelector"] == {
-        "kubernetes.azure.com/mode": "system"
+        "kubernetes.azure.com/agentpool": "cpu"
     }
+    assert result.named("cpu", "azure-native:containerservice:AgentPool").inputs["vmSize"] == "Standard_D8s_v5"
 
 
 def test_kaito_creates_phis_node_through_gpu_provisioner() -> None:
