@@ -177,6 +177,9 @@ class KaitoChart(CamelModel):
     secret_for_every_download: bool = False
     tuning_needs_instance_type: bool = True
     served_model_id: Literal["preset", "createdByLabel", "inferenceSet"]
+    # KAITO copies a Workspace's inferenceset.kaito.sh/created-by label onto its pods (from 0.8:
+    # manifests.go 0.8.0:118-123); before, its pods carry only kaito.sh/workspace
+    pod_group_label: bool = True
     subchart_toggles: list[str]
     bundled_gfd_tolerations: list[Toleration]
     bundled_nfd_worker_tolerations: list[Toleration]
@@ -657,7 +660,7 @@ def unsupported_kaito_version(version: str, *, install: bool = False) -> str | N
 
 
 def either(items: list[str]) -> str:
-    """"a", "a or b", "a, b or c"."""
+    """ "a", "a or b", "a, b or c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
