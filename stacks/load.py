@@ -21,7 +21,7 @@ from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_node_pool_problem
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, gpu_node_pool_problems, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs, kubeconfig_cluster_problems
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
-from kaito_aks.endpoints import INTERNAL_LB, AllowFromArgs, load_balancer_of
+from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of
 from kaito_aks.model.component import judge_model
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
@@ -304,7 +304,7 @@ def assemble(
     metrics = serving.metrics_args(written, aks_cluster)
     workspaces = _models(written, kaito, secrets, groups if knows_pools else None, metrics)
     served = serving.serving_args(written, kaito, [w.args for w in workspaces])
-    workspaces = [_admitting(w, serving.service_callers(w.args, served.autoscaling, metrics)) for w in workspaces]
+    workspaces = [dataclasses.replace(w, args=serving.with_scaler(w.args, served.autoscaling)) for w in workspaces]
     rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
     provisioner = _gpu_provisioner(written, kaito, kaito_install)
     karpenter = _karpenter(written, kaito, kaito_install)
@@ -358,23 +358,30 @@ def assemble(
     return cfg, tied
 
 
-def _admitting(model: ModelConfig, callers: list[AllowFromArgs]) -> ModelConfig:
-    """The model with its NetworkPolicy admitting `callers` too (the service's pieces it serves)."""
-    if not callers:
-        return model
-    args = dataclasses.replace(model.args, allow_from=[*model.args.allow_from, *callers])
-    return dataclasses.replace(model, args=args)
-
-
 def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:
     """A model whose pods mount a host directory makes the namespace the stack creates for it
     privileged (Pod Security's baseline refuses host paths): said at the model, with what that
     opens. In `default` (or a namespace not created here) its pods are admitted by whatever
     labels the namespace has."""
     found: list[Problem] = []
+    said: set[str] = set()
     for w in workspaces:
+        created = create_namespaces and w.args.namespace != "default"
+        if not created and w.args.namespace not in said:
+            said.add(w.args.namespace)
+            found.append(
+                w.placed.where(
+                    Problem.at(
+                        "namespace",
+                        f"namespace {w.args.namespace} is not one this stack creates, so it gets no Pod Security labels "
+                        "from it (its pods are admitted by whatever labels it has); a namespace of the models' own, "
+                        "which the stack creates, enforces Pod Security's baseline level",
+                        "pod-security-unlabelled",
+                    )
+                )
+            )
         why = host_path_reason(w.args)
-        if why is None or not create_namespaces or w.args.namespace == "default":
+        if why is None or not created:
             continue
         found.append(
             w.placed.where(
@@ -786,6 +793,7 @@ def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], 
     judged_models: list[_Judged] = []
     for w in cfg.workspaces:
         _, own, warnings = judge_model(w.args)
+        own = [p for p in own if p.code != "gpu-driver"]  # (the stack's `driver` rule says it, per pool)
         if written.cluster_kind == "existing" and w.args.node_groups is None:
             errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
             own, warnings = own + errors, warnings + more

@@ -12,15 +12,14 @@ from typing import Any
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs
-from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
 from kaito_aks.serving.dashboard import VllmDashboardArgs
 from kaito_aks.serving.gateway import InferenceGatewayArgs, inference_gateway_warnings
-from kaito_aks.serving.keda import KedaAutoscalingArgs, scaler_clients
-from kaito_aks.serving.spec import GatewayRefArgs, ModelMetricsArgs
+from kaito_aks.serving.keda import KedaAutoscalingArgs, keda_namespace
+from kaito_aks.serving.spec import DEFAULT_SCALER_NAMESPACE, GatewayRefArgs, ModelMetricsArgs
 from stacks import defaults
 from stacks.config import ModelConfig, StackConfig
 from stacks.defaults import Written
@@ -74,23 +73,13 @@ def model_serving(
     )
 
 
-def service_callers(
-    args: KaitoModelArgs, keda: KedaAutoscalingArgs | None, metrics: ModelMetricsArgs | None
-) -> list[AllowFromArgs]:
-    """Who else must reach a model's pods for it to serve as part of the service, for its
-    NetworkPolicy: keda-kaito-scaler (an autoscaled model: it scrapes each replica's Service on
-    port 80) and AKS's managed Prometheus (a scraped one: its collectors run in kube-system). The
-    gateway's pods the model admits itself (`gateway`); a Prometheus of your own is
-    `endpoints.allowFrom`."""
-    callers: list[AllowFromArgs] = []
-    if args.autoscale is not None and keda is not None:
-        callers += scaler_clients(keda)
-    if args.metrics is not None and metrics is not None and metrics.flavour == "azureManagedPrometheus":
-        callers.append(AllowFromArgs(namespace=MANAGED_PROMETHEUS_NAMESPACE))
-    return callers
-
-
-MANAGED_PROMETHEUS_NAMESPACE = "kube-system"  # where AKS runs the metrics add-on's collectors (ama-metrics)
+def with_scaler(args: KaitoModelArgs, keda: KedaAutoscalingArgs | None) -> KaitoModelArgs:
+    """An autoscaled model's args naming where the stack's keda-kaito-scaler runs (its
+    NetworkPolicy lets it in), unless the entry names another namespace itself."""
+    if args.autoscale is None or keda is None or args.autoscale.scaler_namespace != DEFAULT_SCALER_NAMESPACE:
+        return args
+    autoscale = dataclasses.replace(args.autoscale, scaler_namespace=keda_namespace(keda))
+    return dataclasses.replace(args, autoscale=autoscale)
 
 
 def metrics_args(written: Written, cluster: AksClusterArgs | None) -> ModelMetricsArgs | None:
@@ -98,7 +87,7 @@ def metrics_args(written: Written, cluster: AksClusterArgs | None) -> ModelMetri
         return None
     section = written.metrics
     flavour = defaults.metrics_flavour(section, cluster)
-    given = {k: v for k, v in section.items() if k in ("interval_seconds",)}
+    given = {k: v for k, v in section.items() if k in ("interval_seconds", "prometheus_namespace")}
     return ModelMetricsArgs(flavour=flavour, labels=defaults.metrics_labels(section, flavour), **given)
 
 
@@ -309,7 +298,3 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
                 )
             )
     return found
-
-
-def routed_models(cfg: StackConfig) -> list[ModelConfig]:
-    return [w for w in cfg.workspaces if w.args.gateway is not None]

@@ -11,7 +11,7 @@ from kaito_aks.endpoints import INTERNAL_LB, PRIVATE_RANGES
 from kaito_aks.pod_security import host_path_reason
 from stacks.evaluate import reveal
 from stacks.load import stack_config
-from tests.conftest import config, errors_of, run
+from tests.conftest import config, errors_of, run, warnings_of
 
 PHI = {"name": "phi", "model": "phi-4-mini-instruct"}
 CPU = {"name": "tiny", "compute": "cpu", "image": "ghcr.io/kaito-project/aikit/llama3.2:1b"}
@@ -213,3 +213,44 @@ def test_an_internal_load_balancer_on_a_cluster_of_any_cloud_says_the_annotation
     aks = {"aks": {"resourceGroup": "rg", "name": "k", "location": "eastus2"}}
     on_aks = {**raw, "cluster": aks, "workspaces": [{**CPU, "loadBalancer": True}]}
     assert [w for w in stack_config(on_aks).warnings if w.code == "load-balancer-cloud"] == []
+
+
+def test_the_internal_annotation_cannot_be_turned_off_past_the_public_endpoint_checks():
+    """`annotations` once overrode the internal annotation: a public load balancer with no source
+    ranges and no warning. It is refused, pointing to `internal: false`."""
+    off = {"annotations": {INTERNAL_LB: "false"}}
+    errors = errors_of(config([{**PHI, "loadBalancer": off}]))
+    assert errors == [
+        f'workspaces[0].loadBalancer.annotations."{INTERNAL_LB}": {INTERNAL_LB} is set by internal; a public load '
+        "balancer is internal: false with sourceRanges"
+    ]
+
+
+def test_kaito_0_6_pods_are_selected_by_their_workspaces_name():
+    """KAITO 0.6 (the AKS add-on's) copies no created-by label onto its pods: they carry
+    kaito.sh/workspace only (manifests.go v0.6.0), so the Service selects the first replica's
+    Workspace and the NetworkPolicy every replica's."""
+    from tests.test_aks import aks
+
+    cluster = {"aks": {"resourceGroup": "rg", "name": "k", "aiToolchainOperator": True}}
+    ws = {"name": "phi", "model": "phi-3-mini-4k-instruct", "instanceType": "Standard_NC24ads_A100_v4", "replicas": 2}
+    raw = aks(pools=[], workspaces=[ws], cluster=cluster)
+    ev = run(raw)
+    assert service(ev, "phi")["spec"]["selector"] == {"kaito.sh/workspace": "phi-0"}
+    assert policies(ev)["phi-ingress"]["spec"]["podSelector"] == {
+        "matchExpressions": [{"key": "kaito.sh/workspace", "operator": "In", "values": ["phi-0", "phi-1"]}]
+    }
+    said = warnings_of(raw)
+    assert any(
+        w.startswith("workspaces[0].replicas: KAITO 0.6.0's pods carry only their Workspace's name") for w in said
+    )
+
+
+def test_models_in_a_namespace_the_stack_does_not_create_are_told_it_has_no_pod_security_labels():
+    said = [w for w in warnings_of(config([PHI, {**CPU, "namespace": "default"}]), unlabelled=True) if "Pod Sec" in w]
+    assert said == [
+        "workspaces[0].namespace: namespace default is not one this stack creates, so it gets no Pod Security labels "
+        "from it (its pods are admitted by whatever labels it has); a namespace of the models' own, which the stack "
+        "creates, enforces Pod Security's baseline level"
+    ]
+    assert [w for w in warnings_of(config([{**PHI, "namespace": "llm"}]), unlabelled=True) if "Pod Sec" in w] == []

@@ -12,14 +12,10 @@ from typing import Annotated, Any
 
 from kaito_aks.azure.aks_security import Cidr
 from kaito_aks.nodes import Labels
-from kaito_aks.problems import Problem
-from kaito_aks.schema import Matches, MaxItems, args_class
+from kaito_aks.problems import Key, Problem
+from kaito_aks.schema import DNS_LABEL, MaxItems, args_class
 from kaito_aks.vocabulary import MANAGED_BY
 
-DNS_LABEL = Matches(
-    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-    "a namespace name: lowercase letters, digits and '-', starting and ending with a letter or digit",
-)
 # Azure's cloud provider makes an internal load balancer (a private address of the cluster's
 # virtual network) for a Service with this annotation (AKS docs, internal-lb).
 INTERNAL_LB = "service.beta.kubernetes.io/azure-load-balancer-internal"
@@ -67,6 +63,9 @@ def load_balancer_of(value: bool | LoadBalancerArgs) -> LoadBalancerArgs | None:
 def load_balancer_problems(value: bool | LoadBalancerArgs) -> list[Problem]:
     """A public load balancer open to the whole internet is refused: say who may call it."""
     lb = load_balancer_of(value)
+    if lb is not None and INTERNAL_LB in lb.annotations:
+        why = f"{INTERNAL_LB} is set by `internal`; a public load balancer is `internal`: false with `source_ranges`"
+        return [Problem.at(("load_balancer", "annotations", Key(INTERNAL_LB)), why, "public-endpoint")]
     if lb is None or lb.internal or lb.source_ranges:
         return []
     why = (
@@ -114,13 +113,13 @@ def service_manifest(
     }
     annotations = dict(annotations)
     if load_balancer is not None:
+        annotations.update(load_balancer.annotations)  # (never the internal one: refused)
         spec["type"] = "LoadBalancer"
         spec["external_traffic_policy"] = "Local"
         if load_balancer.source_ranges:
             spec["load_balancer_source_ranges"] = list(load_balancer.source_ranges)
         if load_balancer.internal:
             annotations[INTERNAL_LB] = "true"
-        annotations.update(load_balancer.annotations)
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "annotations": annotations}
     if labels:
         metadata["labels"] = dict(labels)
@@ -130,12 +129,12 @@ def service_manifest(
 def network_policy(
     name: str,
     namespace: str,
-    pods: dict[str, str],
+    pods: dict[str, Any],
     allow_from: list[AllowFromArgs],
     load_balancer: LoadBalancerArgs | None,
     target_port: int,
 ) -> dict[str, Any]:
-    """The endpoint's NetworkPolicy: ingress to `pods` only from pods of the same namespace (on
+    """The endpoint's NetworkPolicy: ingress to `pods` (a label selector) only from pods of the same namespace (on
     any port: a multi-node model's pods talk to each other), from the pods `allow_from` names,
     and (with a load balancer) from its client ranges on the serving port. Egress is left as it
     is (model downloads, DNS). Enforced only where the cluster has a policy engine."""
@@ -157,5 +156,5 @@ def network_policy(
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {"name": f"{name}-ingress", "namespace": namespace, "labels": dict(MANAGED_BY)},
-        "spec": {"podSelector": {"matchLabels": pods}, "policyTypes": ["Ingress"], "ingress": ingress},
+        "spec": {"podSelector": pods, "policyTypes": ["Ingress"], "ingress": ingress},
     }

@@ -128,9 +128,10 @@ class NodeGroup:
     driver_installed: bool = False
     """Whether something is known to install the GPU driver on the nodes: AKS (`gpu_driver` aks;
     `GpuNodePool.node_group` sets it so) or a GpuOperator of the program (its `node_groups`
-    output marks the groups it was given). A group left to the GPU Operator without it is
-    warned about: with no driver, GPU Feature Discovery never labels the nodes and KAITO denies
-    every preset on them."""
+    output marks the groups it was given); set it yourself for a GPU Operator installed
+    elsewhere. A model given a group left to the GPU Operator without it is refused (with no
+    driver, GPU Feature Discovery never labels the nodes and KAITO denies every preset on them;
+    `bypass_checks` gpu-driver passes it)."""
 
 
 def driver_unknown(group: NodeGroup) -> bool:

@@ -18,7 +18,3 @@ def is_list(value: object) -> TypeGuard[list[Any]]:
 
 def is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
     return isinstance(value, Mapping)
-
-
-def is_list_or_tuple(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
-    return isinstance(value, list | tuple)

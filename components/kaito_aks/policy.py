@@ -104,6 +104,10 @@ MODEL_RULES: dict[str, Rule] = {
         "a node class where KAITO makes no Karpenter NodePool",
         "kaito.sh/node-class-name is read in Karpenter mode only (0.11+): no effect",
     ),
+    "first-replica-served": _warning(
+        "replicas on KAITO 0.6, whose pods carry only their Workspace's name",
+        "manifests.go v0.6.0:109-146, 201-245: the model's Service reaches its first replica",
+    ),
     "namespace": _warning(
         "a namespace of the cluster or an operator release",
         "KAITO has no namespace rule; the objects would sit beside the cluster's or an operator's own",
@@ -416,10 +420,11 @@ MODEL_RULES: dict[str, Rule] = {
         "a GPU preset on bring-your-own nodes the model does not know",
         "without `node_groups` its admission, node estimate and pool budget cannot be checked before deploy",
     ),
-    "gpu-driver": _warning(
-        "a pool that leaves its driver to a GPU Operator the program may not have",
-        'with no driver KAITO\'s GFD never labels the nodes: "Failed to get GPU config from nvidia labels" WV '
-        "0.8.1:394 at admission",
+    "gpu-driver": _unservable(
+        "a pool that leaves its driver to a GPU Operator nothing says is installed",
+        'with no driver GPU Feature Discovery never labels the nodes: "Failed to get GPU config from nvidia labels" '
+        "WV 0.8.1:394, 0.11.0:476, 0.12.0:576 at admission; ways past: a GpuOperator's node_groups, or "
+        "driver_installed",
     ),
     "operator-version": _program(
         "a model checked against another KAITO release than the KaitoOperator it depends on installs",
@@ -620,6 +625,9 @@ STACK_RULES: dict[str, Rule] = {
         'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',
     ),
     "karpenter-subnet": _warning("Karpenter on a cluster created without a nodes' subnet", "refused at deploy time"),
+    "pod-security-unlabelled": _warning(
+        "models in a namespace the stack does not create (default)", "it gets no Pod Security labels"
+    ),
     "pod-security": _warning("a namespace created privileged for a model that mounts a host path"),
     "load-balancer-cloud": _warning("an internal load balancer by Azure's annotation on another cloud"),
 }

@@ -235,8 +235,9 @@ def properties(cls: type, types: _Types) -> tuple[dict[str, Any], list[str]]:
 
 def outputs(component: type) -> dict[str, Field]:
     """The component's declared outputs: its class annotations of type pulumi.Output[...], and
-    its plain attributes of a type other components take as input (GpuNodePool.node_group, a
-    NodeGroup), so a program in another language can pass them on."""
+    its plain attributes of a type other components take as input, or a list of one
+    (GpuNodePool.node_group, a NodeGroup; GpuOperator.node_groups), so a program in another
+    language can pass them on."""
     module = sys.modules[component.__module__]
     hints = inspect.get_annotations(component, globals=vars(module), locals={"Output": pulumi.Output}, eval_str=True)
     docs = _output_docs(component)
@@ -246,7 +247,7 @@ def outputs(component: type) -> dict[str, Field]:
             continue
         if get_origin(tp) is pulumi.Output:
             out[name] = Field(name=name, type=get_args(tp)[0], doc=docs.get(name, ""), owner=component)
-        elif tp in input_types():
+        elif tp in input_types() or (get_origin(tp) is list and get_args(tp)[0] in input_types()):
             out[name] = Field(name=name, type=tp, doc=docs.get(name, ""), owner=component)
     return out
 

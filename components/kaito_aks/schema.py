@@ -118,6 +118,12 @@ class Matches(Constraint):
         return None if re.fullmatch(self.pattern, value) else f"{shown(value)} is not {self.what}"
 
 
+DNS_LABEL = Matches(
+    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+    "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+)
+
+
 @dataclass(frozen=True)
 class Check(Constraint):
     """Any other rule on one value: `rule(value)` returns what is wrong, or None.

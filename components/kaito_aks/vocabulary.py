@@ -12,6 +12,10 @@ _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 # The labels on every Kubernetes object kaito-aks writes itself (KAITO's objects and what it makes
 # from them carry their own).
 MANAGED_BY = {"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "kaito-aks"}
+# The one Workspace label KAITO copies onto its pods (from 0.8; the InferenceSet controller sets
+# it to the set's name; on 0.8 and 0.11 this program sets it on each replica Workspace).
+CREATED_BY_LABEL = "inferenceset.kaito.sh/created-by"
+WORKSPACE_LABEL = "kaito.sh/workspace"  # on a Workspace's pods and NodeClaims (api/v1beta1/labels.go)
 GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"  # on the pods Istio runs for a Gateway
 # Words written in capitals in camelCase names, as Azure and the config files have them.
 _UPPER_WORDS = {"gb": "GB"}

@@ -5,6 +5,7 @@ components alone are refused (or said) before anything registers, every problem 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -176,6 +177,10 @@ STRICTER = {
         "compute": "cpu",
         "node_groups": [NodeGroup(name="gpu", vm_size=A10, gpu_driver="aks")],
     },
+    "gpu-driver": {
+        "model": PHI,
+        "node_groups": [NodeGroup(name="gpu", vm_size=A10, gpu_driver="operator", labels=GPU)],
+    },
     "node-selector-auto": {
         "image": "r.io/llm:1",
         "compute": "cpu",
@@ -251,12 +256,22 @@ def test_a_pool_left_to_the_gpu_operator_without_one_is_refused_with_kaitos_own_
     assert ev.of_type("kubernetes:kaito.sh/v1beta1:Workspace")
 
 
-def test_a_model_given_a_pool_nothing_installs_a_driver_on_is_warned(caplog: pytest.LogCaptureFixture):
+def test_a_model_given_a_pool_nothing_installs_a_driver_on_is_refused_with_its_ways_past():
+    """Issue 28: the library refuses the driver trap as the stack does (no driver: GFD never
+    labels the nodes and KAITO's webhook denies the model), with its ways past."""
     group = NodeGroup(name="gpu", vm_size=A10, labels=GPU)
-    run(
-        lambda: KaitoModel("phi", KaitoModelArgs(kaito_version="0.8.1", model=PHI, node_groups=[group]), opts=cluster())
+
+    def model(g: NodeGroup, bypass: list[str] | None = None) -> None:
+        args = KaitoModelArgs(kaito_version="0.8.1", model=PHI, node_groups=[g], bypass_checks=bypass or [])
+        KaitoModel("phi", args, opts=cluster())
+
+    message = refused(lambda: model(group), ("kaito-aks:index:KaitoModel",))
+    assert "args.node_groups[0]: KAITO admits this, but pool gpu leaves its GPU driver to the NVIDIA GPU Operator" in (
+        message
     )
-    assert "args.node_groups[0]: pool gpu leaves its GPU driver to the NVIDIA GPU Operator" in caplog.text
+    workspace = "kubernetes:kaito.sh/v1beta1:Workspace"
+    assert run(lambda: model(dataclasses.replace(group, driver_installed=True))).of_type(workspace)
+    assert run(lambda: model(group, ["gpu-driver"])).of_type(workspace)
 
 
 def test_a_model_checked_by_another_release_than_its_operator_is_refused():

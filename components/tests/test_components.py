@@ -351,7 +351,9 @@ def test_a_model_reports_every_bad_arg_at_once():
 
 
 def test_a_model_given_the_pools_checks_kaitos_sizing_and_its_selector_at_preview():
-    a10 = NodeGroup(name="a10", vm_size=A10, labels={"agentpool": "a10", "nvidia.com/gpu.present": "true"})
+    a10 = NodeGroup(
+        name="a10", vm_size=A10, labels={"agentpool": "a10", "nvidia.com/gpu.present": "true"}, gpu_driver="aks"
+    )
     quiet = {"wait_for_gpu_nodes": False, "wait_for_ready": False}
     message = refused(
         lambda: KaitoModel(

@@ -361,7 +361,7 @@ def test_a_yaml_program_passes_a_pool_and_a_cluster_on_through_outputs():
         pool = provider.construct(
             "a100",
             "kaito-aks:index:GpuNodePool",
-            {"clusterName": "aks", "resourceGroupName": "rg", "vmSize": "Standard_NC24ads_A100_v4"},
+            {"clusterName": "aks", "resourceGroupName": "rg", "vmSize": "Standard_NC24ads_A100_v4", "gpuDriver": "aks"},
             None,
         )
         states["pool"] = pool.state

@@ -145,6 +145,21 @@ def test_a_routed_models_network_policy_admits_its_gateways_pods():
     assert unrouted.service.allow_from == ()
 
 
+def test_an_autoscaled_and_scraped_models_network_policy_admits_its_scaler_and_prometheus():
+    """Used alone, a model with `autoscale` and `metrics` lets keda-kaito-scaler and its
+    Prometheus in, or its NetworkPolicy would drop what reads the metric."""
+    scaled = model(autoscale=ModelAutoscaleArgs(max_replicas=3), metrics=ModelMetricsArgs())
+    plan = plan_model(scaled)
+    assert plan.service is not None
+    assert [(a.namespace, a.pod_labels) for a in plan.service.allow_from] == [
+        ("keda", {"app.kubernetes.io/name": "keda-kaito-scaler"}),
+        ("monitoring", {}),
+    ]
+    managed = plan_model(model(metrics=ModelMetricsArgs(flavour="azureManagedPrometheus", prometheus_namespace="x")))
+    assert managed.service is not None
+    assert [(a.namespace, a.pod_labels) for a in managed.service.allow_from] == [("kube-system", {})]
+
+
 def test_adapters_are_model_ids_of_the_same_route():
     adapter = {"name": "sql-lora", "image": "myregistry.azurecr.io/adapters/sql:1"}
     plan = plan_model(model(gateway=GatewayRefArgs(name="g", namespace="n"), adapters=[adapter]))
@@ -234,7 +249,9 @@ def test_autoscale_and_a_gateway_on_a_release_without_inferencesets_here_are_ref
 
 
 def test_max_replicas_must_fit_the_pools_it_may_use():
-    pool = NodeGroup(name="a100", vm_size=A100, labels={"agentpool": "a100"}, min_nodes=1, max_nodes=2)
+    pool = NodeGroup(
+        name="a100", vm_size=A100, labels={"agentpool": "a100"}, min_nodes=1, max_nodes=2, gpu_driver="aks"
+    )
     args = {"node_groups": [pool], "label_selector": {"match_labels": {"agentpool": "a100"}}}
     assert problems(autoscale=ModelAutoscaleArgs(max_replicas=2), **args) == []
     found = problems(autoscale=ModelAutoscaleArgs(max_replicas=3), **args)

@@ -65,6 +65,7 @@ def through(c: KubeconfigCluster) -> pulumi.ResourceOptions:
 
 
 def pool(name: str, vm_size: str = A100, **kw: Any) -> NodeGroup:
+    kw.setdefault("gpu_driver", "aks")
     return NodeGroup(name=name, vm_size=vm_size, labels={"agentpool": name, "nvidia.com/gpu.present": "true"}, **kw)
 
 
@@ -242,7 +243,9 @@ def test_deploy_models_refuses_models_that_fit_their_pool_only_one_at_a_time():
     a10 = pool("a10", "Standard_NV36ads_A10_v5")
 
     def program(nodes: int) -> None:
-        group = NodeGroup(name=a10.name, vm_size=a10.vm_size, labels=a10.labels, max_nodes=nodes, min_nodes=nodes)
+        group = NodeGroup(
+            name=a10.name, vm_size=a10.vm_size, labels=a10.labels, max_nodes=nodes, min_nodes=nodes, gpu_driver="aks"
+        )
         deploy_models(
             "models",
             [(n, on_pool("a10", node_groups=[group])) for n in ("a", "b")],

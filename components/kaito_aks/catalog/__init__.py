@@ -177,6 +177,9 @@ class KaitoChart(CamelModel):
     secret_for_every_download: bool = False
     tuning_needs_instance_type: bool = True
     served_model_id: Literal["preset", "createdByLabel", "inferenceSet"]
+    # KAITO copies a Workspace's inferenceset.kaito.sh/created-by label onto its pods (from 0.8:
+    # manifests.go 0.8.0:118-123); before, its pods carry only kaito.sh/workspace
+    pod_group_label: bool = True
     subchart_toggles: list[str]
     bundled_gfd_tolerations: list[Toleration]
     bundled_nfd_worker_tolerations: list[Toleration]
@@ -327,22 +330,24 @@ class _HuggingFaceFile(TypedDict):
 
 
 @cache
-def _load(name: str) -> dict[str, Any]:
+def load_catalog(name: str) -> dict[str, Any]:
     """One catalog file, read and parsed once per process."""
     return yaml.safe_load((CATALOG_DIR / name).read_text())
 
 
 def _presets_file() -> _PresetsFile:
-    return cast(_PresetsFile, _load("presets.yaml"))
+    return cast(_PresetsFile, load_catalog("presets.yaml"))
 
 
 def _charts_file(name: str) -> _ChartsFile:
-    return cast(_ChartsFile, _load(name))
+    return cast(_ChartsFile, load_catalog(name))
 
 
 def _chart_source(name: str) -> ChartSource:
     fields = ChartSource.model_fields
-    return ChartSource.model_validate({k: v for k, v in _load(name).items() if k in fields or _snake(k) in fields})
+    return ChartSource.model_validate(
+        {k: v for k, v in load_catalog(name).items() if k in fields or _snake(k) in fields}
+    )
 
 
 def _snake(key: str) -> str:
@@ -409,7 +414,7 @@ def closest_presets(name: str, catalog: str = "0.8", n: int = 3) -> list[str]:
 
 
 def _hugging_face_file() -> _HuggingFaceFile:
-    return cast(_HuggingFaceFile, _load("hugging_face_models.yaml"))
+    return cast(_HuggingFaceFile, load_catalog("hugging_face_models.yaml"))
 
 
 @cache
@@ -529,7 +534,7 @@ def _license(hugging_face_id: str | None) -> str | None:
 def gpu_skus(catalog: str = "0.8") -> dict[str, GpuSku]:
     """Azure GPU SKUs that a KAITO release (catalog: '0.8', '0.12') accepts."""
     out: dict[str, GpuSku] = {}
-    data = cast(_SkusFile, _load("azure_gpu_skus.yaml"))
+    data = cast(_SkusFile, load_catalog("azure_gpu_skus.yaml"))
     unusable = data.get("unusableGpus", {})
     retired = data.get("retiredSizes", {})
     capability = data.get("computeCapability", {})
@@ -598,7 +603,7 @@ def closest_skus(name: str, n: int = 3) -> list[str]:
 @cache
 def prices(region: str) -> dict[str, Price]:
     """VM size -> hourly price in `region` (kaito_aks/catalog/azure_prices.yaml); absent: unpriced."""
-    table = (cast(_PricesFile, _load("azure_prices.yaml")).get("prices") or {}).get(region) or {}
+    table = (cast(_PricesFile, load_catalog("azure_prices.yaml")).get("prices") or {}).get(region) or {}
     return {size: Price.model_validate(fields) for size, fields in table.items()}
 
 
@@ -644,7 +649,7 @@ def unsupported_kaito_version(version: str, *, install: bool = False) -> str | N
     if chart is not None and (chart.helm_install or not install):
         return None
     if chart is not None:
-        return f"KAITO {version} is what {chart.installed_by} runs; this program installs {_either(installable)}"
+        return f"KAITO {version} is what {chart.installed_by} runs; this program installs {either(installable)}"
     # one message whoever asks (the operator and the models of one stack say it once)
     listing = ", ".join(f"{v} ({c.installed_by}'s)" if not c.helm_install else v for v, c in charts.items())
     minor = ".".join(version.split(".")[:2])
@@ -654,7 +659,8 @@ def unsupported_kaito_version(version: str, *, install: bool = False) -> str | N
     return f"KAITO {version} is not supported; use one of: {listing}"
 
 
-def _either(items: list[str]) -> str:
+def either(items: list[str]) -> str:
+    """ "a", "a or b", "a, b or c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
@@ -687,7 +693,7 @@ def gpu_provisioner_chart_source() -> ChartSource:
 
 
 def gpu_provisioner_source() -> GpuProvisionerSource:
-    data = _load("gpu_provisioner_charts.yaml")
+    data = load_catalog("gpu_provisioner_charts.yaml")
     return GpuProvisionerSource.model_validate({k: data[k] for k in ("serviceAccount", "agentPoolActions", "forKaito")})
 
 
@@ -711,7 +717,7 @@ def karpenter_chart_source() -> ChartSource:
 
 
 def karpenter_source() -> KarpenterSource:
-    data = _load("karpenter_charts.yaml")
+    data = load_catalog("karpenter_charts.yaml")
     keys = ("serviceAccount", "roles", "subnetRole", "forKaito")
     return KarpenterSource.model_validate({k: data[k] for k in keys})
 
@@ -734,19 +740,19 @@ def karpenter_for_kaito(kaito_version: str) -> str | None:
 @cache
 def azure_roles() -> dict[str, str]:
     """Built-in Azure role name -> role definition GUID."""
-    return dict(cast(dict[str, dict[str, str]], _load("azure_roles.yaml"))["roles"])
+    return dict(cast(dict[str, dict[str, str]], load_catalog("azure_roles.yaml"))["roles"])
 
 
 def too_broad_roles() -> dict[str, str]:
     """The built-in roles no workload should hold (they write, or grant, everything in their
     scope), by name -> GUID."""
     roles = azure_roles()
-    return {name: roles[name] for name in cast(list[str], _load("azure_roles.yaml")["tooBroad"])}
+    return {name: roles[name] for name in cast(list[str], load_catalog("azure_roles.yaml")["tooBroad"])}
 
 
 @cache
 def pod_security() -> PodSecurity:
-    return PodSecurity.model_validate(_load("pod_security.yaml"))
+    return PodSecurity.model_validate(load_catalog("pod_security.yaml"))
 
 
 class AksAddOn(CamelModel):
@@ -776,119 +782,37 @@ class AksAddOn(CamelModel):
 @cache
 def aks_add_on() -> AksAddOn:
     """The KAITO release the AKS add-on runs, by Kubernetes minor, with where Microsoft says so."""
-    return AksAddOn.model_validate(_load("aks_add_on.yaml"))
+    return AksAddOn.model_validate(load_catalog("aks_add_on.yaml"))
 
 
-# ---------------------------------------------------------------- serving: gateway, authentication, autoscaling
+# The serving pins (gateway, authentication, autoscaling, metrics): catalog/serving.py, one
+# catalog with the rest (imported last: it reads the KAITO charts above).
+from kaito_aks.catalog.serving import (  # noqa: E402
+    AuthorinoPin,
+    BodyBasedRoutingPin,
+    GatewayApiCrds,
+    HelmChartPin,
+    IstioPin,
+    KedaPin,
+    PrometheusOperatorPin,
+    ScalerSource,
+    ServingCharts,
+    serving_charts,
+    serving_refusal,
+    vllm_metrics,
+)
 
-
-class HelmChartPin(CamelModel):
-    """A chart from a repository (or an OCI reference in `chart`), pinned, with its release name
-    and namespace (None: the caller's)."""
-
-    repository: str | None = None
-    chart: str
-    version: str
-    release_name: str
-    namespace: str | None = None
-
-
-class GatewayApiCrds(CamelModel):
-    version: str
-    channel: str
-    url: str
-
-
-class IstioPin(CamelModel):
-    repository: str
-    version: str
-    namespace: str
-    base: str
-    istiod: str
-    gateway_class: str
-    inference_env: str
-
-    def chart(self, which: Literal["base", "istiod"]) -> HelmChartPin:
-        name = self.base if which == "base" else self.istiod
-        return HelmChartPin(
-            repository=self.repository, chart=which, version=self.version, release_name=name, namespace=self.namespace
-        )
-
-
-class BodyBasedRoutingPin(HelmChartPin):
-    model_header: str
-
-
-class AuthorinoPin(HelmChartPin):
-    runs: str  # the Authorino release the operator deploys
-    authorization_port: int
-    api_key_label: str
-    api_key_label_value: str
-    api_key_data_key: str
-
-
-class KedaPin(HelmChartPin):
-    add_on_namespace: str
-
-
-class PrometheusOperatorPin(CamelModel):
-    version: str
-    kube_prometheus_stack: str
-
-
-class ScalerSource(CamelModel):
-    repository: str
-    chart: str
-    release_name: str
-
-
-class ServingCharts(CamelModel):
-    """catalog/serving_charts.yaml: every piece that serves the models as one service, pinned."""
-
-    gateway_api_crds: GatewayApiCrds
-    istio: IstioPin
-    body_based_routing: BodyBasedRoutingPin
-    authorino: AuthorinoPin
-    keda: KedaPin
-    prometheus_operator: PrometheusOperatorPin
-    keda_kaito_scaler: ScalerSource
-
-
-@cache
-def serving_charts() -> ServingCharts:
-    return ServingCharts.model_validate(_load("serving_charts.yaml"))
-
-
-@cache
-def vllm_metrics() -> dict[str, Literal["gauge", "histogram"]]:
-    """vLLM metric name -> gauge or histogram (catalog/vllm_metrics.yaml)."""
-    return dict(cast(dict[str, dict[str, Literal["gauge", "histogram"]]], _load("vllm_metrics.yaml"))["metrics"])
-
-
-def serving_refusal(chart: KaitoChart) -> str | None:
-    """Why this program cannot serve a KAITO release's models through the gateway or autoscale
-    them (None: it can). KAITO wires both per InferenceSet only (the gateway extension in the
-    InferenceSet controller, kaito@v0.12.0:pkg/inferenceset/inferenceset_controller.go:537-570;
-    keda-kaito-scaler scales InferenceSets)."""
-    if chart.serving is not None:
-        return None
-    supported = [v for v, c in kaito_charts().items() if c.serving is not None]
-    fix = f"use KAITO {_either(supported)}"
-    if not chart.helm_install:
-        return (
-            f"KAITO {chart.version} is what {chart.installed_by} runs: it takes no feature gates and has no InferenceSet, "
-            f"through which KAITO routes and scales; {fix}, installed by this program"
-        )
-    if chart.replicas == "workspacePerReplica":
-        gate = (
-            " (behind its enableInferenceSetController gate)"
-            if not chart.feature_gates.get("enableInferenceSetController")
-            else ""
-        )
-        return (
-            "KAITO routes through the gateway extension, and keda-kaito-scaler scales, only InferenceSets, and on KAITO "
-            f"{chart.version} this program serves replicas as one Workspace each (that release's InferenceSet{gate} "
-            "requires an instanceType, which bring-your-own nodes forbid). Stricter than KAITO, which routes and scales "
-            f"an InferenceSet made by other means on {chart.version}; {fix}"
-        )
-    return f"KAITO {chart.version} has no serving support in this program; {fix}"
+__all__ = [
+    "AuthorinoPin",
+    "BodyBasedRoutingPin",
+    "GatewayApiCrds",
+    "HelmChartPin",
+    "IstioPin",
+    "KedaPin",
+    "PrometheusOperatorPin",
+    "ScalerSource",
+    "ServingCharts",
+    "serving_charts",
+    "serving_refusal",
+    "vllm_metrics",
+]

@@ -558,10 +558,11 @@ def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[
         if driver_unknown(g):
             yield Problem.at(
                 ("node_groups", i),
-                f"pool {g.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), and nothing says "
-                "one is installed: without a driver GPU Feature Discovery never labels the nodes and KAITO denies the "
-                'model ("Failed to get GPU config from nvidia labels"); pass a GpuOperator\'s `node_groups`, or set '
-                "driver_installed if you install the driver yourself",
+                f"KAITO admits this, but pool {g.name} leaves its GPU driver to the NVIDIA GPU Operator (`gpu_driver` "
+                "operator), and nothing says one is installed: without a driver GPU Feature Discovery never labels the "
+                'nodes and KAITO\'s webhook denies the model ("Failed to get GPU config from nvidia labels"); pass a '
+                "GpuOperator's `node_groups` (it marks the pools it installs the driver on), or set `driver_installed` "
+                "on the NodeGroup if a GPU Operator or driver of yours is there",
                 "gpu-driver",
             )
     skus = catalog.all_gpu_skus()

@@ -35,16 +35,15 @@ from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs,
 from kaito_aks.serving.metrics import service_labels, service_monitor
 from kaito_aks.serving.route import RoutePlan
 from kaito_aks.serving.scaler import PATCH_FORCE, AutoscalePlan
-from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, MANAGED_BY, GpuDemand
+from kaito_aks.vocabulary import CREATED_BY_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, WORKSPACE_LABEL, GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
 SERVICE_PORT_NAME = "http"  # the model's Service port (80 -> the serving port)
 # Resources of a custom (CPU) serving container when none are given.
 DEFAULT_TEMPLATE_RESOURCES = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}
-# The one Workspace label KAITO copies onto its pods (and StatefulSet selector). The
-# InferenceSet controller sets it to the set's name; on 0.8 we set it on each replica Workspace
-# ourselves, so one Service can select the serving pods of every replica.
-GROUP_LABEL = "inferenceset.kaito.sh/created-by"
+# The one Workspace label KAITO copies onto its pods (and StatefulSet selector), so one Service
+# can select the serving pods of every replica.
+GROUP_LABEL = CREATED_BY_LABEL
 # Only pod 0 of a (possibly multi-node) instance serves the API.
 LEADER_POD_LABEL = "apps.kubernetes.io/pod-index"
 
@@ -64,13 +63,9 @@ class ServicePlan:
     selector: dict[str, str]
     target_port: int
     load_balancer: LoadBalancerArgs | None
+    pods: dict[str, Any]  # a label selector of every pod of the model (each replica's, workers too)
     allow_from: tuple[AllowFromArgs, ...] = ()
     labels: dict[str, str] | None = None  # (for its ServiceMonitor to select it)
-
-    @property
-    def pods(self) -> dict[str, str]:
-        """Every pod of the model (each replica's, a multi-node instance's workers too)."""
-        return {GROUP_LABEL: self.selector[GROUP_LABEL]}
 
 
 @dataclass(frozen=True)
@@ -186,10 +181,10 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
         hf_token_secret=hf_secret,
         service=ServicePlan(
             name=name,
-            selector={GROUP_LABEL: name, LEADER_POD_LABEL: "0"},
+            **_selectors(args, chart),
             target_port=PRESET_PORT if args.model else args.port,
             load_balancer=load_balancer_of(args.load_balancer),
-            allow_from=(*args.allow_from, *_gateway_callers(args)),
+            allow_from=(*args.allow_from, *_service_callers(args)),
             labels=service_labels(name) if monitored else None,
         ),
         served_model=served_model_id(args, chart),
@@ -384,11 +379,41 @@ def _yaml(data: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=True, default_flow_style=False)
 
 
-def _gateway_callers(args: KaitoModelArgs) -> list[AllowFromArgs]:
-    """A routed model's gateway pods (Istio's, labelled with the Gateway's name), which call its
-    serving pods through the InferencePool: its NetworkPolicy lets them in."""
-    if args.gateway is None:
-        return []
-    # (the names may be an InferenceGateway's outputs: the policy takes them as its inputs)
-    name, namespace = cast(str, args.gateway.name), cast(str, args.gateway.namespace)
-    return [AllowFromArgs(namespace=namespace, pod_labels={GATEWAY_NAME_LABEL: name})]
+def _selectors(args: KaitoModelArgs, chart: catalog.KaitoChart) -> dict[str, Any]:
+    """The Service's selector (the serving pod of every replica: pod 0 of each instance) and the
+    NetworkPolicy's (every pod). KAITO 0.6's pods carry only their Workspace's name: its Service
+    then reaches the first replica (a Deployment of one pod: 0.6 serves on one node unless
+    resource.count, which this program leaves unset, asks for more), its policy every replica."""
+    name = args.name or ""
+    if chart.pod_group_label:
+        return {"selector": {GROUP_LABEL: name, LEADER_POD_LABEL: "0"}, "pods": {"matchLabels": {GROUP_LABEL: name}}}
+    replicas = workspace_names(args, chart)
+    return {
+        "selector": {WORKSPACE_LABEL: replicas[0]},
+        "pods": {"matchExpressions": [{"key": WORKSPACE_LABEL, "operator": "In", "values": replicas}]},
+    }
+
+
+# Where AKS's managed Prometheus runs the collectors that scrape ServiceMonitors (ama-metrics).
+MANAGED_PROMETHEUS_NAMESPACE = "kube-system"
+
+
+def _service_callers(args: KaitoModelArgs) -> list[AllowFromArgs]:
+    """Who else calls the model's pods when it is part of the service, each let in by its
+    NetworkPolicy: a routed model's gateway pods (Istio's, labelled with the Gateway's name,
+    through the InferencePool), an autoscaled model's keda-kaito-scaler (it reads the metric from
+    each replica's Service) and a scraped model's Prometheus."""
+    callers: list[AllowFromArgs] = []
+    if args.gateway is not None:
+        # (the names may be an InferenceGateway's outputs: the policy takes them as its inputs)
+        name, namespace = cast(str, args.gateway.name), cast(str, args.gateway.namespace)
+        callers.append(AllowFromArgs(namespace=namespace, pod_labels={GATEWAY_NAME_LABEL: name}))
+    if args.autoscale is not None:
+        scaler = {"app.kubernetes.io/name": catalog.serving_charts().keda_kaito_scaler.chart}
+        callers.append(AllowFromArgs(namespace=args.autoscale.scaler_namespace, pod_labels=scaler))
+    if args.metrics is not None:
+        managed = args.metrics.flavour == "azureManagedPrometheus"
+        callers.append(
+            AllowFromArgs(namespace=MANAGED_PROMETHEUS_NAMESPACE if managed else args.metrics.prometheus_namespace)
+        )
+    return callers

@@ -44,6 +44,7 @@ def model_findings(args: KaitoModelArgs) -> list[Problem]:
         *load_balancer_warnings(args.load_balancer),
         *serving_problems(args),
         *serving_warnings(args),
+        *_one_replica_served(args, chart),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
@@ -103,6 +104,21 @@ def _unchecked(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterat
         "from the KAITO controller pod within the API server's 10 s webhook timeout, and a gated or private "
         "repository needs `hf_token` or `model_access_secret`",
         "hugging-face-unchecked",
+    )
+
+
+def _one_replica_served(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
+    """KAITO 0.6's pods carry only their Workspace's name, so one Service cannot select every
+    replica's: the model's Service reaches the first."""
+    if chart is None or chart.pod_group_label or args.tuning is not None or args.replicas < 2:
+        return
+    name = args.name or ""
+    others = f"{name}-1" if args.replicas == 2 else f"{name}-1 ... {name}-{args.replicas - 1}"
+    yield Problem.at(
+        "replicas",
+        f"KAITO {chart.version}'s pods carry only their Workspace's name (kaito.sh/workspace), so the model's Service "
+        f"{name} reaches replica {name}-0 only; the others answer at KAITO's own Services ({others})",
+        "first-replica-served",
     )
 
 

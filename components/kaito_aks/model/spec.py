@@ -13,15 +13,11 @@ from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.image_reference import image_problem
 from kaito_aks.nodes import MAX_POOL_NODES, Labels, NodeGroup
-from kaito_aks.schema import SWITCH, Check, Input, Matches, MaxItems, Range, Secret, args_class
+from kaito_aks.schema import DNS_LABEL, SWITCH, Check, Input, Matches, MaxItems, Range, Secret, args_class
 from kaito_aks.serving.spec import GatewayRefArgs, ModelAutoscaleArgs, ModelMetricsArgs
 from kaito_aks.vocabulary import NodeClass, NodeProvisioner, NodeProvisioning
 
 MAX_ADAPTERS = 10  # KAITO's webhook: at most 10 adapters per workspace
-DNS_LABEL = Matches(
-    r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-    "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
-)
 DNS_SUBDOMAIN = Matches(
     r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?",
     "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",

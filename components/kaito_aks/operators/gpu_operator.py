@@ -95,7 +95,7 @@ class GpuOperator(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
     node_groups: list[NodeGroup]
     """The GPU pools it was given, marked as having their driver installed (`driver_installed`):
-    pass these to KaitoOperator and KaitoModel, which warn about a pool left to the GPU Operator
+    pass these to KaitoOperator and KaitoModel, which refuse a pool left to the GPU Operator
     without one."""
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):

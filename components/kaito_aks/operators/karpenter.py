@@ -26,6 +26,7 @@ from kaito_aks.operators.gpu_provisioner import CLUSTER_ID, ClusterRef, cluster_
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
+from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.problems import Key, Problem, raise_if
 from kaito_aks.schema import Input, Range, Secret, args_class
 from kaito_aks.validation import checked_args
@@ -330,7 +331,11 @@ class Karpenter(pulumi.ComponentResource):
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=source.namespace, labels={"app.kubernetes.io/managed-by": "pulumi"}
+                name=source.namespace,
+                labels={
+                    "app.kubernetes.io/managed-by": "pulumi",
+                    **pod_security_labels("baseline"),
+                },  # (no host network)
             ),
             opts=child_options(self, opts),
         )

@@ -215,7 +215,12 @@ class RagEngine(pulumi.ComponentResource):
         """Who may call the engine (its NetworkPolicy), and its load balancer when asked: a
         Service of this component (internal unless said otherwise), beside KAITO's ClusterIP one."""
         policy = network_policy(
-            plan.name, plan.namespace, plan.pods, list(plan.allow_from), plan.load_balancer, kaito.ENGINE_PORT
+            plan.name,
+            plan.namespace,
+            {"matchLabels": plan.pods},
+            list(plan.allow_from),
+            plan.load_balancer,
+            kaito.ENGINE_PORT,
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child

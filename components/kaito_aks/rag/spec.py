@@ -12,8 +12,8 @@ import pulumi
 
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
-from kaito_aks.model.spec import DNS_LABEL, DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
-from kaito_aks.schema import LATER, SWITCH, Input, Matches, MaxItems, Range, Secret, args_class
+from kaito_aks.model.spec import DNS_SUBDOMAIN, MINUTES, LabelSelectorArgs
+from kaito_aks.schema import DNS_LABEL, LATER, SWITCH, Input, Matches, MaxItems, Range, Secret, args_class
 
 # KAITO names the Deployment and the Service after the RAGEngine: a Service name is a DNS-1035
 # label (it starts with a letter).

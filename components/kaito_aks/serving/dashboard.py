@@ -15,10 +15,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks.cluster.access import provider_problems
-from kaito_aks.model.spec import DNS_LABEL
 from kaito_aks.nodes import Labels
 from kaito_aks.options import child_options, component_type
-from kaito_aks.schema import args_class
+from kaito_aks.schema import DNS_LABEL, args_class
 from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:VllmDashboard"

@@ -21,18 +21,18 @@ import pulumi_kubernetes as k8s
 from kaito_aks import catalog
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
-from kaito_aks.model.spec import DNS_LABEL
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.problems import Problem
-from kaito_aks.schema import SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
+from kaito_aks.schema import DNS_LABEL, SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
+from kaito_aks.serving.route import GATEWAY_API
 from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, Exposure, Installed
 
 TYPE = "kaito-aks:index:InferenceGateway"
 FORMER_TYPES: tuple[str, ...] = ()  # (new in 0.4.0: no former type to alias)
-GATEWAY_API = "gateway.networking.k8s.io/v1"
 AUTHORINO_API = "operator.authorino.kuadrant.io/v1beta1"
 AUTH_CONFIG_API = "authorino.kuadrant.io/v1beta3"
 AUTHORIZATION_POLICY_API = "security.istio.io/v1"
@@ -464,7 +464,11 @@ class InferenceGateway(pulumi.ComponentResource):
         child = child_options(self, opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}/namespace",
-            metadata={"name": args.namespace, "labels": {"kaito-aks.io/gateway": args.name}},
+            # (Istio's gateway pods and Authorino pass Pod Security's baseline level)
+            metadata={
+                "name": args.namespace,
+                "labels": {"kaito-aks.io/gateway": args.name, **pod_security_labels("baseline")},
+            },
             opts=child,
         )
         in_namespace = child_options(self, opts, depends_on=[namespace])

@@ -10,12 +10,10 @@ import pulumi
 
 from kaito_aks import catalog
 from kaito_aks.cluster.access import provider_problems
-from kaito_aks.endpoints import AllowFromArgs
-from kaito_aks.model.spec import DNS_LABEL
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
-from kaito_aks.schema import args_class
+from kaito_aks.schema import DNS_LABEL, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import Installed, KedaSource
 
@@ -114,15 +112,3 @@ class KedaAutoscaling(pulumi.ComponentResource):
         self.register_outputs(
             {"namespace": self.namespace, "kedaVersion": self.keda_version, "scalerVersion": self.scaler_version}
         )
-
-
-def scaler_clients(args: KedaAutoscalingArgs) -> list[AllowFromArgs]:
-    """Who must reach the models for autoscaling (for NetworkPolicies): keda-kaito-scaler, which
-    scrapes each replica's Service on port 80 (keda-kaito-scaler@v0.6.2:pkg/scaler/scaler.go:44-46);
-    its pods carry the chart's selector label app.kubernetes.io/name (templates/_helpers.tpl)."""
-    return [
-        AllowFromArgs(
-            namespace=keda_namespace(args),
-            pod_labels={"app.kubernetes.io/name": catalog.serving_charts().keda_kaito_scaler.chart},
-        )
-    ]

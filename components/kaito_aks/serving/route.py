@@ -11,7 +11,7 @@ from typing import Any
 
 from kaito_aks import catalog
 
-HTTP_ROUTE_API = "gateway.networking.k8s.io/v1"
+GATEWAY_API = "gateway.networking.k8s.io/v1"  # the Gateway API group (Gateway, HTTPRoute)
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 DESTINATION_RULE_API = "networking.istio.io/v1"
 # A model's route and its pool carry the model's name here, for `status` and NetworkPolicies.
@@ -44,7 +44,7 @@ class RoutePlan:
         """The HTTPRoute (the Gateway's name and namespace may be Outputs: the route then waits
         for the Gateway)."""
         return {
-            "apiVersion": HTTP_ROUTE_API,
+            "apiVersion": GATEWAY_API,
             "kind": "HTTPRoute",
             "metadata": {"name": self.name, "namespace": self.namespace, "labels": {MODEL_LABEL: self.name}},
             "spec": {

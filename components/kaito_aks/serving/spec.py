@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from kaito_aks.nodes import MAX_POOL_NODES, Labels
-from kaito_aks.schema import Input, Matches, Range, args_class
+from kaito_aks.schema import DNS_LABEL, Input, Matches, Range, args_class
 from kaito_aks.vocabulary import MetricsFlavour, MetricType
 
 INT32 = 2**31 - 1
@@ -29,6 +29,9 @@ class GatewayRefArgs:
     """The Gateway's name."""
     namespace: Input[str]
     """The Gateway's namespace."""
+
+
+DEFAULT_SCALER_NAMESPACE = "keda"  # KedaAutoscaling's, with KEDA from its chart
 
 
 @args_class
@@ -62,6 +65,9 @@ class ModelAutoscaleArgs:
     """At least this long between two scale-ups; default: the scaler's (300 s)."""
     scale_down_cooldown_seconds: Annotated[int, SECONDS] | None = None
     """At least this long between two scale-downs; default: the scaler's (300 s)."""
+    scaler_namespace: Annotated[str, DNS_LABEL] = DEFAULT_SCALER_NAMESPACE
+    """Where keda-kaito-scaler runs (a KedaAutoscaling's: keda, or kube-system beside the AKS
+    KEDA add-on): the model's NetworkPolicy lets it in to read the metric."""
 
 
 @args_class
@@ -77,3 +83,7 @@ class ModelMetricsArgs:
     release: <its Helm release name> unless told otherwise. Default: none."""
     interval_seconds: Annotated[int, Range(5, 3600)] = 30
     """How often Prometheus scrapes the model."""
+    prometheus_namespace: Annotated[str, DNS_LABEL] = "monitoring"
+    """With prometheusOperator: the namespace of the Prometheus that scrapes the model, which its
+    NetworkPolicy lets in (kube-prometheus-stack's usual). AKS's managed Prometheus scrapes from
+    kube-system, let in whatever this says."""

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaito_aks.parsed import is_dict, is_list
-from kaito_aks.serving.gateway import GATEWAY_API
-from kaito_aks.serving.route import HTTP_ROUTE_API
+from kaito_aks.serving.route import GATEWAY_API
 from kaito_aks.serving.scaler import HPA_PREFIX, SCALED_OBJECT_API
 from kaito_aks.waits.answers import conditions_of, field_at, segment
 from kaito_aks.waits.kube_client import KubeApiError, Reader
@@ -96,7 +95,7 @@ def read_route(reader: Reader, route: dict[str, Any]) -> RouteStatus:
     """A model's route (its `route` output: namespace, httpRoute, inferencePool and its API)."""
     namespace, name, pool = str(route["namespace"]), str(route["httpRoute"]), str(route["inferencePool"])
     pool_api_version = str(route["inferencePoolApiVersion"])
-    obj = _get(reader, _path(HTTP_ROUTE_API, namespace, "httproutes", name))
+    obj = _get(reader, _path(GATEWAY_API, namespace, "httproutes", name))
     pool_obj = _get(reader, _path(pool_api_version, namespace, "inferencepools", pool))
     parent, pool_parent = _first_parent(obj), _first_parent(pool_obj)
     return RouteStatus(

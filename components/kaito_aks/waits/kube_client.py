@@ -11,7 +11,8 @@ $HTTPS_PROXY / $NO_PROXY (loopback never proxied); bearer tokens (also from a fi
 on a 401), client certificates, basic auth, impersonation (`as`, `as-groups`, `as-uid`,
 `as-user-extra`), and exec credential plugins (kubelogin on Entra ID AKS clusters, aws eks
 get-token, gke-gcloud-auth-plugin), run again when their credential expires or is refused.
-Legacy auth-providers are refused by name rather than ignored.
+Legacy auth-providers are refused by name rather than ignored. Reading the kubeconfig and running
+its plugins: kubeconfig.py; the connection and the guarantees below: here.
 
 Every call guarantees:
 - no redirect is followed: a 3xx is an error naming where it pointed, so the token and the client
@@ -39,9 +40,7 @@ it; on http.client (45 ms of import, nothing to pin) they are the whole client.
 from __future__ import annotations
 
 import base64
-import binascii
 import contextlib
-import datetime
 import http.client
 import ipaddress
 import json
@@ -49,27 +48,31 @@ import math
 import os
 import socket
 import ssl
-import subprocess
 import tempfile
 import time
 import urllib.parse
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Protocol, cast
-
-import yaml
+from typing import Any, Protocol
 
 from kaito_aks import __version__
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded
+from kaito_aks.waits.kubeconfig import (
+    KubeconfigError,
+    data_field,
+    exec_credential,
+    load_kubeconfig,
+    named,
+    os_reason,
+    rfc3339,
+    text_field,
+)
 
 REQUEST_TIMEOUT_SECONDS = 30.0  # one call, from connecting to the answer's last byte
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # a list of 1,000 nodes is about 20 MiB
 ERROR_BODY_BYTES = 64 * 1024  # read of an error answer, for its message
-EXEC_TIMEOUT_SECONDS = 120
 EXPIRY_MARGIN_SECONDS = 10  # an exec credential is renewed this long before it expires
-EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
-EXEC_EXTENSION = "client.authentication.k8s.io/exec"  # the cluster extension passed to the plugin
 _CHUNK = 64 * 1024
 
 
@@ -77,14 +80,6 @@ class Reader(Protocol):
     """What reads the cluster: a KubeClient, or a stand-in for it in tests."""
 
     def get(self, path: str, **query: str) -> dict[str, Any]: ...
-
-
-class KubeconfigError(ValueError):
-    """The kubeconfig cannot be used (missing, malformed, an unknown context, a credential that
-    cannot be had). The text never quotes the kubeconfig's contents."""
-
-    def __init__(self, message: str):
-        super().__init__(bounded(message))
 
 
 class KubeApiError(RuntimeError):
@@ -99,122 +94,6 @@ class KubeApiError(RuntimeError):
         self.fatal = fatal
 
 
-# ---------------------------------------------------------------- the kubeconfig
-
-
-def _default_paths() -> list[Path]:
-    env = os.environ.get("KUBECONFIG")
-    if env:
-        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-    return [Path("~/.kube/config").expanduser()]
-
-
-# Fields holding file paths, resolved against the directory of the file that names them (kubectl).
-_PATH_FIELDS = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
-
-
-def _resolved(kind: str, body: dict[str, Any], base: Path | None) -> dict[str, Any]:
-    if base is None:
-        return body
-    out = dict(body)
-    for name in _PATH_FIELDS.get(kind, ()):
-        value = out.get(name)
-        if isinstance(value, str) and value and not os.path.isabs(value):
-            out[name] = str(base / value)
-    spec = out.get("exec")
-    if kind == "user" and is_dict(spec):
-        command = spec.get("command")
-        if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
-            out["exec"] = {**spec, "command": str(base / command)}
-    return out
-
-
-def load_kubeconfig(contents: str | dict[str, Any] | None = None, path: str | None = None) -> dict[str, Any]:
-    """The kubeconfig as a dict: the given contents, else the file, else $KUBECONFIG's files
-    merged as kubectl merges them (the first file to name a cluster, user or context wins).
-    Contents may arrive already parsed (Pulumi YAML hands a YAML-looking config value over as
-    a map). Relative file paths are resolved against the file that names them."""
-    docs: list[tuple[object, Path | None]]
-    try:
-        if isinstance(contents, dict):
-            docs = [(contents, None)]
-        elif contents is not None:
-            docs = [(yaml.safe_load(contents), None)]
-        else:
-            paths = [Path(path).expanduser()] if path else _default_paths()
-            present = [p for p in paths if p.is_file()]
-            if not present:
-                raise KubeconfigError(f"no kubeconfig at {', '.join(str(p) for p in paths)}")
-            docs = [(yaml.safe_load(p.read_text()), p.resolve().parent) for p in present]
-    except yaml.YAMLError:
-        # not the parser's message: it quotes the offending line, which may hold a token
-        raise KubeconfigError("the kubeconfig is not valid YAML") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise KubeconfigError(f"the kubeconfig cannot be read: {_why(err)}") from None
-    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": [], "current-context": None}
-    for found, base in docs:
-        doc: object = {} if found is None else found  # an empty file
-        if not is_dict(doc):
-            raise KubeconfigError("the kubeconfig is not a YAML map")
-        for section in ("clusters", "users", "contexts"):
-            entries: object = doc.get(section) or []
-            if not is_list(entries):
-                raise KubeconfigError(f"the kubeconfig's {section} is not a list")
-            kind = section[:-1]
-            known = {e["name"] for e in merged[section]}
-            for entry in entries:
-                name = entry.get("name") if is_dict(entry) else None
-                if not isinstance(name, str):
-                    raise KubeconfigError(f"an entry of the kubeconfig's {section} has no name")
-                body: object = entry.get(kind) or {}
-                if not is_dict(body):
-                    raise KubeconfigError(f"the kubeconfig's {kind} {name!r} is not a map")
-                if name not in known:
-                    known.add(name)
-                    merged[section].append({"name": name, kind: _resolved(kind, dict(body), base)})
-        current = doc.get("current-context")
-        if not merged["current-context"] and isinstance(current, str):
-            merged["current-context"] = current
-    return merged
-
-
-def _named(config: dict[str, Any], section: str, name: str) -> dict[str, Any]:
-    for entry in config[section]:
-        if entry["name"] == name:
-            return entry[section[:-1]]
-    raise KubeconfigError(f"the kubeconfig has no {section[:-1]} named {name!r}")
-
-
-def _text(entry: dict[str, Any], field: str, where: str) -> str | None:
-    value = entry.get(field)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise KubeconfigError(f"{where}: {field} is not text")
-    return value
-
-
-def _data(entry: dict[str, Any], field: str, where: str) -> bytes | None:
-    """`<field>-data` (base64), else the file `<field>` names."""
-    data = _text(entry, f"{field}-data", where)
-    if data is not None:
-        try:
-            return base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            raise KubeconfigError(f"{where}: {field}-data is not base64") from None
-    file = _text(entry, field, where)
-    if file is None:
-        return None
-    try:
-        return Path(file).read_bytes()
-    except OSError as err:
-        raise KubeconfigError(f"{where}: {field} {file} cannot be read: {_why(err)}") from None
-
-
-def field_of(entry: object, name: str) -> object:
-    return entry.get(name) if is_dict(entry) else None
-
-
 def _header_value(value: str, what: str) -> None:
     """Refuse what an HTTP header cannot carry (or would carry into another header)."""
     try:
@@ -223,10 +102,6 @@ def _header_value(value: str, what: str) -> None:
         raise KubeconfigError(f"{what} holds characters an HTTP header cannot carry") from None
     if "\r" in value or "\n" in value:
         raise KubeconfigError(f"{what} holds a line break")
-
-
-def _why(err: BaseException) -> str:
-    return str(err.strerror) if isinstance(err, OSError) and err.strerror else type(err).__name__
 
 
 # ---------------------------------------------------------------- sockets with one deadline
@@ -407,7 +282,7 @@ def _tls_context(cluster: dict[str, Any], where: str, cert: bytes | None, key: b
     insecure = cluster.get("insecure-skip-tls-verify", False)
     if not isinstance(insecure, bool):
         raise KubeconfigError(f"{where}: insecure-skip-tls-verify is not true or false")
-    ca = _data(cluster, "certificate-authority", where)
+    ca = data_field(cluster, "certificate-authority", where)
     if insecure and ca is not None:
         raise KubeconfigError(
             f"{where}: insecure-skip-tls-verify is set with a certificate-authority, which kubectl refuses: drop one"
@@ -492,7 +367,7 @@ def _not_proxied(host: str, no_proxy: str) -> bool:
 def _proxy(cluster: dict[str, Any], where: str, scheme: str, host: str) -> urllib.parse.SplitResult | None:
     """The proxy to go through, as kubectl chooses it: the cluster's proxy-url, else
     $HTTPS_PROXY/$HTTP_PROXY unless $NO_PROXY names the host (loopback never); http:// only."""
-    url = _text(cluster, "proxy-url", where)
+    url = text_field(cluster, "proxy-url", where)
     if url is None:
         variable = f"{scheme.upper()}_PROXY"
         url = _environ(variable)
@@ -505,97 +380,13 @@ def _proxy(cluster: dict[str, Any], where: str, scheme: str, host: str) -> urlli
     return proxy
 
 
-def _rfc3339(stamp: object) -> float | None:
-    """An ExecCredential's expirationTimestamp (RFC 3339) as seconds since the epoch."""
-    if not isinstance(stamp, str):
-        return None
-    try:
-        when = datetime.datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return (when if when.tzinfo else when.replace(tzinfo=datetime.UTC)).timestamp()
-
-
-def _exec_credential(spec: dict[str, Any], cluster: dict[str, Any], where: str) -> dict[str, Any]:
-    """Run a client-go exec credential plugin, as kubectl does; its ExecCredential's status."""
-    command = spec.get("command")
-    if not isinstance(command, str) or not command:
-        raise KubeconfigError(f"{where}: exec has no command")
-    api_version = spec.get("apiVersion")
-    if api_version not in EXEC_API_VERSIONS:
-        raise KubeconfigError(
-            f"{where}: exec apiVersion {api_version!r} is not one kubectl accepts ({', '.join(EXEC_API_VERSIONS)})"
-        )
-    hint = spec.get("installHint")
-    hint = f" ({hint})" if isinstance(hint, str) and hint else ""
-    if spec.get("interactiveMode") == "Always":
-        raise KubeconfigError(
-            f"{where}: credential plugin {command!r} needs a terminal (interactiveMode: Always), which the waits and "
-            "`status` do not give it: log in without one (kubelogin: --login azurecli, spn or workloadidentity)"
-        )
-    info: dict[str, Any] = {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
-    if spec.get("provideClusterInfo") is True:
-        ca = _data(cluster, "certificate-authority", where)
-        extensions = cluster.get("extensions")
-        config = next(
-            (e.get("extension") for e in extensions if is_dict(e) and e.get("name") == EXEC_EXTENSION),
-            None,
-        ) if is_list(extensions) else None  # fmt: skip
-        shown = {
-            "server": cluster.get("server"),
-            "tls-server-name": cluster.get("tls-server-name"),
-            "insecure-skip-tls-verify": cluster.get("insecure-skip-tls-verify"),
-            "certificate-authority-data": base64.b64encode(ca).decode() if ca else None,
-            "proxy-url": cluster.get("proxy-url"),
-            "config": config,
-        }
-        info["spec"]["cluster"] = {k: v for k, v in shown.items() if v not in (None, "", False)}
-    env = dict(os.environ)
-    variables: object = spec.get("env") or []
-    for var in variables if is_list(variables) else [None]:
-        name, value = field_of(var, "name"), field_of(var, "value")
-        if not isinstance(name, str) or not isinstance(value, str):
-            raise KubeconfigError(f"{where}: an exec env entry is not a name and a value")
-        env[name] = value
-    env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
-    given: object = spec.get("args") or []
-    args = [a for a in given if isinstance(a, str)] if is_list(given) else None
-    if args is None or len(args) != len(cast(list[object], given)):
-        raise KubeconfigError(f"{where}: exec args are not a list of text")
-    try:
-        done = subprocess.run(
-            [command, *args],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=EXEC_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        why = (
-            f"it did not finish in {EXEC_TIMEOUT_SECONDS}s" if isinstance(err, subprocess.TimeoutExpired) else _why(err)
-        )
-        raise KubeconfigError(f"credential plugin {command!r} could not run: {why}{hint}") from None
-    if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip()[-500:]
-        raise KubeconfigError(f"credential plugin {command!r} exited {done.returncode}: {said}")
-    try:
-        credential: object = json.loads(done.stdout)
-    except (ValueError, RecursionError):
-        credential = None
-    status = credential.get("status") if is_dict(credential) else None
-    if not is_dict(status):
-        raise KubeconfigError(f"credential plugin {command!r} did not print an ExecCredential")
-    return status
-
-
 class KubeClient:
     """GETs to one API server with one kubeconfig user's credentials (see the module's guarantees)."""
 
     def __init__(self, cluster: dict[str, Any], user: dict[str, Any], cluster_name: str, user_name: str):
         self.where = f"the kubeconfig's cluster {cluster_name!r}"
         self.user_where = f"the kubeconfig's user {user_name!r}"
-        server = _text(cluster, "server", self.where)
+        server = text_field(cluster, "server", self.where)
         if server is None:
             raise KubeconfigError(f"{self.where} has no server")
         parts = urllib.parse.urlsplit(server)
@@ -608,7 +399,7 @@ class KubeClient:
         self.server = f"{parts.scheme}://{parts.netloc}"
         self.prefix = parts.path.rstrip("/")
         self.host, self.port = parts.hostname, port
-        self.server_hostname = _text(cluster, "tls-server-name", self.where) or parts.hostname
+        self.server_hostname = text_field(cluster, "tls-server-name", self.where) or parts.hostname
         self.proxy = _proxy(cluster, self.where, parts.scheme, parts.hostname)
         self.cluster, self.user = cluster, user
         self.timeout_seconds = REQUEST_TIMEOUT_SECONDS
@@ -636,12 +427,12 @@ class KubeClient:
         name = context or config.get("current-context")
         if not name:
             raise KubeconfigError("the kubeconfig has no current-context; name a context")
-        ctx = _named(config, "contexts", name)
+        ctx = named(config, "contexts", name)
         cluster_name, user_name = ctx.get("cluster"), ctx.get("user")
         if not isinstance(cluster_name, str) or not cluster_name:
             raise KubeconfigError(f"the kubeconfig's context {name!r} names no cluster")
-        user = _named(config, "users", user_name) if isinstance(user_name, str) and user_name else {}
-        return cls(_named(config, "clusters", cluster_name), user, cluster_name, str(user_name or ""))
+        user = named(config, "users", user_name) if isinstance(user_name, str) and user_name else {}
+        return cls(named(config, "clusters", cluster_name), user, cluster_name, str(user_name or ""))
 
     # -------------------------------------------------------- credentials
 
@@ -649,15 +440,15 @@ class KubeClient:
         """The credentials, fetched anew (a token file read again, an exec plugin run again)."""
         self._close()
         user, where = self.user, self.user_where
-        token = _text(user, "token", where)
-        if token is None and _text(user, "tokenFile", where):
-            token = (_data(user, "tokenFile", where) or b"").decode(errors="replace").strip()
-        cert, key = _data(user, "client-certificate", where), _data(user, "client-key", where)
+        token = text_field(user, "token", where)
+        if token is None and text_field(user, "tokenFile", where):
+            token = (data_field(user, "tokenFile", where) or b"").decode(errors="replace").strip()
+        cert, key = data_field(user, "client-certificate", where), data_field(user, "client-key", where)
         spec = user.get("exec")
         if spec is not None:
             if not is_dict(spec):
                 raise KubeconfigError(f"{where}: exec is not a map")
-            status = _exec_credential(spec, self.cluster, where)
+            status = exec_credential(spec, self.cluster, where)
             given = status.get("token")
             token = given if isinstance(given, str) and given else token
             if status.get("clientCertificateData") is not None or status.get("clientKeyData") is not None:
@@ -667,10 +458,10 @@ class KubeClient:
                         f"credential plugin {spec.get('command')!r} gave a client certificate without its key"
                     )
                 cert, key = cert_data.encode(), key_data.encode()
-            self.expires = _rfc3339(status.get("expirationTimestamp"))
+            self.expires = rfc3339(status.get("expirationTimestamp"))
         if (cert is None) != (key is None):
             raise KubeconfigError(f"{where} has a client certificate without its key, or a key without its certificate")
-        username, password = _text(user, "username", where), _text(user, "password", where)
+        username, password = text_field(user, "username", where), text_field(user, "password", where)
         if token:
             _header_value(token, f"{where}: its token")
             self.authorization = f"Bearer {token}"
@@ -684,13 +475,13 @@ class KubeClient:
     def _impersonation_headers(self) -> list[tuple[str, str]]:
         """`as`, `as-groups`, `as-uid`, `as-user-extra` as kubectl sends them."""
         user, where = self.user, self.user_where
-        impersonate = _text(user, "as", where)
+        impersonate = text_field(user, "as", where)
         if not impersonate:
             return []
         headers = [("Impersonate-User", impersonate)]
         groups: object = user.get("as-groups") or []
         headers += [("Impersonate-Group", g) for g in (groups if is_list(groups) else []) if isinstance(g, str)]
-        uid = _text(user, "as-uid", where)
+        uid = text_field(user, "as-uid", where)
         if uid:
             headers.append(("Impersonate-Uid", uid))
         extra: object = user.get("as-user-extra") or {}
@@ -791,7 +582,7 @@ class KubeClient:
             raise KubeApiError(0, f"{self.server} broke off its answer to {what} ({type(err).__name__})") from None
         except OSError as err:
             self._close()
-            raise KubeApiError(0, f"cannot reach {self.server}: {_why(err)}") from None
+            raise KubeApiError(0, f"cannot reach {self.server}: {os_reason(err)}") from None
         return _json_object(body, what, content_type)
 
     def _ask(self, deadline: float, target: str, headers: list[tuple[str, str]]) -> http.client.HTTPResponse:

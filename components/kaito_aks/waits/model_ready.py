@@ -21,11 +21,13 @@ import pulumi
 from pulumi import dynamic
 
 from kaito_aks.cluster.access import ClusterAccess
+from kaito_aks.vocabulary import CREATED_BY_LABEL, WORKSPACE_LABEL
 from kaito_aks.waits import args as wait_args
 from kaito_aks.waits.answers import conditions_of, field_at, list_items, segment, text_at
 from kaito_aks.waits.args import check_wait_args
 from kaito_aks.waits.base import Check, ClusterWaitProvider, Watch, poll_each, wait_options
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
+from kaito_aks.waits.nodeclaims_gone import NODECLAIMS
 
 __all__ = ["conditions_of", "field_at", "list_items"]  # read here by status, and by programs that did
 
@@ -174,9 +176,6 @@ def _watch(client: Reader, w: Watched) -> Watch:
 # say only "Ready NodeClaims are not enough": the reason is on the NodeClaim (karpenter.sh/v1,
 # labelled with the Workspace), in its first condition of Launched, Registered, Initialized
 # that is not True (what 0.12's FirstNodeClaimProvisioningState reports).
-CREATED_BY_LABEL = "inferenceset.kaito.sh/created-by"
-WORKSPACE_LABEL = "kaito.sh/workspace"  # on a Workspace's pods and NodeClaims (api/v1beta1/labels.go)
-NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 NODECLAIM_STAGES = ("Launched", "Registered", "Initialized")
 
 
