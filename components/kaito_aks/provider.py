@@ -11,10 +11,10 @@ that may come from another resource accept outputs, everything else must be know
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import inspect
 import json
+import re
 import sys
 import textwrap
 import types as python_types
@@ -292,21 +292,16 @@ def known_now(value: Any, found: list[pulumi.Resource]) -> Any:
     return value
 
 
+# A class-level annotation on one line and the docstring under it (the outputs' style).
+_OUTPUT_DOC = re.compile(r'^    (\w+): [^\n]*\n    """(.*?)"""', re.S | re.M)
+
+
 def _output_docs(component: type) -> dict[str, str]:
-    """The docstring under each output annotation of a component class."""
+    """The docstring under each output annotation of a component class. Read from its source
+    text, not with `ast`: CPython 3.11.7's AST constructor can fail with "recursion depth
+    mismatch" once a RecursionError was caught in the process (e.g. JSON nested too deep)."""
     source = textwrap.dedent(inspect.getsource(component))
-    body = cast(ast.ClassDef, ast.parse(source).body[0]).body
-    docs: dict[str, str] = {}
-    for node, after in zip(body, [*body[1:], None], strict=True):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = inspect.cleandoc(after.value.value)
-    return docs
+    return {name: inspect.cleandoc(doc) for name, doc in _OUTPUT_DOC.findall(source)}
 
 
 def schema() -> dict[str, Any]:
