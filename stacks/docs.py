@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kaito_aks.azure.aks_cluster import SystemPoolArgs
 from kaito_aks.azure.aks_security import (
     AdminArgs,
     ApiServerArgs,
@@ -19,6 +18,7 @@ from kaito_aks.azure.aks_security import (
     UpgradeArgs,
 )
 from kaito_aks.azure.gpu_node_pool import AutoscaleArgs
+from kaito_aks.azure.system_pool import SystemPoolArgs
 from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs
 from kaito_aks.model.spec import AdapterArgs, TuningArgs
 from kaito_aks.problems import camel, rename

@@ -21,7 +21,7 @@ __version__ = "0.3.0"
 _EXPORTS = {
     "AksCluster": "kaito_aks.azure.aks_cluster",
     "AksClusterArgs": "kaito_aks.azure.aks_cluster",
-    "SystemPoolArgs": "kaito_aks.azure.aks_cluster",
+    "SystemPoolArgs": "kaito_aks.azure.system_pool",
     "NodeSubnetArgs": "kaito_aks.azure.aks_cluster",
     "SshPublicKey": "kaito_aks.azure.ssh_public_key",
     "GpuNodePool": "kaito_aks.azure.gpu_node_pool",
@@ -121,11 +121,12 @@ class _LazyModule:
 _install_state_modules()
 
 if TYPE_CHECKING:
-    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, NodeSubnetArgs, SystemPoolArgs
+    from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, NodeSubnetArgs
     from kaito_aks.azure.cpu_node_pool import CpuNodePool, CpuNodePoolArgs
     from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
     from kaito_aks.azure.node_pool import AutoscaleArgs
     from kaito_aks.azure.ssh_public_key import SshPublicKey
+    from kaito_aks.azure.system_pool import SystemPoolArgs
     from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
     from kaito_aks.budget import pool_budget
     from kaito_aks.cluster.access import ClusterAccess, ClusterProvider

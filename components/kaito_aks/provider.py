@@ -16,7 +16,6 @@ import inspect
 import json
 import re
 import sys
-import textwrap
 import types as python_types
 import typing
 from collections.abc import Mapping
@@ -297,11 +296,18 @@ _OUTPUT_DOC = re.compile(r'^    (\w+): [^\n]*\n    """(.*?)"""', re.S | re.M)
 
 
 def _output_docs(component: type) -> dict[str, str]:
-    """The docstring under each output annotation of a component class. Read from its source
-    text, not with `ast`: CPython 3.11.7's AST constructor can fail with "recursion depth
-    mismatch" once a RecursionError was caught in the process (e.g. JSON nested too deep)."""
-    source = textwrap.dedent(inspect.getsource(component))
-    return {name: inspect.cleandoc(doc) for name, doc in _OUTPUT_DOC.findall(source)}
+    """The docstring under each output annotation of a component class, read from its module's
+    text. Not with `ast`, nor `inspect.getsource` (which parses the module to find a class):
+    CPython 3.11.7's AST constructor can fail with "recursion depth mismatch" once a
+    RecursionError was caught in the process (e.g. JSON nested too deep)."""
+    path = inspect.getsourcefile(component)
+    text = Path(path).read_text() if path else ""
+    start = re.search(rf"^class {component.__name__}\b.*$", text, re.M)
+    if start is None:
+        return {}
+    end = re.search(r"^\S", text[start.end() :], re.M)  # the next top-level statement
+    body = text[start.end() : start.end() + end.start()] if end else text[start.end() :]
+    return {name: inspect.cleandoc(doc) for name, doc in _OUTPUT_DOC.findall(body)}
 
 
 def schema() -> dict[str, Any]:

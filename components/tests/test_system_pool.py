@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kaito_aks import AksCluster, AksClusterArgs
-from kaito_aks.azure.aks_cluster import SystemPoolArgs
+from kaito_aks.azure.system_pool import SystemPoolArgs
 from kaito_aks.testing import ProgramMocks, RecordingMonitor, run
 
 

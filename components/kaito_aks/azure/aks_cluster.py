@@ -14,12 +14,10 @@ import pulumi
 from pulumi_azure_native import authorization, containerservice, network, resources
 
 from kaito_aks.azure.aks_security import (
-    MAX_SURGE,
     ApiServerArgs,
     DefenderArgs,
     EntraArgs,
     UpgradeArgs,
-    Zone,
     access_problems,
     is_production,
     kubernetes_version_problems,
@@ -29,13 +27,14 @@ from kaito_aks.azure.aks_security import (
 )
 from kaito_aks.azure.cluster_admins import cluster_admin_assignments
 from kaito_aks.azure.monitoring import managed_prometheus
+from kaito_aks.azure.system_pool import SystemPoolArgs, system_pool_drift
 from kaito_aks.azure.workload_identity import role_definition_id
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.cluster.kubelogin import LoginMode, convert_kubeconfig, kubelogin_args
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
-from kaito_aks.schema import Input, Matches, MaxItems, Range, args_class
+from kaito_aks.schema import Input, Matches, MaxItems, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.waits.access_granted import AccessGranted
 
@@ -87,29 +86,6 @@ class NodeSubnetArgs:
     AKS's pod (10.244.0.0/16) and service (10.0.0.0/16) ranges."""
     address_prefix: Annotated[str, CIDR] = "10.224.0.0/16"
     """The created subnet's range, inside `address_space`."""
-
-
-@args_class
-class SystemPoolArgs:
-    """The AKS system node pool: the operators, and CPU models (which select it by the label
-    kubernetes.azure.com/mode: system) unless a CPU pool takes them. Applied when the cluster is
-    created; later edits are checked against the live pool at `pulumi up`, not applied."""
-
-    vm_size: str = "Standard_D4s_v5"
-    """VM size of the system nodes; applied when the cluster is created; later edits are checked
-    against the live pool at `pulumi up`, not applied (AKS cannot resize a pool: add a System-mode
-    CpuNodePool instead)."""
-    count: Annotated[int, Range(1, 1000, "AKS: 1-1000 nodes per pool")] = 2
-    """Number of system nodes; applied when the cluster is created; later edits are checked against
-    the live pool at `pulumi up`, not applied (scale it with `az aks nodepool scale`)."""
-    zones: Annotated[list[Zone], MaxItems(3)] = field(default_factory=list[Zone])
-    """Availability zones to spread the system nodes over (e.g. ["1", "2", "3"]; the region and
-    VM size must offer them); set when the cluster is created (AKS cannot move a pool's nodes to
-    zones). Default: none (AKS places them)."""
-    max_surge: Annotated[str, MAX_SURGE] = "33%"
-    """Extra nodes an upgrade adds at a time (a count, or a percentage of the pool): more is a
-    faster upgrade with fewer evictions per node. Set when the cluster is created; on an existing
-    cluster change it with `az aks nodepool update --max-surge`."""
 
 
 @args_class
@@ -404,41 +380,6 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
         ],
         "tags": args.tags,
     }
-
-
-SYSTEM_POOL_AT = "system_pool (cluster.aks.systemPool)"
-
-
-def system_pool_drift(live: containerservice.GetAgentPoolResult, wanted: SystemPoolArgs) -> list[str]:
-    """How the live system pool differs from `system_pool`, one actionable line each: AKS takes no
-    change to the cluster's inline pool, so a count is changed on the pool and a size or zones
-    only by another pool."""
-    size = live.vm_size or ""
-    if not size:
-        return []  # nothing reported (a test mock that answers every invoke with {})
-    found: list[str] = []
-    count = live.count
-    if count is not None and count != wanted.count and not live.enable_auto_scaling:
-        found.append(
-            f"{SYSTEM_POOL_AT}.count is {wanted.count} but the live system pool has {count} nodes: edits to the "
-            "system pool are not applied to an existing cluster; run `az aks nodepool scale -g <group> "
-            f"--cluster-name <cluster> -n {SYSTEM_POOL} -c {wanted.count}` then `pulumi refresh`, or set "
-            f"systemPool.count back to {count}"
-        )
-    if size.lower() != wanted.vm_size.lower():
-        found.append(
-            f"{SYSTEM_POOL_AT}.vmSize is {wanted.vm_size} but the live system pool is of {size}: AKS cannot change "
-            "a pool's VM size; keep systemPool.vmSize at " + size + ", and for other system nodes add a CPU pool "
-            "with mode System (cpuNodePools, CpuNodePool) and move the system pods to it, or recreate the cluster"
-        )
-    zones = sorted(live.availability_zones or [])
-    if zones != sorted(wanted.zones):
-        found.append(
-            f"{SYSTEM_POOL_AT}.zones is {sorted(wanted.zones)} but the live system pool's are {zones}: AKS sets a "
-            f"pool's zones when it creates it; keep systemPool.zones at {zones}, or add a CPU pool with mode System "
-            "in those zones (cpuNodePools, CpuNodePool)"
-        )
-    return found
 
 
 def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
