@@ -29,7 +29,7 @@ from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
-from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
+from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, karpenter_cluster_args
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
 from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.rag.component import RagEngine, watched_object
@@ -218,25 +218,7 @@ def _karpenter(
     if cfg.karpenter is None:
         return None
     assert isinstance(cluster, AksCluster)
-    args: KarpenterArgs = dataclasses.replace(
-        cfg.karpenter,
-        cluster_id=cluster.cluster_id,
-        location=cluster.location,
-        node_resource_group=cluster.node_resource_group,
-        oidc_issuer_url=cluster.oidc_issuer_url,
-        api_server_endpoint=cluster.api_server_endpoint,
-        kubelet_identity=KubeletIdentityArgs(
-            client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
-        ),
-        network=KarpenterNetworkArgs(
-            subnet_id=cluster.node_subnet_id,
-            vnet_guid=cluster.vnet_guid,
-            plugin=cluster.network_plugin,
-            plugin_mode=cluster.network_plugin_mode,
-            policy=cluster.network_policy,
-            dataplane=cluster.network_dataplane,
-        ),
-    )
+    args: KarpenterArgs = dataclasses.replace(cfg.karpenter, **karpenter_cluster_args(cluster))
     return Karpenter("karpenter", args, opts=opts)
 
 

@@ -36,6 +36,7 @@ _EXPORTS = {
     "GpuProvisionerArgs": "kaito_aks.operators.gpu_provisioner",
     "Karpenter": "kaito_aks.operators.karpenter",
     "KarpenterArgs": "kaito_aks.operators.karpenter",
+    "karpenter_cluster_args": "kaito_aks.operators.karpenter",
     "KarpenterNetworkArgs": "kaito_aks.operators.karpenter",
     "KubeletIdentityArgs": "kaito_aks.operators.karpenter",
     "NodeBootstrapToken": "kaito_aks.cluster.node_bootstrap",
@@ -147,7 +148,13 @@ if TYPE_CHECKING:
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
-    from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
+    from kaito_aks.operators.karpenter import (
+        Karpenter,
+        KarpenterArgs,
+        KarpenterNetworkArgs,
+        KubeletIdentityArgs,
+        karpenter_cluster_args,
+    )
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
     from kaito_aks.rag.component import RagEngine
@@ -226,5 +233,6 @@ __all__ = [
     "__version__",
     "check_model",
     "deploy_models",
+    "karpenter_cluster_args",
     "pool_budget",
 ]

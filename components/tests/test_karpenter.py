@@ -25,6 +25,7 @@ from kaito_aks import (
     NodeBootstrapTokenArgs,
     NodeSubnetArgs,
     catalog,
+    karpenter_cluster_args,
 )
 from kaito_aks.azure.ssh_public_key import SshPublicKeyProvider, openssh_public_key
 from kaito_aks.cluster.node_bootstrap import BootstrapTokenProvider
@@ -42,22 +43,7 @@ def karpenter_on(cluster: AksCluster, **extra: Any) -> Karpenter:
     return Karpenter(
         "karpenter",
         KarpenterArgs(
-            cluster_id=cluster.cluster_id,
-            location=cluster.location,
-            node_resource_group=cluster.node_resource_group,
-            oidc_issuer_url=cluster.oidc_issuer_url,
-            api_server_endpoint=cluster.api_server_endpoint,
-            kubelet_identity=KubeletIdentityArgs(
-                client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
-            ),
-            network=KarpenterNetworkArgs(
-                subnet_id=cluster.node_subnet_id,
-                vnet_guid=cluster.vnet_guid,
-                plugin=cluster.network_plugin,
-                plugin_mode=cluster.network_plugin_mode,
-                policy=cluster.network_policy,
-                dataplane=cluster.network_dataplane,
-            ),
+            **karpenter_cluster_args(cluster),
             **extra,
         ),
         opts=pulumi.ResourceOptions(providers=[cluster.provider]),

@@ -13,9 +13,8 @@ from kaito_aks import (
     KaitoOperatorArgs,
     Karpenter,
     KarpenterArgs,
-    KarpenterNetworkArgs,
-    KubeletIdentityArgs,
     NodeSubnetArgs,
+    karpenter_cluster_args,
 )
 
 cluster = AksCluster(
@@ -30,24 +29,7 @@ cluster = AksCluster(
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
 karpenter = Karpenter(
     "karpenter",
-    KarpenterArgs(
-        cluster_id=cluster.cluster_id,
-        location=cluster.location,
-        node_resource_group=cluster.node_resource_group,  # its roles apply there
-        oidc_issuer_url=cluster.oidc_issuer_url,
-        api_server_endpoint=cluster.api_server_endpoint,
-        kubelet_identity=KubeletIdentityArgs(
-            client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
-        ),
-        network=KarpenterNetworkArgs(
-            subnet_id=cluster.node_subnet_id,
-            vnet_guid=cluster.vnet_guid,
-            plugin=cluster.network_plugin,
-            plugin_mode=cluster.network_plugin_mode,
-            policy=cluster.network_policy,
-            dataplane=cluster.network_dataplane,
-        ),
-    ),
+    KarpenterArgs(**karpenter_cluster_args(cluster)),  # every value from the cluster's outputs
     opts=on_cluster,
 )
 kaito = KaitoOperator(

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.ssh_public_key import SshPublicKey
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
 from kaito_aks.cluster.access import access_for, provider_problems
@@ -147,6 +148,29 @@ class KarpenterArgs:
     """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
     provider it is deployed through (a Python program's AksCluster `provider`); elsewhere give
     it, or turn the wait off."""
+
+
+def karpenter_cluster_args(cluster: AksCluster) -> dict[str, Any]:
+    """Every KarpenterArgs field that describes the cluster, from an AksCluster's outputs (it must
+    have been created with `node_subnet`): `KarpenterArgs(**karpenter_cluster_args(cluster), ...)`."""
+    return {
+        "cluster_id": cluster.cluster_id,
+        "location": cluster.location,
+        "node_resource_group": cluster.node_resource_group,  # its roles apply there
+        "oidc_issuer_url": cluster.oidc_issuer_url,
+        "api_server_endpoint": cluster.api_server_endpoint,
+        "kubelet_identity": KubeletIdentityArgs(
+            client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
+        ),
+        "network": KarpenterNetworkArgs(
+            subnet_id=cluster.node_subnet_id,
+            vnet_guid=cluster.vnet_guid,
+            plugin=cluster.network_plugin,
+            plugin_mode=cluster.network_plugin_mode,
+            policy=cluster.network_policy,
+            dataplane=cluster.network_dataplane,
+        ),
+    }
 
 
 def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
