@@ -8,6 +8,7 @@ Each size runs in a fresh process, so its peak memory is its own. Prints a markd
     python scripts/benchmark.py [--sizes 10 50 200 1000] [--repeat 3] [--write] [--no-tests]
     python scripts/benchmark.py --kaito 0.12.0 --no-tests      # KAITO 0.12's InferenceSets
     python scripts/benchmark.py --serving --no-tests           # the same with a gateway, autoscaling, metrics
+    python scripts/benchmark.py --floor --sizes 1000 --no-tests  # against the SDK floor, paired in one run
 """
 
 from __future__ import annotations
@@ -67,38 +68,75 @@ def bench_secrets(kaito: str | None, serving: bool) -> dict[str, str] | None:
     return secrets or None
 
 
-def measure_one(n: int, repeat: int, kaito: str | None = None, serving: bool = False) -> dict:
-    """In this process: import, then evaluate the n-workspace stack `repeat` times."""
+def floor_program(count: int):
+    """The SDK floor: `count` bare ConfigMaps (plain inputs, no component, the program's GC
+    tuning), what registering that many resources costs the Pulumi SDK itself under the same mocks."""
+
+    def program() -> None:
+        import pulumi_kubernetes as k8s
+
+        from stacks.program import GC_THRESHOLDS
+
+        gc.set_threshold(*GC_THRESHOLDS)
+        for i in range(count):
+            k8s.core.v1.ConfigMap(
+                f"floor-{i}", metadata={"name": f"floor-{i}", "namespace": "default"}, data={"k": "v"}
+            )
+        gc.freeze()
+
+    return program
+
+
+def measure_one(n: int, repeat: int, kaito: str | None = None, serving: bool = False, floor: bool = False) -> dict:
+    """In this process: import, then evaluate the n-workspace stack `repeat` times (`floor`: each
+    run paired with the SDK floor of as many resources, run right after it)."""
     t0 = time.perf_counter()
     from stacks.evaluate import evaluate
     from stacks.program import main
 
     imported = time.perf_counter() - t0
     cfg = synthetic_config(n, kaito, serving)
-    times, cpu, resources = [], [], 0
-    for _ in range(repeat):
+    times, cpu, floor_cpu, resources = [], [], [], 0
+
+    def timed(program) -> tuple[float, float, int]:
         gc.collect()  # start each run clean, so the peak is one evaluation's
         thresholds = gc.get_threshold()
         start, start_cpu = time.perf_counter(), time.process_time()
-        ev = evaluate(cfg, stack=f"bench-{n}", program=main, secrets=bench_secrets(kaito, serving))  # (its GC tuning)
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)  # (on a busy machine, steadier than the wall clock)
+        ev = evaluate(
+            cfg, stack=f"bench-{n}", program=program, secrets=bench_secrets(kaito, serving)
+        )  # (its GC tuning)
+        took, took_cpu = time.perf_counter() - start, time.process_time() - start_cpu
         gc.unfreeze()
         gc.set_threshold(*thresholds)
-        resources = len(ev.resources)
+        return took, took_cpu, len(ev.resources)
+
+    for _ in range(repeat):
+        seconds, seconds_cpu, resources = timed(main)
+        times.append(seconds)
+        cpu.append(seconds_cpu)  # (on a busy machine, steadier than the wall clock)
+        if floor:
+            floor_cpu.append(timed(floor_program(resources - 1))[1])  # (less the default provider it registers)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {
+    out = {
         "workspaces": n,
         "resources": resources,
         "seconds": min(times),
         "cpuSeconds": min(cpu),
+        "msPerResource": min(cpu) / resources * 1000,
         "import": imported,
         "peakMiB": peak_kib / 1024,
     }
+    if floor:
+        out |= {"floorCpuSeconds": min(floor_cpu), "floorRatio": min(cpu) / min(floor_cpu)}
+    return out
 
 
-def run_size(n: int, repeat: int, kaito: str | None = None, serving: bool = False) -> dict:
-    extra = [*(["--kaito", kaito] if kaito else []), *(["--serving"] if serving else [])]
+def run_size(n: int, repeat: int, kaito: str | None = None, serving: bool = False, floor: bool = False) -> dict:
+    extra = [
+        *(["--kaito", kaito] if kaito else []),
+        *(["--serving"] if serving else []),
+        *(["--floor"] if floor else []),
+    ]
     out = subprocess.run(
         [sys.executable, __file__, "--one", str(n), "--repeat", str(repeat), *extra],
         capture_output=True,
@@ -155,15 +193,25 @@ def main() -> None:
     parser.add_argument(
         "--serving", action="store_true", help="with a gateway, autoscaling and metrics (implies --kaito 0.12.0)"
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="pair each run with the SDK floor (as many bare ConfigMaps) and print the CPU ratio per size",
+    )
     args = parser.parse_args()
     kaito = args.kaito or ("0.12.0" if args.serving else None)
     if args.one:
-        print(json.dumps(measure_one(args.one, args.repeat, kaito, args.serving)))
+        print(json.dumps(measure_one(args.one, args.repeat, kaito, args.serving, args.floor)))
         return
-    rows = [run_size(n, args.repeat, kaito, args.serving) for n in args.sizes]
+    rows = [run_size(n, args.repeat, kaito, args.serving, args.floor) for n in args.sizes]
     tests = None if args.no_tests else time_tests()
     text = table(rows, tests)
     print(text)
+    for r in rows if args.floor else ():
+        print(
+            f"{r['workspaces']} workspaces: {r['cpuSeconds']:.2f} s of CPU ({r['msPerResource']:.2f} ms per resource) "
+            f"against the SDK floor's {r['floorCpuSeconds']:.2f} s: {r['floorRatio']:.2f}x"
+        )
     if args.write:
         from stacks.docs import ROOT, marked_block
 
