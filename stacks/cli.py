@@ -230,7 +230,7 @@ def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None
 def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
     """Every stack's config checks; the exit code says whether any stack failed."""
     from stacks.cost import stack_cost
-    from stacks.defaults import generation_note
+    from stacks.decide import generation_note
     from stacks.errors import StackConfigError, located
     from stacks.load import foreign_keys, parse_stack_file
 
@@ -253,7 +253,7 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
-        note = generation_note(cfg)
+        note = generation_note(cfg.decided, cfg.generation)
         if note is not None:
             print(f"{stack}: {note}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)

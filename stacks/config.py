@@ -12,22 +12,21 @@ give the configuration reference (docs/configuration.md).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal, Optional, cast
+from typing import Annotated, Any, Optional, cast
 
 import typing_extensions
 from pydantic import BeforeValidator, ConfigDict, TypeAdapter
 
 from kaito_aks.azure.aks_cluster import AksClusterArgs
-from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_nodes
+from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import CpuNodes, system_pool_nodes
+from kaito_aks.nodes import CpuNodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
@@ -43,14 +42,10 @@ from kaito_aks.serving.keda import KedaAutoscalingArgs
 from kaito_aks.serving.spec import ModelMetricsArgs
 from kaito_aks.validation import RETIRED_KEYS, SECTION_FIELDS, SOFT
 from kaito_aks.vocabulary import GpuDiscovery
+from stacks.decide import Decisions, Generation, decision_docs
 
 PROJECT = "kaito-aks"
-DEFAULT_KAITO_VERSION = "0.8.1"
-# The generations of the program's defaults (`kaito-aks:defaults`): a stack file without the key
-# keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
-# lists what each generation changes.
-Generation = Literal[1, 2]
-NEWEST_GENERATION = 2
+DECISION_DOCS = decision_docs()
 # Stand in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
@@ -79,17 +74,24 @@ SECRET_DOCS = {
 # ---------------------------------------------------------------- a section: args fields, and the stack's own
 
 
+def decided_doc(doc: str, decision: str | None) -> str:
+    """A key's doc with the default the stack decides for it: the decision's own docstring
+    (stacks/decide.py), so the reference and the code say it once."""
+    return f"{doc.rstrip()} Default: {DECISION_DOCS[decision]}" if decision else doc
+
+
 @dataclass(frozen=True)
 class Take:
     """Fields of one args class a section offers: all but `without` (what the stack fills in),
     or `only` those. `required`: required here whatever the class says; `decided`: fields whose
-    default the stack decides (stacks/defaults.py, said in their doc); `docs`: the stack's wording."""
+    default the stack decides, by the decision's name (stacks/decide.py: its doc says the
+    default; "": the field's doc says where the stack takes it from); `docs`: the stack's wording."""
 
     cls: type
     without: tuple[str, ...] = ()
     only: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
-    decided: tuple[str, ...] = ()
+    decided: Mapping[str, str] = field(default_factory=dict[str, str])
     docs: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def fields(self) -> dict[str, Field]:
@@ -103,7 +105,7 @@ class Take:
             out[name] = Field(
                 name=name,
                 type=(optional_of(f.type) or f.type) if required else f.type,  # required: null is no value
-                doc=self.docs.get(name, f.doc),
+                doc=decided_doc(self.docs.get(name, f.doc), self.decided.get(name)),
                 owner=f.owner,
                 default=default,
                 default_factory=None if name in self.required or name in self.decided else f.default_factory,
@@ -113,12 +115,13 @@ class Take:
 
 @dataclass(frozen=True)
 class Own:
-    """A setting only a whole stack has (no component takes it): its type and doc; its default is
-    None, decided by the stack (stacks/defaults.py) unless `default` says it."""
+    """A setting only a whole stack has (no component takes it): its type and doc; its default
+    is `default`, or the stack decides it (`decided`: the decision, whose doc says the default)."""
 
     type: Any
     doc: str
     default: Any = None
+    decided: str | None = None
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,8 @@ class Section:
         for take in self.takes:
             out |= take.fields()
         for name, setting in self.own.items():
-            out[name] = Field(name=name, type=setting.type, doc=setting.doc, owner=Section, default=setting.default)
+            doc = decided_doc(setting.doc, setting.decided)
+            out[name] = Field(name=name, type=setting.type, doc=doc, owner=Section, default=setting.default)
         return dict(sorted(out.items(), key=lambda item: not item[1].required))
 
     @cached_property
@@ -223,14 +227,12 @@ AKS = Section(
         Take(
             AksClusterArgs,
             without=("existing", "keda"),  # (the KEDA add-on: autoscaling.keda addon)
-            decided=("node_subnet",),
+            decided={"node_subnet": "node_subnet", "location": "cluster_location"},
             docs={
-                "location": "Azure region; default: `azure-native:location`",
+                "location": "Azure region.",
                 "name": "The cluster's name (also its DNS prefix and KAITO's clusterName).",
                 "node_subnet": "The subnet of the cluster's nodes: made with the cluster (addressSpace, "
-                "addressPrefix) or yours (subnetId). Default: made with the cluster when Karpenter is installed "
-                "(Karpenter must be given the nodes' subnet), else AKS's managed VNet. Set at creation only: a "
-                "cluster created without it keeps AKS's VNet (refused at deploy time, not applied).",
+                "addressPrefix) or yours (subnetId).",
             },
         ),
     ),
@@ -257,18 +259,18 @@ KAITO = Section(
         Take(
             KaitoOperatorArgs,
             without=("node_groups", "cluster_name", "gpu_discovery"),
-            decided=("version", "node_provisioning", "node_provisioner"),
+            decided={
+                "version": "kaito_version",
+                "node_provisioning": "node_provisioning",
+                "node_provisioner": "node_provisioner",
+            },
             docs={
-                "version": f"The KAITO release (chart and app version); default: {DEFAULT_KAITO_VERSION}, or with "
-                "the AKS add-on the release it runs on the cluster's Kubernetes minor (catalog/aks_add_on.yaml: "
-                "0.6.0 on 1.34, on a newer minor, or when the minor is not known).",
+                "version": "The KAITO release (chart and app version).",
                 "node_provisioning": "byo: your GPU nodes (gpuNodePools), auto-provisioning off; auto: KAITO creates "
-                "a node of each workspace's instanceType; default: byo, or auto with the AKS add-on.",
+                "a node of each workspace's instanceType.",
                 "node_provisioner": "With auto: what makes KAITO's nodes: gpu-provisioner (an AKS node pool per "
                 "node) or karpenter (KAITO 0.11+: self-hosted Karpenter, its VMs from KAITO's node classes; "
-                "installed with a cluster this stack creates). Default: karpenter for KAITO 0.12 on cluster.aks "
-                "in a stack of `defaults: 2` (KAITO's own recommendation), gpu-provisioner otherwise (every stack "
-                "without the defaults key keeps it).",
+                "installed with a cluster this stack creates).",
             },
         ),
         Take(
@@ -282,13 +284,14 @@ KAITO = Section(
     own={
         "gpu_discovery": Own(
             GpuDiscovery | None,
-            "kaito: KAITO's bundled device plugin, NFD and GFD; external (e.g. the GPU Operator); default: external "
-            "when this stack installs the GPU Operator.",
+            "kaito: KAITO's bundled device plugin, NFD and GFD; external (e.g. the GPU Operator).",
+            decided="gpu_discovery",
         ),
         "install": Own(
             bool,
             "false: KAITO is already installed (a platform team's release, the AKS add-on); only Workspaces are "
-            "created. Default: true, false with the AKS add-on.",
+            "created.",
+            decided="kaito_install",
         ),
     },
 )
@@ -300,22 +303,15 @@ GPU_PROVISIONER = Section(
         Take(
             GpuProvisionerArgs,
             only=("version", "identity_name", "values"),
-            decided=("version",),
+            decided={"version": "gpu_provisioner_version"},
             docs={
-                "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3; default: the one KAITO's own install pairs with "
-                "kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3).",
+                "version": "Chart version: 0.3.8, 0.4.2 or 0.4.3.",
                 "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
                 "<cluster name>-gpu-provisioner (one per cluster, when stacks share a resource group).",
             },
         ),
     ),
-    own={
-        "install": Own(
-            bool | None,
-            "Whether the stack installs gpu-provisioner; default: on with kaito.nodeProvisioning auto when this "
-            "stack installs KAITO on an AKS cluster (cluster.aks or cluster.existing).",
-        )
-    },
+    own={"install": Own(bool | None, "Whether the stack installs gpu-provisioner.", decided="gpu_provisioner")},
 )
 KARPENTER = Section(
     "karpenter",
@@ -326,33 +322,21 @@ KARPENTER = Section(
         Take(
             KarpenterArgs,
             only=("version", "identity_name", "bootstrap_token_rotation", "values"),
-            decided=("version",),
+            decided={"version": "karpenter_version"},
             docs={
-                "version": "Chart version: 1.12.0; default: the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0).",
+                "version": "Chart version: 1.12.0.",
                 "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
                 "<cluster name>-karpenter.",
             },
         ),
     ),
-    own={
-        "install": Own(
-            bool | None,
-            "Whether the stack installs Karpenter; default: on with kaito.nodeProvisioner karpenter when this stack "
-            "installs KAITO on a cluster it creates (cluster.aks). false: Karpenter runs there already.",
-        )
-    },
+    own={"install": Own(bool | None, "Whether the stack installs Karpenter.", decided="karpenter")},
 )
 GPU_OPERATOR = Section(
     "gpuOperator",
     "The NVIDIA GPU Operator (driver, toolkit, device plugin, NFD, GFD on GPU nodes).",
     (Take(GpuOperatorArgs, without=("node_groups",)),),
-    own={
-        "enabled": Own(
-            bool | None,
-            "Whether the stack installs the NVIDIA GPU Operator; default: on for AKS stacks with GPU pools, off "
-            "for kubeconfig stacks.",
-        )
-    },
+    own={"enabled": Own(bool | None, "Whether the stack installs the NVIDIA GPU Operator.", decided="gpu_operator")},
 )
 POOL = Section(
     "gpuNodePools[]",
@@ -390,14 +374,12 @@ WORKSPACE = Section(
             KaitoModelArgs,
             without=MODEL_FILLED,
             required=("name",),
-            decided=("ready_timeout_minutes",),
+            decided={"ready_timeout_minutes": "", "node_selector": "cpu_home"},
             docs={
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
                 "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
-                "node_selector": "Labels a custom image's nodes must carry too (KAITO keeps its pod's nodeSelector); "
-                "default on AKS for a CPU model without labelSelector: kubernetes.azure.com/mode: system, the system "
-                "pool, so it never takes a GPU node.",
+                "node_selector": "Labels a custom image's nodes must carry too (KAITO keeps its pod's nodeSelector).",
                 "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
                 "kaito.nodeProvisioning auto, refused with byo.",
             },
@@ -406,14 +388,10 @@ WORKSPACE = Section(
     own={
         "gateway": Own(
             bool | None,
-            "Route the model through the stack's gateway (its model id picks its route); default: true for a vLLM "
-            "preset when the stack has a gateway.",
+            "Route the model through the stack's gateway (its model id picks its route).",
+            decided="routed",
         ),
-        "metrics": Own(
-            bool | None,
-            "Have Prometheus scrape the model's vLLM metrics; default: true for a vLLM preset when the stack has "
-            "metrics.",
-        ),
+        "metrics": Own(bool | None, "Have Prometheus scrape the model's vLLM metrics.", decided="scraped"),
     },
 )
 GATEWAY = Section(
@@ -425,12 +403,11 @@ GATEWAY = Section(
         Take(
             InferenceGatewayArgs,
             without=("model_namespaces",),
-            decided=("exposure",),
+            decided={"exposure": "gateway_exposure"},
             docs={
                 "exposure": "internal: an Azure internal load balancer (the VNet); public: an Azure public load "
                 "balancer, from sourceRanges only, with tls (warned); cluster: a ClusterIP Service (kubectl "
-                "port-forward). Default: internal on AKS (cluster.aks, cluster.existing), cluster with "
-                "cluster.kubeconfig.",
+                "port-forward).",
                 "api_keys": "API keys by name, each a secret: `pulumi config set --path --secret "
                 "'kaito-aks:gateway.apiKeys.<name>' <key>` (at least 32 characters, e.g. `openssl rand -hex 32`); "
                 "clients send `Authorization: Bearer <key>`. Rotate a key by setting it again; add or remove names "
@@ -453,14 +430,11 @@ METRICS = Section(
     (
         Take(
             ModelMetricsArgs,
-            decided=("flavour", "labels"),
+            decided={"flavour": "metrics_flavour", "labels": "metrics_labels"},
             docs={
                 "flavour": "azureManagedPrometheus (AKS's managed Prometheus) or prometheusOperator (e.g. "
-                "kube-prometheus-stack); default: azureManagedPrometheus with cluster.aks.managedPrometheus, else "
-                "prometheusOperator.",
-                "labels": "Labels on the ServiceMonitors; default with prometheusOperator: release: "
-                "kube-prometheus-stack (kube-prometheus-stack selects only ServiceMonitors labelled with its Helm "
-                "release's name; say yours), none with azureManagedPrometheus.",
+                "kube-prometheus-stack).",
+                "labels": "Labels on the ServiceMonitors.",
             },
         ),
     ),
@@ -473,7 +447,7 @@ METRICS = Section(
             True,
         ),
         "dashboard_namespace": Own(
-            str | None, "The dashboard ConfigMap's namespace (it must exist); default: monitoring."
+            str | None, "The dashboard ConfigMap's namespace (it must exist).", decided="dashboard_namespace"
         ),
     },
 )
@@ -481,13 +455,7 @@ RAG_ENGINE_OPERATOR = Section(
     "ragEngineOperator",
     "KAITO's RAGEngine operator (the `kaito/ragengine` chart, the version of kaito.version).",
     (Take(RagEngineOperatorArgs, without=("version",)),),
-    own={
-        "install": Own(
-            bool | None,
-            "Whether the stack installs KAITO's RAGEngine operator; default: on when the stack has ragEngines and "
-            "installs KAITO (kaito.install).",
-        )
-    },
+    own={"install": Own(bool | None, "Whether the stack installs KAITO's RAGEngine operator.", decided="rag_operator")},
 )
 RAG_ENGINE = Section(
     "ragEngines[]",
@@ -578,16 +546,10 @@ entry with problems holds them (validation.Refused) and does not stop the rest."
 class Placed:
     """Where the args of one entry came from: the entry's config path, and the config path of
     each arg the stack filled in (a model's KAITO release is kaito.version's), so a component's
-    problem about an arg is said where the arg was written."""
+    problem about an arg is said where the arg was written (stacks/judge.py)."""
 
     at: tuple[PathPart, ...]
     filled: Mapping[str, tuple[PathPart, ...]] = field(default_factory=dict[str, tuple[PathPart, ...]])
-
-    def where(self, problem: Problem) -> Problem:
-        head = problem.path[0] if problem.path else None
-        if isinstance(head, str) and head in self.filled:
-            return dataclasses.replace(problem, path=(*self.filled[head], *problem.path[1:]))
-        return problem.under(*self.at)
 
 
 @dataclass(frozen=True)
@@ -621,21 +583,22 @@ class RagEngineConfig:
 
 @dataclass(frozen=True)
 class StackConfig:
-    """A stack's config, checked, as the components' args."""
+    """A stack's config, checked, as the components' args (each built once, stacks/build.py),
+    with the decisions they were built from."""
 
     kubeconfig_cluster: KubeconfigClusterArgs | None
     aks_cluster: AksClusterArgs | None
     cluster_protect: bool
     kaito: KaitoOperatorArgs
     kaito_install: bool
-    gpu_discovery_given: bool  # kaito.gpuDiscovery was written
+    add_on: bool  # AKS runs KAITO (the AI toolchain operator add-on)
+    decided: Decisions
     workspaces: tuple[ModelConfig, ...]
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
     gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
     karpenter: KarpenterArgs | None  # None: not installed; its cluster inputs: placeholders
     generation: Generation  # kaito-aks:defaults (1 when the file has no such key)
-    given: frozenset[str]  # the settings written in the file whose default depends on others, e.g. "kaito.install"
     rag_engines: tuple[RagEngineConfig, ...]
     rag_operator: RagEngineOperatorArgs | None  # None: not installed
     create_namespaces: bool
@@ -643,6 +606,10 @@ class StackConfig:
     has_kubeconfig: bool
     azure_location: str | None
     cpu_pools: tuple[CpuPoolConfig, ...] = ()
+    # The CPU pools CPU models may run on, as placement sees them: the system pool of a cluster
+    # this stack creates, then its cpuNodePools.
+    cpu_nodes: tuple[CpuNodes, ...] = ()
+    namespaces: tuple[str, ...] = ()  # the namespaces this stack creates
     # Every GPU pool the models and engines may land on is in `pools` (a cluster this stack
     # creates, bring-your-own nodes): what they need together can be counted.
     pools_known: bool = False
@@ -664,27 +631,6 @@ class StackConfig:
     def is_azure(self) -> bool:
         return self.aks_cluster is not None
 
-    @property
-    def cpu_nodes(self) -> tuple[CpuNodes, ...]:
-        """The CPU pools CPU models may run on, as placement sees them: the system pool of a
-        cluster this stack creates, then its cpuNodePools."""
-        created = self.aks_cluster is not None and not self.aks_cluster.existing
-        system = (system_pool_nodes(self.aks_cluster.system_pool.vm_size),) if created and self.aks_cluster else ()
-        return (*system, *(cpu_nodes(p.args, p.args.name or "") for p in self.cpu_pools))
-
-    @property
-    def add_on(self) -> bool:
-        """AKS runs KAITO (the AI toolchain operator add-on)."""
-        return self.aks_cluster is not None and self.aks_cluster.ai_toolchain_operator
-
-    @property
-    def namespaces(self) -> tuple[str, ...]:
-        """The namespaces this stack creates."""
-        if not self.create_namespaces:
-            return ()
-        used = {m.namespace for m in self.models} | {r.args.namespace for r in self.rag_engines}
-        return tuple(sorted(used - {"default"}))
-
     def pod_security(self, namespace: str) -> str:
         """The Pod Security level a namespace this stack creates enforces."""
-        return namespace_level(m for m in self.models if m.namespace == namespace)
+        return namespace_level(w.args for w in self.workspaces if w.args.namespace == namespace)

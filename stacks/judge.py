@@ -29,7 +29,8 @@ from stacks.config import (
     RagEngineConfig,
     StackConfig,
 )
-from stacks.defaults import Written
+from stacks.decide import Written
+from stacks.rules import placed
 
 
 def once(problems: list[Problem]) -> list[Problem]:
@@ -46,15 +47,15 @@ def once(problems: list[Problem]) -> list[Problem]:
 
 
 def judge(
-    cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem]
+    cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem], stack: str = ""
 ) -> tuple[list[Problem], StackConfig]:
     """The components' own rules, each problem where its arg was written, then what only a whole
     stack can get wrong (stacks/rules.py: `tied`, those of tying RAG engines to workspaces, with
     them) and the pools' budget (stacks/budget.py): the errors, and the config with every warning
     (`warnings`, at config paths; each workspace's and engine's own, for its component to log)."""
     found = tied + _cluster_problems(cfg, written, base_dir)
-    found += [p for pool in cfg.pools for p in map(pool.placed.where, gpu_node_pool_problems(pool.args))]
-    found += [p for pool in cfg.cpu_pools for p in map(pool.placed.where, cpu_node_pool_problems(pool.args))]
+    found += [placed(pool.placed, p) for pool in cfg.pools for p in gpu_node_pool_problems(pool.args)]
+    found += [placed(pool.placed, p) for pool in cfg.cpu_pools for p in cpu_node_pool_problems(pool.args)]
     found += _operator_problems(cfg)
     workspaces, model_found, model_warned = _model_problems(cfg, written)
     found += model_found
@@ -68,7 +69,8 @@ def judge(
     if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
         refused = [p.path for p in found if p.code == "add-on"]
         found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
-    warnings = [*cfg.warnings, *model_warned, *engine_warned, *policy.warnings_of(found)]
+    own = [*rules.warnings(cfg, written, stack), *serving.warnings(cfg, written)]
+    warnings = [*own, *model_warned, *engine_warned, *policy.warnings_of(found)]
     cfg = dataclasses.replace(
         cfg,
         workspaces=tuple(w.config for w in workspaces),
@@ -157,7 +159,7 @@ def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], 
             own, warnings = rules.created_namespace(own, warnings, w.args.namespace)
         sizable = all(p.code in SIZING_UNAFFECTED for p in own)
         judged_models.append(_Judged(dataclasses.replace(w, warnings=tuple(warnings)), sizable))
-        found += [rules.stack_wording(at_pools(p, cfg.pools) or w.placed.where(p), w.args) for p in own]
+        found += [rules.stack_wording(at_pools(p, cfg.pools) or placed(w.placed, p), w.args) for p in own]
         warned += [rules.stack_wording(_at_workspace(p, w, cfg), w.args) for p in warnings]
     return judged_models, found, warned
 
@@ -166,8 +168,8 @@ def _at_workspace(problem: Problem, w: ModelConfig, cfg: StackConfig) -> Problem
     """A model's warning at its config path: the pools' entries, or the workspace's (one that the
     pools are not known is about the workspace as a whole)."""
     if problem.code == "unsized":
-        return w.placed.where(dataclasses.replace(problem, path=()))
-    return at_pools(problem, cfg.pools) or w.placed.where(problem)
+        return placed(w.placed, dataclasses.replace(problem, path=()))
+    return at_pools(problem, cfg.pools) or placed(w.placed, problem)
 
 
 def _engine_problems(
@@ -185,7 +187,7 @@ def _engine_problems(
             own, warnings = rules.created_namespace(own, warnings, engine.args.namespace)
         if engine.placed.at[:2] in untied:
             own = [p for p in own if p.code != "inference-service"]
-        found += [p for p in map(engine.placed.where, own) if not _add_on_release(cfg, p)]
-        warned += [engine.placed.where(p) for p in warnings]
+        found += [p for p in (placed(engine.placed, q) for q in own) if not _add_on_release(cfg, p)]
+        warned += [placed(engine.placed, p) for p in warnings]
         engines.append(dataclasses.replace(engine, warnings=tuple(warnings)))
     return tuple(engines), found, warned

@@ -1,9 +1,9 @@
 """Reading a stack's config: from the Pulumi engine (or a stack file) to a checked StackConfig, the
-components' args. The file is read against its schema in one call (stacks/config.py), the stack's
-defaults decided (stacks/defaults.py), the components' args made, each knowing where it was
-written (stacks/assemble.py), and every rule checked, the components' own then the stack's
-(stacks/judge.py), before the program registers a single resource; `validate`, `render` and
-`pulumi up` read the same way."""
+components' args, in four steps: read (the file against its schema in one call, stacks/config.py),
+decide (every default the stack decides, once: stacks/decide.py), build (each component's args
+made once, knowing where it was written: stacks/build.py) and judge (every rule, the components'
+own then the stack's: stacks/judge.py), before the program registers a single resource;
+`validate`, `render` and `pulumi up` read the same way."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pulumi
 from kaito_aks.cluster.kubeconfig_text import EMPTY as EMPTY_CONTENTS
 from kaito_aks.problems import Key, PathPart, Problem, camel, did_you_mean
 from kaito_aks.validation import collect, unusable
-from stacks.assemble import NO_SECRET_VALUES, Secrets, StackSecrets, assemble
+from stacks.build import NO_SECRET_VALUES, Secrets, StackSecrets, build
 from stacks.config import (
     NESTED_SECRETS,
     PROJECT,
@@ -26,7 +26,7 @@ from stacks.config import (
     TOP_KEYS,
     StackConfig,
 )
-from stacks.defaults import Written
+from stacks.decide import Written, decide
 from stacks.errors import StackConfigError, secret_key
 from stacks.judge import judge, once
 from stacks.nested_secrets import SECRET_PRESENT, nested_secret, plaintext_nested_secrets
@@ -70,8 +70,9 @@ def stack_config(
             problems.append(Problem((Key(f"{PROJECT}:cluster"),), why, "required"))
         raise StackConfigError(problems)
     written, shape = read_file(raw)
-    cfg, tied = assemble(written, Secrets(secrets, secret_values), azure_location, stack)
-    found, cfg = judge(cfg, written, base_dir, tied)
+    decided = decide(written, azure_location)
+    cfg, tied = build(written, decided, Secrets(secrets, secret_values), azure_location)
+    found, cfg = judge(cfg, written, base_dir, tied, stack)
     problems += shape + beside_shape(found, shape)
     if problems:
         raise StackConfigError(once(problems))

@@ -249,7 +249,7 @@ def _kaito_ready(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> K
     if not kinds:
         return None
     # the add-on's release follows the cluster's Kubernetes minor, known for sure only now
-    checked = isinstance(cluster, AksCluster) and cfg.add_on and "kaito.version" not in cfg.given
+    checked = isinstance(cluster, AksCluster) and cfg.add_on and "kaito.version" not in cfg.decided.written
     return KaitoReady(
         "kaito/ready",
         cluster.provider.access,

@@ -9,13 +9,20 @@ import dataclasses
 from collections.abc import Iterator
 
 from kaito_aks import catalog, policy
+from kaito_aks.azure.aks_cluster import aks_cluster_warnings
+from kaito_aks.azure.aks_security import is_production
+from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of
 from kaito_aks.model.names import claimed_names, name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import SYSTEM_POOL, dropped_by, selects, vm_size_problem
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
+from kaito_aks.operators.karpenter import KarpenterArgs
+from kaito_aks.pod_security import host_path_reason
 from kaito_aks.problems import Key, Problem, format_path
-from stacks.config import StackConfig
+from stacks.config import ModelConfig, Placed, RagEngineConfig, StackConfig
+from stacks.decide import Written
 from stacks.errors import secret_key
 
 # The stack's own wording for a few of the components' problems, by code: what to run or set
@@ -41,6 +48,15 @@ INSTEAD = {
     "pools (cluster.kubeconfig): KAITO's admission, its node estimate and the pools' budget are checked only by "
     "`pulumi up`'s GPU-node wait, not before deploy (" + ESTIMATE + ")",
 }
+
+
+def placed(at: Placed, problem: Problem) -> Problem:
+    """A component's problem where its arg was written: an arg the stack filled in at that
+    setting's path (a model's KAITO release at kaito.version), any other under the entry's path."""
+    head = problem.path[0] if problem.path else None
+    if isinstance(head, str) and head in at.filled:
+        return dataclasses.replace(problem, path=(*at.filled[head], *problem.path[1:]))
+    return problem.under(*at.at)
 
 
 def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Problem:
@@ -80,7 +96,7 @@ def check(cfg: StackConfig) -> list[Problem]:
 
 def _rag(cfg: StackConfig) -> Iterator[Problem]:
     """RAG engines next to the models: their own names, their operator, no tokens in the file."""
-    if "ragEngineOperator" in cfg.given and cfg.rag_operator is None:
+    if "ragEngineOperator" in cfg.decided.written and cfg.rag_operator is None:
         yield Problem(
             ("ragEngineOperator",),
             "configures a RAGEngine operator this stack does not install (it installs one when it has ragEngines and "
@@ -152,14 +168,14 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "or use byo",
             "auto-pools",
         )
-    if auto and cfg.gpu_operator is not None and "gpuOperator.enabled" in cfg.given:
+    if auto and cfg.gpu_operator is not None and "gpuOperator.enabled" in cfg.decided.written:
         yield Problem(
             ("gpuOperator", "enabled"),
             "the nodes KAITO creates get AKS's GPU driver and KAITO's device plugin; the GPU Operator's own driver "
             "and device plugin may fight them there: remove it unless you need it",
             "auto-gpu-operator",
         )
-    provisioner_asked = "gpuProvisioner.install" in cfg.given and cfg.gpu_provisioner is not None
+    provisioner_asked = "gpuProvisioner.install" in cfg.decided.written and cfg.gpu_provisioner is not None
     if cfg.gpu_provisioner is not None and not auto:
         yield Problem(
             ("gpuProvisioner", "install"),
@@ -174,7 +190,7 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "it needs cluster.aks or cluster.existing",
             "provisioner",
         )
-    if "gpuProvisioner" in cfg.given and cfg.gpu_provisioner is None:
+    if "gpuProvisioner" in cfg.decided.written and cfg.gpu_provisioner is None:
         yield Problem(
             ("gpuProvisioner",),
             "configures a gpu-provisioner this stack does not install (it installs one with kaito.nodeProvisioning "
@@ -215,7 +231,7 @@ def _karpenter(cfg: StackConfig) -> Iterator[Problem]:
     auto = cfg.kaito.node_provisioning == "auto"
     karpenter_mode = auto and cfg.kaito.node_provisioner == "karpenter"
     created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
-    if "karpenter" in cfg.given and cfg.karpenter is None:
+    if "karpenter" in cfg.decided.written and cfg.karpenter is None:
         yield Problem(
             ("karpenter",),
             "configures a Karpenter this stack does not install (it installs one with kaito.nodeProvisioner karpenter "
@@ -236,7 +252,12 @@ def _karpenter(cfg: StackConfig) -> Iterator[Problem]:
             "use kaito.nodeProvisioner gpu-provisioner",
             "karpenter",
         )
-    elif karpenter_mode and cfg.kaito_install and cfg.karpenter is None and "karpenter.install" not in cfg.given:
+    elif (
+        karpenter_mode
+        and cfg.kaito_install
+        and cfg.karpenter is None
+        and "karpenter.install" not in cfg.decided.written
+    ):
         yield Problem(
             ("kaito", "node_provisioner"),
             f"{KARPENTER_ON_CREATED}; where Karpenter runs already set karpenter.install: false, or use "
@@ -265,7 +286,7 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.add_on:
         return
     at = ("cluster", "existing" if cfg.aks_cluster is not None and cfg.aks_cluster.existing else "aks")
-    if cfg.aks_cluster is not None and not cfg.aks_cluster.existing and "kaito.version" not in cfg.given:
+    if cfg.aks_cluster is not None and not cfg.aks_cluster.existing and "kaito.version" not in cfg.decided.written:
         problem = _add_on_release_problem(cfg.aks_cluster.kubernetes_version)
         if problem is not None:
             yield Problem(("cluster", "aks", "kubernetes_version"), problem, "add-on-version")
@@ -336,7 +357,11 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
-    if cfg.gpu_discovery_given and cfg.kaito.gpu_discovery == "kaito" and cfg.gpu_operator is not None:
+    if (
+        "kaito.gpuDiscovery" in cfg.decided.written
+        and cfg.kaito.gpu_discovery == "kaito"
+        and cfg.gpu_operator is not None
+    ):
         yield Problem(
             ("kaito", "gpu_discovery"),
             "this stack installs the GPU Operator, which runs the device plugin, NFD and GFD; a second set from KAITO "
@@ -469,3 +494,114 @@ def created_namespace(
         for p in owned
     ]
     return errors + refused, [p for p in warnings if p.code != "namespace"]
+
+
+# ---------------------------------------------------------------- what the stack allows but says
+
+
+def warnings(cfg: StackConfig, written: Written, stack: str) -> list[Problem]:
+    """The stack's own warnings (each model's and engine's are their rules', said by judge), at
+    config paths: namespaces without Pod Security labels or made privileged, an internal load
+    balancer off Azure, the cluster's lowered defaults, the provisioners' releases."""
+    found = _pod_security_warnings(list(cfg.workspaces), cfg.create_namespaces)
+    if not cfg.decided.azure:
+        found += _internal_elsewhere(list(cfg.workspaces), list(cfg.rag_engines))
+    if cfg.aks_cluster is not None:
+        production = is_production(stack, cfg.cluster_protect)
+        at = ("cluster", written.cluster_kind or "aks")
+        found += [p.under(*at) for p in aks_cluster_warnings(cfg.aks_cluster, production)]
+    return [
+        *found,
+        *_provisioner_warnings(cfg.gpu_provisioner, cfg.kaito.version),
+        *_karpenter_warnings(written, cfg.karpenter),
+    ]
+
+
+def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:
+    """A model whose pods mount a host directory makes the namespace the stack creates for it
+    privileged (Pod Security's baseline refuses host paths): said at the model, with what that
+    opens. In `default` (or a namespace not created here) its pods are admitted by whatever
+    labels the namespace has."""
+    found: list[Problem] = []
+    said: set[str] = set()
+    for w in workspaces:
+        created = create_namespaces and w.args.namespace != "default"
+        if not created and w.args.namespace not in said:
+            said.add(w.args.namespace)
+            found.append(
+                placed(
+                    w.placed,
+                    Problem.at(
+                        "namespace",
+                        f"namespace {w.args.namespace} is not one this stack creates, so it gets no Pod Security labels "
+                        "from it (its pods are admitted by whatever labels it has); a namespace of the models' own, "
+                        "which the stack creates, enforces Pod Security's baseline level",
+                        "pod-security-unlabelled",
+                    ),
+                )
+            )
+        why = host_path_reason(w.args)
+        if why is None or not created:
+            continue
+        found.append(
+            placed(
+                w.placed,
+                Problem.at(
+                    "model",
+                    f"{why}, which Pod Security's baseline level refuses: namespace {w.args.namespace} is created at the "
+                    "privileged level, so any pod there may run privileged; give such models a namespace of their own",
+                    "pod-security",
+                ),
+            )
+        )
+    return found
+
+
+def _internal_elsewhere(workspaces: list[ModelConfig], rag_engines: list[RagEngineConfig]) -> list[Problem]:
+    """An internal load balancer on a cluster this stack does not know is AKS: the annotation
+    that makes it internal is Azure's."""
+    found: list[Problem] = []
+    entries = [(w.args.load_balancer, w.placed) for w in workspaces] + [
+        (e.args.load_balancer, e.placed) for e in rag_engines
+    ]
+    for value, at in entries:
+        lb = load_balancer_of(value)
+        if lb is not None and lb.internal and not lb.annotations:
+            why = (
+                f"internal through Azure's annotation ({INTERNAL_LB}); on another cloud give that cloud's "
+                "internal load balancer annotation in `annotations`, or its load balancer may be public"
+            )
+            found.append(placed(at, Problem.at("load_balancer", why, "load-balancer-cloud")))
+    return found
+
+
+def _provisioner_warnings(args: GpuProvisionerArgs | None, kaito_version: str) -> tuple[Problem, ...]:
+    """A gpu-provisioner release other than the one KAITO's own charts pin for its minor works
+    only as far as the two agree on the NodeClaim API: said, not refused."""
+    pinned = catalog.gpu_provisioner_for_kaito(kaito_version)
+    if args is None or pinned is None or args.version == pinned:
+        return ()
+    return (
+        Problem(
+            ("gpuProvisioner", "version"),
+            f"KAITO {kaito_version} pins gpu-provisioner {pinned} (its chart's dependency); {args.version} is not "
+            "tested with it: leave version out to use the pin",
+            "provisioner-pin",
+        ),
+    )
+
+
+def _karpenter_warnings(written: Written, karpenter: KarpenterArgs | None) -> tuple[Problem, ...]:
+    """Karpenter needs the nodes' subnet, which a cluster gets only when it is created: a stack of
+    the first generation of defaults may have created its cluster without one."""
+    if karpenter is None or written.generation >= 2 or written.cluster_kind != "aks":
+        return ()
+    return (
+        Problem(
+            ("kaito", "node_provisioner"),
+            "Karpenter needs the cluster's nodes in a subnet it is given (cluster.aks.nodeSubnet), which AKS sets "
+            "only when it creates the cluster: a cluster this stack created earlier keeps AKS's managed VNet, and "
+            "`pulumi up` refuses Karpenter there; use it with a new cluster (docs/upgrading.md)",
+            "karpenter-subnet",
+        ),
+    )

@@ -1,7 +1,6 @@
-"""The stack's models served as one service: its `gateway`, `autoscaling` and `metrics` sections as
-the components' args (InferenceGatewayArgs, KedaAutoscalingArgs, ModelMetricsArgs,
-VllmDashboardArgs), each workspace's part in them, and what only the whole stack can get wrong
-about them. The components' own rules (kaito_aks/serving, kaito_aks/model/serving.py) judge the
+"""What only the whole stack can get wrong about serving its models as one service: its
+`gateway`, `autoscaling` and `metrics` sections against its workspaces (stacks/build.py makes
+their args). The components' own rules (kaito_aks/serving, kaito_aks/model/serving.py) judge the
 rest where the args were written."""
 
 from __future__ import annotations
@@ -11,21 +10,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kaito_aks import catalog
-from kaito_aks.azure.aks_cluster import AksClusterArgs
 from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
-from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
+from kaito_aks.operators.kaito_operator import effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
-from kaito_aks.serving.dashboard import VllmDashboardArgs
-from kaito_aks.serving.gateway import InferenceGatewayArgs, inference_gateway_warnings
-from kaito_aks.serving.keda import KedaAutoscalingArgs, keda_namespace
-from kaito_aks.serving.spec import DEFAULT_SCALER_NAMESPACE, GatewayRefArgs, ModelMetricsArgs
-from stacks import defaults
+from kaito_aks.serving.gateway import inference_gateway_warnings
 from stacks.config import ModelConfig, StackConfig
-from stacks.defaults import Written
+from stacks.decide import Written
 
-# A model's own serving keys in the stack file (not KaitoModelArgs fields: the stack fills those).
-OWN_KEYS = ("gateway", "metrics")
 # The codes of the stack's serving warnings (`warnings`), which the program says at `pulumi up`.
 WARNINGS = frozenset(
     {
@@ -39,78 +30,6 @@ WARNINGS = frozenset(
         "load-balancer-bypass",
     }
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Serving:
-    gateway: InferenceGatewayArgs | None = None
-    autoscaling: KedaAutoscalingArgs | None = None
-    metrics: ModelMetricsArgs | None = None
-    dashboard: VllmDashboardArgs | None = None
-
-
-def gateway_ref(gateway: Mapping[str, Any]) -> GatewayRefArgs:
-    """The Gateway a routed model names (the program puts the InferenceGateway's outputs there)."""
-    fields = dataclasses.fields(InferenceGatewayArgs)
-    default = {f.name: f.default for f in fields}
-    return GatewayRefArgs(
-        name=gateway.get("name", default["name"]), namespace=gateway.get("namespace", default["namespace"])
-    )
-
-
-def model_serving(
-    own: Mapping[str, Any], args: KaitoModelArgs, written: Written, metrics: ModelMetricsArgs | None
-) -> KaitoModelArgs:
-    """A workspace's args with its route and its ServiceMonitor, as the stack decides them."""
-    chart = catalog.kaito_charts().get(args.kaito_version)
-    serves = chart is not None and chart.serving is not None  # (else the gateway's refusal says why)
-    gateway = serves and defaults.routed(own.get("gateway"), args, written.gateway is not None)
-    scraped = defaults.scraped(own.get("metrics"), args, metrics is not None)
-    return dataclasses.replace(
-        args,
-        gateway=gateway_ref(written.gateway or {}) if gateway and written.gateway is not None else None,
-        metrics=metrics if scraped else None,
-    )
-
-
-def with_scaler(args: KaitoModelArgs, keda: KedaAutoscalingArgs | None) -> KaitoModelArgs:
-    """An autoscaled model's args naming where the stack's keda-kaito-scaler runs (its
-    NetworkPolicy lets it in), unless the entry names another namespace itself."""
-    if args.autoscale is None or keda is None or args.autoscale.scaler_namespace != DEFAULT_SCALER_NAMESPACE:
-        return args
-    autoscale = dataclasses.replace(args.autoscale, scaler_namespace=keda_namespace(keda))
-    return dataclasses.replace(args, autoscale=autoscale)
-
-
-def metrics_args(written: Written, cluster: AksClusterArgs | None) -> ModelMetricsArgs | None:
-    if written.metrics is None:
-        return None
-    section = written.metrics
-    flavour = defaults.metrics_flavour(section, cluster)
-    given = {k: v for k, v in section.items() if k in ("interval_seconds", "prometheus_namespace")}
-    return ModelMetricsArgs(flavour=flavour, labels=defaults.metrics_labels(section, flavour), **given)
-
-
-def serving_args(written: Written, kaito: KaitoOperatorArgs, models: list[KaitoModelArgs]) -> Serving:
-    """The gateway (routing every routed model's namespace), KEDA (when a model autoscales or the
-    file configures it), the metrics and the dashboard."""
-    gateway = None
-    if written.gateway is not None:
-        section = dict(written.gateway)
-        namespaces = sorted({m.namespace for m in models if m.gateway is not None})
-        section["exposure"] = defaults.gateway_exposure(section, written.cluster_kind)
-        gateway = InferenceGatewayArgs(**section, model_namespaces=namespaces or ["default"])
-    autoscaling = None
-    if written.autoscaling is not None or any(m.autoscale is not None for m in models):
-        autoscaling = KedaAutoscalingArgs(kaito_version=kaito.version, **(written.autoscaling or {}))
-    metrics = next((m.metrics for m in models if m.metrics is not None), None)
-    dashboard = None
-    section = written.metrics or {}
-    if written.metrics is not None and section.get("dashboard", True):
-        flavour = metrics.flavour if metrics is not None else defaults.metrics_flavour(section, None)
-        if flavour == "prometheusOperator":
-            dashboard = VllmDashboardArgs(namespace=defaults.dashboard_namespace(section))
-    return Serving(gateway, autoscaling, metrics, dashboard)
 
 
 # ---------------------------------------------------------------- what only the whole stack can get wrong

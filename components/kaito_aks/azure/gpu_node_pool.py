@@ -93,8 +93,9 @@ class GpuNodePoolArgs:
     default: AKS's managed VNet. Set at creation: a change replaces the pool."""
 
 
-def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
-    """The pool as its nodes will be: the labels AKS and the pool set, the taints, the counts."""
+def node_group(args: GpuNodePoolArgs, pool_name: str, gpu_operator: bool = False) -> NodeGroup:
+    """The pool as its nodes will be: the labels AKS and the pool set, the taints, the counts;
+    `gpu_operator`: the program's GpuOperator installs the driver a pool leaves to it."""
     labels = {
         **GPU_PRESENT_LABEL,
         **args.labels,
@@ -112,7 +113,7 @@ def node_group(args: GpuNodePoolArgs, pool_name: str) -> NodeGroup:
         max_nodes=most,
         gpu_driver=args.gpu_driver,
         spot=args.spot,
-        driver_installed=args.gpu_driver == "aks",
+        driver_installed=args.gpu_driver == "aks" or gpu_operator,
     )
 
 

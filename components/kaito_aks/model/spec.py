@@ -274,6 +274,18 @@ def serving_replicas(args: KaitoModelArgs) -> int:
     return args.autoscale.max_replicas if args.autoscale is not None else args.replicas
 
 
+def serves_with_vllm(model: str | None, tuning: object, runtime: Runtime | None) -> bool:
+    """A preset KAITO serves with vLLM (not a custom image, a tuning job or the transformers
+    runtime): what KAITO's gateway extension routes, and what serves vLLM's metrics. Given the
+    model's `model`, `tuning` and `runtime` (a program may ask before it makes the args)."""
+    return bool(model) and tuning is None and runtime != "transformers"
+
+
+def vllm_preset(args: KaitoModelArgs) -> bool:
+    """`serves_with_vllm` of a model's args."""
+    return serves_with_vllm(args.model, args.tuning, args.runtime)
+
+
 def is_gpu(args: KaitoModelArgs) -> bool:
     """GPU workloads: compute gpu, or the vLLM runtime."""
     return args.compute == "gpu" or args.runtime == "vllm"

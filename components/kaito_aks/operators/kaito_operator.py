@@ -3,6 +3,7 @@ KAITO release needs for the chosen node provisioning and GPU discovery."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import field
 from typing import Any, Literal
 
@@ -173,18 +174,31 @@ def _discovery_problems(args: KaitoOperatorArgs) -> list[Problem]:
 def effective_gates(args: KaitoOperatorArgs, chart: catalog.KaitoChart) -> dict[str, Any]:
     """The gates KAITO's controller starts with: its defaults, then `feature_gates`, then
     `values.featureGates` (the order `kaito_chart_values` merges them in)."""
-    extra = args.values.get("featureGates")
-    return {**chart.known_gates, **args.feature_gates, **(extra if is_dict(extra) else {})}
+    return gates_of(chart, args.feature_gates, args.values)
+
+
+def gates_of(chart: catalog.KaitoChart, feature_gates: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """`effective_gates` of the gates and chart values given."""
+    extra = values.get("featureGates")
+    return {**chart.known_gates, **feature_gates, **(extra if is_dict(extra) else {})}
 
 
 def forced_runtime(args: KaitoOperatorArgs) -> Literal["transformers"] | None:
     """The runtime KAITO uses for every model whatever it asks: with the vLLM gate off KAITO
     ignores kaito.sh/runtime and serves with transformers (api/v1beta1/labels.go
     GetWorkspaceRuntimeName, 0.8.1 to 0.12.0)."""
-    chart = catalog.kaito_charts().get(args.version)
+    return runtime_forced_by(args.version, args.feature_gates, args.values)
+
+
+def runtime_forced_by(
+    version: str, feature_gates: Mapping[str, Any], values: Mapping[str, Any]
+) -> Literal["transformers"] | None:
+    """`forced_runtime` of the release, gates and chart values a program gives KAITO (before it
+    makes the operator's args)."""
+    chart = catalog.kaito_charts().get(version)
     if chart is None:
         return None
-    return "transformers" if effective_gates(args, chart).get("vLLM") is False else None
+    return "transformers" if gates_of(chart, feature_gates, values).get("vLLM") is False else None
 
 
 def gate_problems(path: tuple[PathPart, ...], gates: dict[str, Any], chart: catalog.KaitoChart) -> list[Problem]:

@@ -1,0 +1,419 @@
+"""The components' args, each built once from what a stack file writes (`Written`) and what the
+stack decided (`Decisions`, stacks/decide.py): an entry's keys over the stack-wide ones, each
+args placed where it was written. Nothing is decided here; the rules are stacks/judge.py's."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import pulumi
+
+from kaito_aks import catalog
+from kaito_aks.azure.aks_cluster import AksClusterArgs
+from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_nodes
+from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, node_group
+from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.model.config import max_model_len
+from kaito_aks.model.names import endpoint_of
+from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import NodeGroup, system_pool_nodes
+from kaito_aks.operators.gpu_operator import GpuOperatorArgs
+from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
+from kaito_aks.operators.karpenter import KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
+from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
+from kaito_aks.problems import Key, PathPart, Problem
+from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
+from kaito_aks.schema import fields
+from kaito_aks.serving.dashboard import VllmDashboardArgs
+from kaito_aks.serving.gateway import InferenceGatewayArgs
+from kaito_aks.serving.keda import KedaAutoscalingArgs, keda_namespace
+from kaito_aks.serving.spec import DEFAULT_SCALER_NAMESPACE, GatewayRefArgs, ModelMetricsArgs
+from stacks.config import (
+    FROM_CLUSTER,
+    FROM_CLUSTER_ID,
+    CpuPoolConfig,
+    ModelConfig,
+    Placed,
+    PoolConfig,
+    RagEngineConfig,
+    StackConfig,
+)
+from stacks.decide import Decisions, Written
+from stacks.errors import secret_key
+from stacks.nested_secrets import SECRET_PRESENT
+
+# A model's own serving keys in the stack file (not KaitoModelArgs fields: the stack fills those).
+OWN_KEYS = ("gateway", "metrics")
+# What every model takes from the kaito section (where a problem about it is said).
+WAITS = ("wait_for_ready", "ready_timeout_minutes", "wait_for_gpu_nodes", "gpu_nodes_timeout_minutes")
+
+
+@dataclasses.dataclass(frozen=True)
+class StackSecrets:
+    hf_token: pulumi.Output[str] | None = None
+    kubeconfig: pulumi.Output[str] | None = None
+
+
+NO_SECRET_VALUES = StackSecrets()
+
+
+@dataclasses.dataclass(frozen=True)
+class Secrets:
+    """The stack's secret keys: which are set, and their values where they are known."""
+
+    present: Collection[str] = ()
+    values: StackSecrets = StackSecrets()
+
+    def value(self, key: str) -> Any:
+        given = self.values.hf_token if key == "hfToken" else self.values.kubeconfig
+        return given if given is not None else (SECRET_PRESENT if key in self.present else None)
+
+
+def build(
+    written: Written, decided: Decisions, secrets: Secrets, azure_location: str | None = None
+) -> tuple[StackConfig, list[Problem]]:
+    """Every component's args, each made once; and the problems of tying a RAG engine to a
+    workspace (what the builder cannot make of what is written)."""
+    kubeconfig_cluster, aks_cluster = _cluster(written, decided, secrets)
+    pools = [PoolConfig(a, protect, at) for a, protect, at in _pools(written.pools, GpuNodePoolArgs, "gpuNodePools")]
+    cpu_pools = [CpuPoolConfig(a, p, at) for a, p, at in _pools(written.cpu_pools, CpuNodePoolArgs, "cpuNodePools")]
+    groups = [node_group(p.args, p.args.name or "", gpu_operator=decided.gpu_operator) for p in pools]
+    kaito = KaitoOperatorArgs(
+        version=decided.kaito_version,
+        node_provisioning=decided.node_provisioning,
+        node_provisioner=decided.node_provisioner,
+        feature_gates=dict(decided.feature_gates),
+        values=written.kaito.get("values", {}),
+        gpu_discovery=decided.gpu_discovery,
+        node_groups=groups,
+        cluster_name=aks_cluster.name if aks_cluster is not None else None,
+    )
+    entries = [e for e in written.workspaces if e is not None]
+    autoscaled = written.autoscaling is not None or any(e.get("autoscale") is not None for e in entries)
+    keda = KedaAutoscalingArgs(kaito_version=kaito.version, **(written.autoscaling or {})) if autoscaled else None
+    metrics = _metrics(written, decided)
+    workspaces = _models(written, decided, secrets, groups if decided.pools_known else None, metrics, keda)
+    rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
+    created = aks_cluster is not None and not aks_cluster.existing
+    system = (system_pool_nodes(aks_cluster.system_pool.vm_size),) if created and aks_cluster else ()
+    used = {w.args.namespace for w in workspaces} | {r.args.namespace for r in rag_engines}
+    cfg = StackConfig(
+        kubeconfig_cluster=kubeconfig_cluster,
+        aks_cluster=aks_cluster,
+        cluster_protect=written.cluster_kind == "aks" and bool((written.cluster or {}).get("protect", False)),
+        kaito=kaito,
+        kaito_install=decided.kaito_install,
+        add_on=decided.add_on,
+        decided=decided,
+        workspaces=tuple(workspaces),
+        pools=tuple(pools),
+        cpu_pools=tuple(cpu_pools),
+        cpu_nodes=(*system, *(cpu_nodes(p.args, p.args.name or "") for p in cpu_pools)),
+        gpu_operator=GpuOperatorArgs(
+            **{k: v for k, v in written.gpu_operator.items() if k != "enabled"},
+            node_groups=groups if decided.azure else [],
+        )
+        if decided.gpu_operator
+        else None,
+        gpu_provisioner=_gpu_provisioner(written, decided),
+        karpenter=_karpenter(written, decided),
+        generation=written.generation,
+        rag_engines=tuple(rag_engines),
+        rag_operator=RagEngineOperatorArgs(version=kaito.version, values=written.rag_engine_operator.get("values", {}))
+        if decided.rag_operator
+        else None,
+        create_namespaces=written.create_namespaces,
+        namespaces=tuple(sorted(used - {"default"})) if written.create_namespaces else (),
+        has_hf_token="hfToken" in secrets.present,
+        has_kubeconfig="kubeconfig" in secrets.present,
+        azure_location=azure_location,
+        pools_known=decided.pools_known,
+        gateway=_gateway(written, decided, workspaces),
+        autoscaling=keda,
+        metrics=metrics if any(w.args.metrics is not None for w in workspaces) else None,
+        dashboard=VllmDashboardArgs(namespace=decided.dashboard_namespace) if decided.dashboard else None,
+    )
+    return cfg, tied
+
+
+def _cluster(
+    written: Written, decided: Decisions, secrets: Secrets
+) -> tuple[KubeconfigClusterArgs | None, AksClusterArgs | None]:
+    section = written.cluster
+    if section is None:  # unusable: its problems are said, and nothing that depends on it
+        return None, None
+    if written.cluster_kind == "kubeconfig":
+        return KubeconfigClusterArgs(**section, kubeconfig=secrets.value("kubeconfig")), None
+    if written.cluster_kind == "existing":
+        return None, AksClusterArgs(**section, existing=True)
+    if written.cluster_kind == "aks":
+        given = {k: v for k, v in section.items() if k != "protect"}
+        return None, AksClusterArgs(
+            **given
+            | {
+                "location": decided.cluster_location,
+                # a created cluster's tags say who manages it; the file's own tags come on top
+                "tags": {"managed-by": "pulumi", "app": "kaito-aks", **section.get("tags", {})},
+                "keda": decided.keda_add_on,
+                "node_subnet": decided.node_subnet,
+            }
+        )
+    return None, None
+
+
+def _pools(entries: tuple[Mapping[str, Any] | None, ...], cls: type, key: str) -> list[tuple[Any, bool, Placed]]:
+    """Each usable pool entry as its args (cluster_name and resource_group_name: the cluster's,
+    given by the program), whether it is protected, and where it was written."""
+    return [
+        (
+            cls(
+                **{k: v for k, v in entry.items() if k != "protect"},
+                cluster_name=FROM_CLUSTER,
+                resource_group_name=FROM_CLUSTER,
+            ),
+            bool(entry.get("protect", False)),
+            Placed((key, i)),
+        )
+        for i, entry in enumerate(entries)
+        if entry is not None
+    ]
+
+
+def _gpu_provisioner(written: Written, decided: Decisions) -> GpuProvisionerArgs | None:
+    if not decided.gpu_provisioner:
+        return None
+    chosen = written.gpu_provisioner
+    return GpuProvisionerArgs(
+        # the cluster's outputs, filled in by the program; stand-ins the rules accept
+        cluster_id=FROM_CLUSTER_ID,
+        location=FROM_CLUSTER,
+        node_resource_group=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        version=decided.gpu_provisioner_version,
+        identity_name=chosen.get("identity_name"),
+        values=chosen.get("values", {}),
+    )
+
+
+def _karpenter(written: Written, decided: Decisions) -> KarpenterArgs | None:
+    if not decided.karpenter:
+        return None
+    chosen = written.karpenter
+    return KarpenterArgs(
+        # the cluster's outputs, filled in by the program; stand-ins the rules accept
+        cluster_id=FROM_CLUSTER_ID,
+        location=FROM_CLUSTER,
+        node_resource_group=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        api_server_endpoint=FROM_CLUSTER,
+        kubelet_identity=KubeletIdentityArgs(client_id=FROM_CLUSTER, resource_id=FROM_CLUSTER),
+        network=KarpenterNetworkArgs(
+            subnet_id=FROM_CLUSTER,
+            vnet_guid=FROM_CLUSTER,
+            plugin=FROM_CLUSTER,
+            plugin_mode=FROM_CLUSTER,
+            policy=FROM_CLUSTER,
+            dataplane=FROM_CLUSTER,
+        ),
+        version=decided.karpenter_version,
+        identity_name=chosen.get("identity_name"),
+        bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        values=chosen.get("values", {}),
+    )
+
+
+# ---------------------------------------------------------------- the models and engines
+
+
+def _stack_wide(kaito: Mapping[str, Any], decided: Decisions) -> dict[str, Any]:
+    """What every model takes from the kaito section (its release, node provisioning, waits), and,
+    with the vLLM gate off, the runtime KAITO serves every preset with."""
+    return {
+        "kaito_version": decided.kaito_version,
+        "node_provisioning": decided.node_provisioning,
+        "node_provisioner": decided.node_provisioner,
+        **{k: kaito[k] for k in WAITS if k in kaito},
+        **({"runtime": decided.forced_runtime} if decided.forced_runtime is not None else {}),
+    }
+
+
+def _stack_wide_paths(written: Written, decided: Decisions) -> dict[str, tuple[PathPart, ...]]:
+    """Where each stack-wide model arg is written: a model's problem about it is said there."""
+    paths: dict[str, tuple[PathPart, ...]] = {
+        "kaito_version": ("kaito", "version"),
+        "node_provisioning": ("kaito", "node_provisioning"),
+        "node_provisioner": ("kaito", "node_provisioner"),
+        **{k: ("kaito", k) for k in WAITS},
+        "hf_token": (secret_key("hfToken"),),
+    }
+    if decided.forced_runtime is not None:
+        gates = written.kaito.get("values", {}).get("featureGates")
+        in_values = isinstance(gates, Mapping) and "vLLM" in gates
+        paths["runtime"] = (
+            "kaito",
+            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
+            Key("vLLM"),
+        )
+    return paths
+
+
+def _models(
+    written: Written,
+    decided: Decisions,
+    secrets: Secrets,
+    node_groups: list[NodeGroup] | None,
+    metrics: ModelMetricsArgs | None,
+    keda: KedaAutoscalingArgs | None,
+) -> list[ModelConfig]:
+    """Each usable workspace entry as a model's args, made once: the entry's keys over the
+    stack-wide ones (kaito.*, the secret hfToken, the pools of a cluster it creates, its route,
+    its ServiceMonitor, where a CPU model runs), each placed where written."""
+    stack_wide = _stack_wide(written.kaito, decided)
+    paths = _stack_wide_paths(written, decided)
+    hf_token = secrets.value("hfToken")
+    gateway = _gateway_ref(written.gateway) if written.gateway is not None else None
+    scaler = keda_namespace(keda) if keda is not None else None
+    callers = list(written.endpoints.get("allow_from") or [])
+    models: list[ModelConfig] = []
+    usable = [(i, e) for i, e in enumerate(written.workspaces) if e is not None]
+    for j, (i, entry) in enumerate(usable):
+        given = {k: v for k, v in entry.items() if v is not None and k not in OWN_KEYS}
+        given["allow_from"] = [*callers, *(given.get("allow_from") or [])]
+        wide = {k: v for k, v in stack_wide.items() if not (k == "runtime" and given.get("image"))}
+        home = decided.cpu_home[j]
+        if home is not None:  # (a CPU model that says nothing of where it runs)
+            given["node_selector"] = dict(home)
+        autoscale = given.get("autoscale")
+        if autoscale is not None and scaler is not None and autoscale.scaler_namespace == DEFAULT_SCALER_NAMESPACE:
+            given["autoscale"] = dataclasses.replace(
+                autoscale, scaler_namespace=scaler
+            )  # (its NetworkPolicy lets it in)
+        args = KaitoModelArgs(
+            **wide | given,
+            hf_token=hf_token,
+            node_groups=list(node_groups) if node_groups is not None else None,
+            gateway=gateway if decided.routed[j] else None,
+            metrics=metrics if decided.scraped[j] else None,
+        )
+        filled = {k: p for k, p in paths.items() if k not in given}
+        models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
+    return models
+
+
+def _gateway_ref(section: Mapping[str, Any]) -> GatewayRefArgs:
+    """The Gateway a routed model names (the program puts the InferenceGateway's outputs there)."""
+    default = fields(InferenceGatewayArgs)
+    return GatewayRefArgs(
+        name=section.get("name", default["name"].default),
+        namespace=section.get("namespace", default["namespace"].default),
+    )
+
+
+def _gateway(written: Written, decided: Decisions, models: list[ModelConfig]) -> InferenceGatewayArgs | None:
+    """The gateway, routing every routed model's namespace."""
+    if written.gateway is None:
+        return None
+    namespaces = sorted({m.args.namespace for m in models if m.args.gateway is not None})
+    section = {**written.gateway, "exposure": decided.gateway_exposure}
+    return InferenceGatewayArgs(**section, model_namespaces=namespaces or ["default"])
+
+
+def _metrics(written: Written, decided: Decisions) -> ModelMetricsArgs | None:
+    if written.metrics is None:
+        return None
+    given = {k: v for k, v in written.metrics.items() if k in ("interval_seconds", "prometheus_namespace")}
+    labels = dict(decided.metrics_labels) if decided.metrics_labels is not None else None
+    return ModelMetricsArgs(flavour=decided.metrics_flavour, labels=labels, **given)
+
+
+def _rag_engines(
+    written: Written, models: list[KaitoModelArgs], version: str
+) -> tuple[list[RagEngineConfig], list[Problem]]:
+    """Each usable ragEngines entry as RagEngine args; an engine over a workspace answers with that
+    model's endpoint, within its context window."""
+    by_key = {(m.namespace, m.name): m for m in models}
+    callers = list(written.endpoints.get("allow_from") or [])
+    engines: list[RagEngineConfig] = []
+    problems: list[Problem] = []
+    for i, entry in enumerate(written.rag_engines):
+        if entry is None:
+            continue
+        placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")})
+        given = {k: v for k, v in entry.items() if v is not None and k not in ("workspace", "context_window_size")}
+        given["allow_from"] = [*callers, *(given.get("allow_from") or [])]
+        workspace: str | None = entry.get("workspace")
+        service, found = _llm_of(entry, given, workspace, by_key, version)
+        problems += [p.under(*placed.at) for p in found]
+        if service is not None:
+            given["inference_service"] = service
+        engines.append(RagEngineConfig(RagEngineArgs(kaito_version=version, **given), workspace, placed))
+    return engines, problems
+
+
+def _llm_of(
+    entry: Mapping[str, Any],
+    given: Mapping[str, Any],
+    workspace: str | None,
+    models: Mapping[tuple[str, str | None], KaitoModelArgs],
+    version: str,
+) -> tuple[InferenceServiceArgs | None, list[Problem]]:
+    """The LLM an engine over a workspace answers with (the model's endpoint and context window),
+    or what keeps it from one."""
+    window_given: int | None = entry.get("context_window_size")
+    if workspace is None:
+        if window_given is None:
+            return None, []
+        why = "only with workspace; give inferenceService.contextWindowSize for another LLM"
+        return None, [Problem.at("context_window_size", why, "rag-llm")]
+    namespace = given.get("namespace", "default")
+    model = models.get((namespace, workspace))
+    if "inference_service" in given:
+        why = "give workspace (a model of this stack) or inferenceService, not both"
+        return None, [Problem.at("workspace", why, "rag-llm")]
+    if model is None:
+        elsewhere = "".join(
+            f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of its own namespace)"
+            for ns, n in models
+            if n == workspace
+        )[:300]
+        why = f"no workspaces[] entry named {workspace!r} in namespace {namespace}{elsewhere}"
+        return None, [Problem.at("workspace", why, "rag-workspace")]
+    if model.tuning is not None:
+        return None, [Problem.at("workspace", f"{workspace} is a tuning job; it serves nothing", "rag-workspace")]
+    window, problems = _context_window(model, workspace, window_given, version)
+    return (InferenceServiceArgs(url=endpoint_of(model), context_window_size=window) if window else None), problems
+
+
+def _context_window(
+    model: KaitoModelArgs, workspace: str, given: int | None, version: str
+) -> tuple[int | None, list[Problem]]:
+    """An engine's context window over a workspace: given, else the model's max-model-len; never
+    beyond what the model takes (without max-model-len, its window in KAITO's catalog)."""
+    limit = max_model_len(model)
+    window = given or limit
+    chart = catalog.kaito_charts().get(version)
+    preset = catalog.find_preset(model.model, chart.preset_catalog) if chart and model.model else None
+    bound = limit or (preset.token_limit if preset is not None else None)
+    problems: list[Problem] = []
+    if window is not None and bound is not None and window > bound:
+        said = (
+            f"config.vllm.max-model-len of {limit}"
+            if limit
+            else f"context window ({model.model}: {bound} tokens in KAITO {version}'s catalog)"
+        )
+        why = f"{window} exceeds {workspace}'s {said}: the engine would build prompts the model rejects; use at most "
+        problems.append(
+            Problem.at("context_window_size", f"{why}{bound}" + (" (or leave it out)" if limit else ""), "rag-window")
+        )
+    if window is None:
+        why = (
+            f"required: {workspace} is a custom image; give its context window here"
+            if model.image
+            else f"required: {workspace} sets no config.vllm.max-model-len, so KAITO sizes its context window from the "
+            "GPU at start-up; give the window here (or set max-model-len on the workspace)"
+        )
+        problems.append(Problem.at("context_window_size", why, "required"))
+    return window, problems

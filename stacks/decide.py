@@ -1,0 +1,364 @@
+"""What the stack decides where its file says nothing, decided once: `decide(written)` makes a
+frozen record of every decision, before any args are built. Each field's docstring is the
+default the configuration reference prints for the key it decides (stacks/config.py names
+them); the builder (stacks/build.py) and the rules (stacks/judge.py) only read the record."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from kaito_aks import catalog
+from kaito_aks.azure.aks_cluster import NodeSubnetArgs
+from kaito_aks.model.spec import KaitoModelArgs, serves_with_vllm
+from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
+from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
+from kaito_aks.operators.kaito_operator import runtime_forced_by
+from kaito_aks.operators.karpenter import DEFAULT_VERSION as KARPENTER_VERSION
+from kaito_aks.schema import fields as args_fields
+from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioner, NodeProvisioning
+
+DEFAULT_KAITO_VERSION = "0.8.1"
+# The generations of the program's defaults (`kaito-aks:defaults`): a stack file without the key
+# keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
+# lists what each generation changes.
+Generation = Literal[1, 2]
+NEWEST_GENERATION = 2
+KUBE_PROMETHEUS_STACK = {"release": "kube-prometheus-stack"}
+
+Section = Mapping[str, Any]  # a section's keys as written, by arg name
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a stack file writes, as its schema read it: each section's keys as written (by arg
+    name; an unusable key left out), and each list's entries (None: an entry with a required key
+    missing or unusable, or no map at all)."""
+
+    cluster_kind: str | None = None  # kubeconfig, aks or existing; None: not exactly one written
+    cluster: Section | None = None  # None: the cluster section is unusable
+    kaito: Section = field(default_factory=dict[str, Any])
+    gpu_operator: Section = field(default_factory=dict[str, Any])
+    gpu_provisioner: Section = field(default_factory=dict[str, Any])
+    karpenter: Section = field(default_factory=dict[str, Any])
+    rag_engine_operator: Section = field(default_factory=dict[str, Any])
+    pools: tuple[Section | None, ...] = ()
+    cpu_pools: tuple[Section | None, ...] = ()
+    workspaces: tuple[Section | None, ...] = ()
+    rag_engines: tuple[Section | None, ...] = ()
+    create_namespaces: bool = True
+    endpoints: Section = field(default_factory=dict[str, Any])
+    generation: Generation = 1  # kaito-aks:defaults; 1 where the file does not say
+    gateway: Section | None = None  # None: not written (no gateway)
+    autoscaling: Section | None = None
+    metrics: Section | None = None
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Every default the stack decides, once. A field's docstring is its key's default in the
+    configuration reference (docs/configuration.md)."""
+
+    written: frozenset[str]
+    """(The settings the file writes whose default depends on others, e.g. kaito.install: the
+    rules tell a written one from a decided one.)"""
+    azure: bool
+    """(An AKS cluster: cluster.aks or cluster.existing.)"""
+    add_on: bool
+    """(AKS runs KAITO: the AI toolchain operator add-on.)"""
+    cluster_location: str | None
+    """`azure-native:location`."""
+    node_subnet: NodeSubnetArgs | None
+    """made with the cluster when Karpenter is installed (Karpenter must be given the nodes'
+    subnet), else AKS's managed VNet. Set at creation only: a cluster created without it keeps
+    AKS's VNet (refused at deploy time, not applied)."""
+    keda_add_on: bool
+    """(The AKS KEDA add-on is turned on for a cluster this stack creates when autoscaling.keda
+    asks for it.)"""
+    kaito_version: str
+    """0.8.1, or with the AKS add-on the release it runs on the cluster's Kubernetes minor
+    (catalog/aks_add_on.yaml: 0.6.0 on 1.34, on a newer minor, or when the minor is not known)."""
+    node_provisioning: NodeProvisioning
+    """byo, or auto with the AKS add-on."""
+    kaito_install: bool
+    """true, false with the AKS add-on."""
+    node_provisioner: NodeProvisioner
+    """karpenter for KAITO 0.12 on cluster.aks in a stack of `defaults: 2` (KAITO's own
+    recommendation), gpu-provisioner otherwise (every stack without the defaults key keeps it)."""
+    generation_decides: bool
+    """(The stack's generation of defaults decided kaito.nodeProvisioner: KAITO 0.12 in auto
+    mode on a cluster this stack creates, with the KAITO it installs.)"""
+    gpu_operator: bool
+    """on for AKS stacks with GPU pools, off for kubeconfig stacks (and with
+    kaito.nodeProvisioning auto: KAITO's nodes get AKS's driver)."""
+    gpu_discovery: GpuDiscovery
+    """external when this stack installs the GPU Operator, else kaito."""
+    feature_gates: Mapping[str, bool]
+    """(kaito.featureGates, with KAITO's gateway extension gate on when the stack has a gateway
+    and installs KAITO.)"""
+    forced_runtime: Literal["transformers"] | None
+    """(With kaito.featureGates.vLLM false KAITO serves every preset with transformers.)"""
+    gpu_provisioner: bool
+    """on with kaito.nodeProvisioning auto when this stack installs KAITO on an AKS cluster
+    (cluster.aks or cluster.existing)."""
+    gpu_provisioner_version: str
+    """the one KAITO's own install pairs with kaito.version (0.8: 0.3.8, 0.11: 0.4.2, 0.12: 0.4.3)."""
+    karpenter: bool
+    """on with kaito.nodeProvisioner karpenter when this stack installs KAITO on a cluster it
+    creates (cluster.aks). false: Karpenter runs there already."""
+    karpenter_version: str
+    """the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0)."""
+    rag_operator: bool
+    """on when the stack has ragEngines and installs KAITO (kaito.install)."""
+    pools_known: bool
+    """(Every GPU and CPU pool the models and engines may land on is one the stack knows: a
+    cluster it creates, bring-your-own nodes, every pool entry usable.)"""
+    routed: tuple[bool, ...]
+    """true for a vLLM preset when the stack has a gateway."""
+    scraped: tuple[bool, ...]
+    """true for a vLLM preset when the stack has metrics."""
+    cpu_home: tuple[Mapping[str, str] | None, ...]
+    """on AKS for a CPU model without labelSelector: the first cpuNodePools entry of mode User
+    without a NoSchedule or NoExecute taint (its agentpool), else kubernetes.azure.com/mode:
+    system, the system pool, so it never takes a GPU node."""
+    gateway_exposure: Exposure
+    """internal on AKS (cluster.aks, cluster.existing), cluster with cluster.kubeconfig."""
+    metrics_flavour: MetricsFlavour
+    """azureManagedPrometheus with cluster.aks.managedPrometheus, else prometheusOperator."""
+    metrics_labels: Mapping[str, str] | None
+    """with prometheusOperator: release: kube-prometheus-stack (kube-prometheus-stack selects only
+    ServiceMonitors labelled with its Helm release's name; say yours), none with
+    azureManagedPrometheus."""
+    dashboard: bool
+    """(The Grafana dashboard ConfigMap: with metrics, prometheusOperator and dashboard not false.)"""
+    dashboard_namespace: str
+    """monitoring."""
+
+
+# A field on one line and the docstring under it. (A dataclass keeps no field docstrings; read
+# from this module's text, not with `ast` or `inspect.getsource`: kaito_aks/provider.py says why.)
+_FIELD_DOC = re.compile(r'^    (\w+): [^\n]*\n    """(.*?)"""', re.S | re.M)
+
+
+def decision_docs() -> dict[str, str]:
+    """Each decision's docstring, by field, on one line: what the configuration reference
+    prints as the default of the key it decides."""
+    text = Path(__file__).read_text()
+    start = text.index("\nclass Decisions:")
+    body = text[start : text.index("\n\n\n", start)]
+    docs = {name: " ".join(doc.split()) for name, doc in _FIELD_DOC.findall(body)}
+    assert set(docs) == {f.name for f in fields(Decisions)}, "every decision has its docstring"
+    return docs
+
+
+def decide(written: Written, azure_location: str | None = None) -> Decisions:
+    """Every decision of the stack, from what its file writes (and the azure-native provider's
+    location): computed here once, read everywhere else."""
+    cluster = written.cluster or {}
+    azure = written.cluster_kind in ("aks", "existing")
+    created = written.cluster_kind == "aks"
+    add_on = azure and bool(cluster.get("ai_toolchain_operator"))
+    kaito = written.kaito
+    provisioning: NodeProvisioning = kaito.get("node_provisioning") or ("auto" if add_on else "byo")
+    install = kaito.get("install")
+    kaito_install = (not add_on) if install is None else bool(install)
+    version = kaito.get("version") or (_add_on_kaito_version(cluster) if add_on else DEFAULT_KAITO_VERSION)
+    auto = provisioning == "auto"
+    generation_decides = (
+        _minor(version) == "0.12"
+        and auto
+        and created
+        and kaito_install
+        and not add_on
+        and "node_provisioner" not in kaito
+    )
+    provisioner: NodeProvisioner = kaito.get("node_provisioner") or (
+        "karpenter" if generation_decides and written.generation >= 2 else "gpu-provisioner"
+    )
+    gpu_operator = written.gpu_operator.get("enabled")
+    gpu_operator = (azure and bool(written.pools) and not auto) if gpu_operator is None else gpu_operator
+    gates = _feature_gates(written, version, kaito_install)
+    karpenter = written.karpenter.get("install")
+    if karpenter is None:
+        karpenter = auto and provisioner == "karpenter" and kaito_install and created
+    gpu_provisioner = written.gpu_provisioner.get("install")
+    if gpu_provisioner is None:
+        gpu_provisioner = auto and kaito_install and azure and provisioner == "gpu-provisioner"
+    rag_operator = written.rag_engine_operator.get("install")
+    flavour = _metrics_flavour(written)
+    forced = runtime_forced_by(version, gates, kaito.get("values", {}))
+    return Decisions(
+        written=_written_settings(written),
+        azure=azure,
+        add_on=add_on,
+        cluster_location=cluster.get("location") or azure_location,
+        node_subnet=cluster.get("node_subnet") or (NodeSubnetArgs() if karpenter and created else None),
+        keda_add_on=created and (written.autoscaling or {}).get("keda") == "addon",
+        kaito_version=version,
+        node_provisioning=provisioning,
+        kaito_install=kaito_install,
+        node_provisioner=provisioner,
+        generation_decides=generation_decides,
+        gpu_operator=gpu_operator,
+        gpu_discovery=kaito.get("gpu_discovery") or ("external" if gpu_operator else "kaito"),
+        feature_gates=gates,
+        forced_runtime=forced,
+        gpu_provisioner=gpu_provisioner,
+        gpu_provisioner_version=written.gpu_provisioner.get("version")
+        or catalog.gpu_provisioner_for_kaito(version)
+        or GPU_PROVISIONER_VERSION,
+        karpenter=karpenter,
+        karpenter_version=written.karpenter.get("version") or catalog.karpenter_for_kaito(version) or KARPENTER_VERSION,
+        rag_operator=(bool(written.rag_engines) and kaito_install) if rag_operator is None else rag_operator,
+        pools_known=created and not auto and None not in (*written.pools, *written.cpu_pools),
+        routed=tuple(
+            _by_default(e, "gateway", written.gateway is not None, forced, version) for e in _entries(written)
+        ),
+        scraped=tuple(
+            _by_default(e, "metrics", written.metrics is not None, forced, version) for e in _entries(written)
+        ),
+        cpu_home=tuple(_cpu_home(e, written, provisioning) for e in _entries(written)),
+        gateway_exposure=(written.gateway or {}).get("exposure") or ("internal" if azure else "cluster"),
+        metrics_flavour=flavour,
+        metrics_labels=_metrics_labels(written, flavour),
+        dashboard=written.metrics is not None
+        and bool(written.metrics.get("dashboard", True))
+        and flavour == "prometheusOperator",
+        dashboard_namespace=(written.metrics or {}).get("dashboard_namespace") or "monitoring",
+    )
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _add_on_kaito_version(cluster: Section) -> str:
+    """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
+    cluster's is known only at deploy time: the newest statement). A release this program does
+    not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest
+    statement's rules judge the rest meanwhile."""
+    table = catalog.aks_add_on()
+    release = table.kaito_on(cluster.get("kubernetes_version"))
+    return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
+
+
+def _feature_gates(written: Written, version: str, kaito_install: bool) -> dict[str, bool]:
+    """The feature gates the stack gives KAITO: as written, and with a gateway KAITO's gateway
+    extension on (where the release has one this program serves through), unless written."""
+    gates = dict(written.kaito.get("feature_gates", {}))
+    chart = catalog.kaito_charts().get(version)
+    if written.gateway is not None and kaito_install and chart is not None and chart.serving is not None:
+        gates.setdefault(chart.serving.gate, True)
+    return gates
+
+
+def _entries(written: Written) -> list[Section]:
+    """The usable workspaces[] entries, in order (the models the builder makes)."""
+    return [e for e in written.workspaces if e is not None]
+
+
+def _model_value(entry: Section, name: str) -> Any:
+    """A workspace's arg as its args will have it: written, else the arg's default."""
+    return entry[name] if name in entry else args_fields(KaitoModelArgs)[name].default_value()
+
+
+def _runtime(entry: Section, forced: str | None) -> Any:
+    """The runtime KAITO serves the entry with (with the vLLM gate off: transformers; an image
+    serves itself)."""
+    return entry.get("runtime") or (forced if not entry.get("image") else None)
+
+
+def _by_default(entry: Section, key: str, section: bool, forced: str | None, version: str) -> bool:
+    """Whether a workspace is routed (scraped): where the stack has a gateway (metrics), when the
+    entry says so, else when it is a vLLM preset; a route only where the release serves through
+    a gateway (else the gateway's refusal says why)."""
+    if key == "gateway":
+        chart = catalog.kaito_charts().get(version)
+        section = section and chart is not None and chart.serving is not None
+    if not section:
+        return False
+    if entry.get(key) is not None:
+        return bool(entry[key])
+    return serves_with_vllm(entry.get("model"), entry.get("tuning"), _runtime(entry, forced))
+
+
+def _cpu_home(entry: Section, written: Written, provisioning: NodeProvisioning) -> Mapping[str, str] | None:
+    """On AKS a CPU model that says nothing of where it runs goes to the first CPU pool of mode
+    User that a pod tolerating nothing may use (cpuNodePools), else stays on the system pool
+    (never on a GPU node); None: as written."""
+    runtime = entry.get("runtime")
+    off_gpu = (
+        _model_value(entry, "compute") != "gpu"
+        and runtime != "vllm"
+        and bool(entry.get("image"))
+        and entry.get("node_provisioning", provisioning) == "byo"
+        and entry.get("label_selector") is None
+        and entry.get("node_selector") is None
+    )
+    if written.cluster_kind not in ("aks", "existing") or not off_gpu:
+        return None
+    for pool in written.cpu_pools:
+        if pool is None or not pool.get("name"):
+            continue
+        nodes = CpuNodes(pool["name"], "", pool.get("mode", "User"), taints=tuple(pool.get("taints") or ()))
+        if nodes.mode == "User" and nodes.untainted:
+            return agentpool_selector(nodes.name)
+    return dict(AKS_SYSTEM_POOL_LABELS)
+
+
+def _metrics_flavour(written: Written) -> MetricsFlavour:
+    """AKS's managed Prometheus on a cluster this stack creates with it, else a prometheus-operator."""
+    given = (written.metrics or {}).get("flavour")
+    if given:
+        return given
+    managed = written.cluster_kind == "aks" and bool((written.cluster or {}).get("managed_prometheus"))
+    return "azureManagedPrometheus" if managed else "prometheusOperator"
+
+
+def _metrics_labels(written: Written, flavour: MetricsFlavour) -> Mapping[str, str] | None:
+    """kube-prometheus-stack selects the ServiceMonitors labelled release: <its release name>
+    (serviceMonitorSelectorNilUsesHelmValues, values.yaml:4476 at 88.5.3): its default name."""
+    metrics = written.metrics or {}
+    if "labels" in metrics:
+        return metrics["labels"]
+    return dict(KUBE_PROMETHEUS_STACK) if flavour == "prometheusOperator" else None
+
+
+def _written_settings(written: Written) -> frozenset[str]:
+    """The settings the file writes whose default depends on others (the rules tell a written
+    one from a decided one)."""
+    present = {
+        "kaito.install": written.kaito.get("install") is not None,
+        "kaito.nodeProvisioning": written.kaito.get("node_provisioning") is not None,
+        "kaito.version": written.kaito.get("version") is not None,
+        "kaito.gpuDiscovery": written.kaito.get("gpu_discovery") is not None,
+        "gpuOperator.enabled": written.gpu_operator.get("enabled") is not None,
+        "gpuProvisioner.install": written.gpu_provisioner.get("install") is not None,
+        "gpuProvisioner": any(k != "install" for k in written.gpu_provisioner),
+        "karpenter.install": written.karpenter.get("install") is not None,
+        "karpenter": any(k != "install" for k in written.karpenter),
+        "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
+        and (written.cluster or {}).get("node_subnet") is not None,
+        "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
+        "ragEngineOperator": any(k != "install" for k in written.rag_engine_operator),
+    }
+    return frozenset(k for k, v in present.items() if v)
+
+
+def generation_note(decided: Decisions, generation: Generation) -> str | None:
+    """What the stack's generation of defaults (kaito-aks:defaults) decides for it, where that
+    differs between generations (None: nothing): today, KAITO 0.12's auto-mode provisioner on a
+    cluster the stack creates, when kaito.nodeProvisioner does not say it."""
+    if not decided.generation_decides:
+        return None
+    if generation == 1:
+        return (
+            "defaults generation 1 (the file has no kaito-aks:defaults): KAITO 0.12's nodes come from gpu-provisioner, "
+            "as they always have for this stack; a new stack writes `kaito-aks:defaults: 2` and gets Karpenter, "
+            "KAITO's recommendation (docs/upgrading.md)"
+        )
+    return "defaults generation 2: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"
