@@ -24,7 +24,6 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
-from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
@@ -140,11 +139,12 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     group = deploy_models(
         "models",
         # judged by load_stack, with their warnings (each model logs its own)
-        [
-            (f"{w.args.namespace}/{w.args.name}", Judged(_through(w.args, serving.gateway), w.warnings))
-            for w in cfg.workspaces
-        ],
+        [(f"{w.args.namespace}/{w.args.name}", Judged(w.args, w.warnings)) for w in cfg.workspaces],
         opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
+        # a routed model's route names the Gateway by its outputs (and so waits for it)
+        gateway=GatewayRefArgs(name=serving.gateway.gateway_name, namespace=serving.gateway.namespace)
+        if serving.gateway is not None
+        else None,
     )
     rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner or karpenter, namespaces)
     _export(cfg, cluster, group, provisioner, rag_engines)
@@ -202,13 +202,6 @@ def _serving(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> Servi
         pulumi.log.warn(warning.text("schema"), resource=gateway or keda)
     dashboard = VllmDashboard("dashboard", cfg.dashboard, opts=opts) if cfg.dashboard is not None else None
     return Serving(gateway, keda, dashboard)
-
-
-def _through(args: KaitoModelArgs, gateway: InferenceGateway | None) -> KaitoModelArgs:
-    """A routed model's args naming the Gateway by its outputs (its route then waits for it)."""
-    if args.gateway is None or gateway is None:
-        return args
-    return dataclasses.replace(args, gateway=GatewayRefArgs(name=gateway.gateway_name, namespace=gateway.namespace))
 
 
 def _karpenter(

@@ -20,7 +20,7 @@ import pulumi
 from kaito_aks import policy
 from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
-from kaito_aks.model.component import KaitoModel, judge_model, watched_objects
+from kaito_aks.model.component import GroupMember, KaitoModel, judge_model, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.plan import ModelPlan, plan_model
@@ -28,6 +28,7 @@ from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.problems import Problem, raise_if, shown
+from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -68,6 +69,7 @@ def deploy_models(
     models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     opts: pulumi.ResourceOptions | None = None,
     access: ClusterAccess | None = None,
+    gateway: GatewayRefArgs | None = None,
 ) -> ModelGroup:
     """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
     per node selector (each model's wait_for_* args decide whether it is waited for, and its
@@ -76,6 +78,8 @@ def deploy_models(
     Models whose objects would share a name in a namespace are refused with the rest, and so are
     models given `node_groups` that do not fit their pools together (`pool_budget`). Args in
     `Judged` (a program that checked them already, e.g. with `check_model`) are not judged again.
+    `gateway`: the Gateway the routed models' routes attach to, e.g. an InferenceGateway's
+    outputs (the routes then wait for it); default: each model's own `gateway`.
 
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
@@ -83,14 +87,14 @@ def deploy_models(
     checked, warnings = _checked(name, models, access, opts)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
-    plans = {n: plan_model(a) for n, a in checked}
+    plans = {n: plan_model(a, gateway) for n, a in checked}
     gpu_waits = _gpu_node_waits(name, checked, plans, reach if needs_access else None, opts)
     created: dict[str, KaitoModel] = {}
     for n, a in checked:
         plan = plans[n]
         wait = gpu_waits.get(selector_text(plan.gpu_nodes.selector)) if plan.gpu_nodes else None
-        # judged just now, and its waits are the group's
-        own = Judged(dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False), tuple(warnings[n]))
+        # judged and planned just now, and its waits are the group's
+        own = GroupMember(a, tuple(warnings[n]), plan, gateway if a.gateway is not None else None)
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
         created[n] = KaitoModel(n, own, opts=model_opts)
     ready = _ready_waits(name, checked, plans, created, reach, opts)

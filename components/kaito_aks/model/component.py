@@ -5,6 +5,7 @@ Service that is its endpoint, and the waits that make `pulumi up` end with it se
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -22,6 +23,7 @@ from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem, raise_if
+from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
@@ -34,6 +36,16 @@ SERVICE_PORT = 80
 # as it exists, and model downloads can outlast Pulumi's await timeout.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 AUTOSCALED_PATH = "spec.replicas"  # an autoscaled InferenceSet's: the autoscaler's to set
+
+
+@dataclass(frozen=True)
+class GroupMember(Judged[KaitoModelArgs]):
+    """A model `deploy_models` judged and planned, and whose waits are the group's: its args
+    taken as they are (never made again), with its plan and the Gateway its route attaches to
+    (the group's, when it was given one)."""
+
+    plan: ModelPlan | None = None
+    gateway: GatewayRefArgs | None = None
 
 
 def check_model(args: Any, name: str | None = None) -> tuple[KaitoModelArgs | None, list[Problem]]:
@@ -91,15 +103,17 @@ class KaitoModel(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
     ):
+        member = args if isinstance(args, GroupMember) else None
         args, warnings, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         for warning in warnings:  # what refuses nothing: said, never silent
             pulumi.log.warn(warning.under("args").text(), resource=self)
-        self.plan = plan = plan_model(args)
+        self.plan = plan = member.plan if member is not None and member.plan is not None else plan_model(args)
+        waits = member is None  # (a group's member: the group waits for it)
         child = child_options(self, opts)
         prerequisites = self._config_and_secret(name, args, plan, child)
         self.gpu_nodes_wait: GpuNodesReady | None = None
-        if plan.gpu_nodes is not None and args.wait_for_gpu_nodes:
+        if plan.gpu_nodes is not None and args.wait_for_gpu_nodes and waits:
             assert access is not None
             self.gpu_nodes_wait = GpuNodesReady(
                 f"{name}/gpu-nodes",
@@ -119,7 +133,7 @@ class KaitoModel(pulumi.ComponentResource):
         autoscaled = plan.autoscale is not None
         self.kaito_objects = [_kaito_object(name, m, serving, autoscaled) for m in manifests]
         self.ready: ModelReady | None = None
-        if plan.readiness is not None and args.wait_for_ready:
+        if plan.readiness is not None and args.wait_for_ready and waits:
             assert access is not None
             self.ready = ModelReady(
                 f"{name}/ready",
@@ -130,7 +144,8 @@ class KaitoModel(pulumi.ComponentResource):
                 opts=child_options(self, opts, depends_on=self.kaito_objects),
             )
         self.endpoint = self._service(name, args, plan, child)
-        self.serving_objects = self._serving(name, args, plan, child)
+        gateway = member.gateway if member is not None and member.gateway is not None else args.gateway
+        self.serving_objects = self._serving(name, gateway, plan, child)
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
@@ -214,15 +229,15 @@ class KaitoModel(pulumi.ComponentResource):
         return service.metadata.apply(lambda _: url)
 
     def _serving(
-        self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
+        self, name: str, gateway: GatewayRefArgs | None, plan: ModelPlan, child: pulumi.ResourceOptions
     ) -> list[KubernetesObject]:
         """Its route through the gateway (the HTTPRoute names the Gateway by the outputs it was
         given, so it waits for the Gateway, and the DestinationRule for the route) and its
         ServiceMonitor."""
         made: list[KubernetesObject] = []
-        if plan.route is not None and args.gateway is not None:
+        if plan.route is not None and gateway is not None:
             route = KubernetesObject(
-                f"{name}/route", plan.route.http_route(args.gateway.name, args.gateway.namespace), opts=child
+                f"{name}/route", plan.route.http_route(gateway.name, gateway.namespace), opts=child
             )
             picker = KubernetesObject(
                 f"{name}/endpoint-picker",
@@ -264,7 +279,8 @@ def _checked(
     access = None
     if checked is not None and not problems:
         access = access_for(checked.kubeconfig, checked.context, opts)
-        if access is None and (checked.wait_for_ready or checked.wait_for_gpu_nodes):
+        waits = not isinstance(args, GroupMember) and (checked.wait_for_ready or checked.wait_for_gpu_nodes)
+        if access is None and waits:
             problems.append(
                 Problem.at(
                     "kubeconfig",

@@ -35,6 +35,7 @@ from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs,
 from kaito_aks.serving.metrics import service_labels, service_monitor
 from kaito_aks.serving.route import RoutePlan
 from kaito_aks.serving.scaler import PATCH_FORCE, AutoscalePlan
+from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.vocabulary import CREATED_BY_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, WORKSPACE_LABEL, GpuDemand
 
 PRESET_PORT = 5000  # KAITO's preset servers listen here
@@ -150,8 +151,9 @@ def label_selector(args: KaitoModelArgs) -> LabelSelector:
     )
 
 
-def plan_model(args: KaitoModelArgs) -> ModelPlan:
-    """The objects that serve (or tune) a model whose args passed `model_problems`."""
+def plan_model(args: KaitoModelArgs, gateway: GatewayRefArgs | None = None) -> ModelPlan:
+    """The objects that serve (or tune) a model whose args passed `model_problems`; a routed
+    model's NetworkPolicy lets in `gateway`'s pods (default: its own `gateway`)."""
     chart = catalog.kaito_charts()[args.kaito_version]
     auto = args.node_provisioning == "auto"
     resource = ResourceSpec(instance_type=args.instance_type if auto else None, label_selector=label_selector(args))
@@ -184,7 +186,7 @@ def plan_model(args: KaitoModelArgs) -> ModelPlan:
             **_selectors(args, chart),
             target_port=PRESET_PORT if args.model else args.port,
             load_balancer=load_balancer_of(args.load_balancer),
-            allow_from=(*args.allow_from, *_service_callers(args)),
+            allow_from=(*args.allow_from, *_service_callers(args, gateway)),
             labels=service_labels(name) if monitored else None,
         ),
         served_model=served_model_id(args, chart),
@@ -398,7 +400,7 @@ def _selectors(args: KaitoModelArgs, chart: catalog.KaitoChart) -> dict[str, Any
 MANAGED_PROMETHEUS_NAMESPACE = "kube-system"
 
 
-def _service_callers(args: KaitoModelArgs) -> list[AllowFromArgs]:
+def _service_callers(args: KaitoModelArgs, gateway: GatewayRefArgs | None) -> list[AllowFromArgs]:
     """Who else calls the model's pods when it is part of the service, each let in by its
     NetworkPolicy: a routed model's gateway pods (Istio's, labelled with the Gateway's name,
     through the InferencePool), an autoscaled model's keda-kaito-scaler (it reads the metric from
@@ -406,7 +408,8 @@ def _service_callers(args: KaitoModelArgs) -> list[AllowFromArgs]:
     callers: list[AllowFromArgs] = []
     if args.gateway is not None:
         # (the names may be an InferenceGateway's outputs: the policy takes them as its inputs)
-        name, namespace = cast(str, args.gateway.name), cast(str, args.gateway.namespace)
+        ref = gateway or args.gateway
+        name, namespace = cast(str, ref.name), cast(str, ref.namespace)
         callers.append(AllowFromArgs(namespace=namespace, pod_labels={GATEWAY_NAME_LABEL: name}))
     if args.autoscale is not None:
         scaler = {"app.kubernetes.io/name": catalog.serving_charts().keda_kaito_scaler.chart}
