@@ -55,6 +55,8 @@ _EXPORTS = {
     "KaitoModelArgs": "kaito_aks.model.spec",
     "deploy_models": "kaito_aks.model_group",
     "pool_budget": "kaito_aks.budget",
+    "check_together": "kaito_aks.together",
+    "Together": "kaito_aks.together",
     "ModelGroup": "kaito_aks.model_group",
     "AdapterArgs": "kaito_aks.model.spec",
     "LabelSelectorArgs": "kaito_aks.model.spec",
@@ -169,6 +171,7 @@ if TYPE_CHECKING:
         StorageArgs,
         VectorDbArgs,
     )
+    from kaito_aks.together import Together, check_together
     from kaito_aks.validation import Judged
     from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 
@@ -224,6 +227,7 @@ __all__ = [
     "SshPublicKey",
     "StorageArgs",
     "SystemPoolArgs",
+    "Together",
     "TuningArgs",
     "TuningInputArgs",
     "TuningOutputArgs",
@@ -232,6 +236,7 @@ __all__ = [
     "WorkloadIdentityArgs",
     "__version__",
     "check_model",
+    "check_together",
     "deploy_models",
     "karpenter_cluster_args",
     "pool_budget",

@@ -36,6 +36,7 @@ class Demand:
     replicas: int = 1  # at most (an autoscaled model's maximum)
     scaled: bool = False  # an autoscaled model: its `autoscale.max_replicas` is what to lower
     bypassed: bool = False  # its `bypass_checks` name pool-budget: it does not count, and is said
+    index: int = -1  # its position among the models (or engines) given
 
 
 def pool_budget(
@@ -51,7 +52,24 @@ def pool_budget(
     known, or a list of the CPU pools (name, size) the system pool among them. Problems are at ("node_groups", i) of the first pool of a set that overflows, or at
     an engine's `compute` ((engine position, problem)). `grow`: how to give a pool nodes."""
     raise_if("function", "pool_budget", _call_problems(models, node_groups, engines, system, grow))
-    demands = [d for who, args in models if (d := model_demand(args, node_groups, who)) is not None]
+    return budget(models, node_groups, engines, system, grow)[0]
+
+
+def budget(
+    models: Sequence[tuple[str, KaitoModelArgs]],
+    node_groups: Sequence[NodeGroup],
+    engines: Sequence[tuple[str, RagEngineArgs]] = (),
+    system: CpuPools = None,
+    grow: str = "`max_nodes`",
+) -> tuple[list[Problem], set[int]]:
+    """`pool_budget` of arguments known to be well formed, and the positions of the models
+    counted in a set of pools it refuses (each such set's problem names what makes all of
+    them fit at once)."""
+    demands = [
+        dataclasses.replace(d, index=i)
+        for i, (who, args) in enumerate(models)
+        if (d := model_demand(args, node_groups, who)) is not None
+    ]
     problems: list[Problem] = []
     for i, (who, args) in enumerate(engines):
         demand, problem = engine_demand(args, node_groups, who, system)
@@ -60,15 +78,17 @@ def pool_budget(
         if demand is not None:
             demands.append(demand)
     counted = [d for d in demands if not d.bypassed]
-    errors = policy.verdict([*problems, *overflows(counted, node_groups, grow)])[0]  # each with its way past
+    over = list(overflows(counted, node_groups, grow))
+    errors = policy.verdict([*problems, *(p for p, _ in over)])[0]  # each with its way past
     refused = {p.path for p in errors}
     # what only the demands that bypass the budget overflow: said, as a bypassed warning
     said = [
         dataclasses.replace(p, message=f"bypassed (pool-budget): {p.message}", bypassed=True)
-        for p in overflows(demands, node_groups, grow)
+        for p, _ in overflows(demands, node_groups, grow)
         if p.path not in refused
     ]
-    return [*errors, *said]
+    inside = {d.index for _, found in over for d in found if not d.engine}
+    return [*errors, *said], inside
 
 
 def _call_problems(models: object, node_groups: object, engines: object, system: object, grow: object) -> list[Problem]:
@@ -221,10 +241,12 @@ def engine_demand(
     return Demand(who, pools, 1, why, engine=True, bypassed="pool-budget" in args.bypass_checks), None
 
 
-def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str = "`max_nodes`") -> Iterator[Problem]:
-    """For each set of pools some entry selects, the entries confined to it against its nodes;
-    only the smallest sets that overflow are reported, and a model alone never (its own rule
-    says so)."""
+def overflows(
+    demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str = "`max_nodes`"
+) -> Iterator[tuple[Problem, list[Demand]]]:
+    """For each set of pools some entry selects, the entries confined to it against its nodes
+    (the problem, and those entries); only the smallest sets that overflow are reported, and a
+    model alone never (its own rule says so). The count it gives makes every entry fit at once."""
     over: list[frozenset[int]] = []
     for pools in sorted({d.pools for d in demands if d.pools}, key=lambda s: (len(s), sorted(s))):
         inside = [d for d in demands if d.pools and d.pools <= pools]
@@ -247,13 +269,14 @@ def overflows(demands: Sequence[Demand], groups: Sequence[NodeGroup], grow: str 
             fix += ", or lower `autoscale.max_replicas`" if all(d.scaled for d in inside) else ", or lower replicas"
         else:
             fix += ", or select another pool for one of them (`label_selector`)"
-        yield Problem(
+        problem = Problem(
             ("node_groups", min(pools)),
             f"KAITO admits each of these, but {'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most "
             f"{_nodes(most)} of {size}, and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of "
             f"its node, so the rest would stay Pending: {fix}",
             "pool-budget",
         )
+        yield problem, inside
 
 
 def _nodes(n: int) -> str:

@@ -18,17 +18,14 @@ from typing import Any, cast
 import pulumi
 
 from kaito_aks import policy
-from kaito_aks.budget import pool_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
 from kaito_aks.model.component import GroupMember, KaitoModel, judge_model, watched_objects
-from kaito_aks.model.names import name_collisions
-from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
 from kaito_aks.model.plan import ModelPlan, plan_model
-from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.serving.spec import GatewayRefArgs
+from kaito_aks.together import check_together
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -107,56 +104,53 @@ def _checked(
     access: ClusterAccess | None,
     opts: pulumi.ResourceOptions | None,
 ) -> tuple[list[Named], dict[str, list[Problem]]]:
-    """Each model's args, judged (unless they were), and then the rules of the models together:
-    names they would share, CPU models on another's GPU nodes, model ids two routes would share,
-    one KAITO release (and the operators' in `opts`), the pools' budget (and auto-provisioned
-    nodes at their most), credentials for the waits. Raises InvalidArgsError
-    with every problem at once; else the models and each one's warnings."""
+    """Each model's args, judged (unless they were), and then the rules of the models together
+    (`check_together`: names, routes, CPU models on another's GPU nodes, auto-provisioned nodes
+    at their most, one KAITO release, the pools' budget), the operators' release in `opts` and
+    credentials for the waits. Raises InvalidArgsError with every problem at once; else the
+    models and each one's warnings."""
     problems = _call_problems(name, models, access, opts)
     if not isinstance(models, list | tuple):
         raise_if("deploy_models", str(name), problems)  # a program's mistake, said by name, not a TypeError
     checked: list[Named] = []
+    own: list[list[Problem]] = []
     warnings: dict[str, list[Problem]] = {}
     for resource_name, args in [m for m in models if _named(m)]:
         if isinstance(args, Judged):
             model, found, said = args.args, [], list(args.warnings)
         else:
             model, found, said = judge_model(args, resource_name)
-        problems += [p.under(resource_name) for p in found]
-        if model is not None:
-            checked.append((resource_name, model))
-            warnings[resource_name] = said
-    # across the models: each problem judged with the bypass_checks of the model it is about
-    for i, problem in [*name_collisions(checked), *cpu_on_provisioned_gpu_nodes(checked), *route_collisions(checked)]:
-        n, a = checked[i]
-        errors, said = policy.verdict([problem], a.bypass_checks)
-        problems += [p.under(n) for p in errors]
-        warnings[n] += said
-    problems += [p.under("models") for p in auto_provisioned_budget(checked)]
-    versions = sorted({a.kaito_version for _, a in checked})
-    if len(versions) > 1:  # `opts` give them one cluster, which runs one KAITO
-        problems.append(
-            Problem.at(
-                "models",
-                f"mixes KAITO {', '.join(versions)}; the models of one call share one cluster, which runs one KAITO "
-                "release: give every model the `kaito_version` the cluster runs",
-                "kaito-versions",
-            )
-        )
+        if model is None:
+            problems += [p.under(resource_name) for p in found]
+            continue
+        checked.append((resource_name, model))
+        own.append(found)
+        warnings[resource_name] = said
+    together = check_together(checked, own=own)
+    for i, (n, _) in enumerate(checked):
+        problems += [p.under(n) for p in together.own(i, own[i])]
+    group: list[Problem] = []  # what the models together refuse nothing of (bypassed), said by the group
+    for problem in together.problems:
+        at, rest = problem.path[:2], problem.path[2:]
+        if at[:1] == ("models",) and len(at) == 2 and isinstance(at[1], int):
+            n = checked[at[1]][0]
+            if policy.is_warning(problem):  # the model's own to say (its args.<path>)
+                warnings[n].append(dataclasses.replace(problem, path=rest))
+            else:
+                problems.append(dataclasses.replace(problem, path=(n, *rest)))
+        elif policy.is_warning(problem):
+            group.append(problem)
+        else:
+            problems.append(problem)
     if checked:
         problems += operator_problems(checked[0][1].kaito_version, opts, at="opts")
-    # the models that know their pools share them: together they must fit (each alone did)
-    known = [(n, a) for n, a in checked if a.node_groups]
-    pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
-    budget = pool_budget(known, pools)
-    problems += policy.errors_of(budget)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     if needs_access and reach is None:
         why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
         problems.append(Problem.at("access", why, "no-credentials"))
     raise_if("deploy_models", str(name), problems)
-    for warning in policy.warnings_of(budget):  # what the models together refuse nothing of (bypassed)
+    for warning in group:
         pulumi.log.warn(f"deploy_models {name!r}: {warning.under('args').text()}")
     return checked, warnings
 

@@ -33,10 +33,13 @@ from kaito_aks import (
     RagEngineArgs,
     RagEngineOperator,
     RagEngineOperatorArgs,
+    check_model,
+    check_together,
     pool_budget,
 )
 from kaito_aks.model import component
 from kaito_aks.model_group import deploy_models
+from kaito_aks.serving.spec import ModelAutoscaleArgs
 from kaito_aks.testing import MOCK_KUBECONFIG, ProgramMocks, RecordingMonitor, reveal, run
 
 A100 = "Standard_NC24ads_A100_v4"
@@ -458,3 +461,52 @@ def test_kubeconfig_contents_pulumi_yaml_hands_over_as_a_map_reach_the_waits():
 
     ev = run(program)
     assert reveal(ev.named("m/ready", "pulumi-python:dynamic/kaito-aks:ModelReady").inputs["kubeconfig"]) == parsed
+
+
+# ---------------------------------------------------------------- the models and engines of one cluster together
+
+
+def test_check_together_refuses_a_rag_engine_named_like_a_model_for_every_program():
+    """The RAG engine's Service is named after it: a model's name in its namespace collides (the
+    stack checked this alone before; check_together is the library's, deploy_models' and the stack's)."""
+    engine = RagEngineArgs(
+        kaito_version="0.8.1",
+        name="a",
+        inference_service=InferenceServiceArgs(
+            url="http://a.default.svc/v1/chat/completions", context_window_size=4096
+        ),
+    )
+    together = check_together([("a", KaitoModelArgs(kaito_version="0.8.1", model=PHI, name="a"))], [("docs", engine)])
+    [problem] = together.problems
+    assert problem.path == ("engines", 0, "name")
+    assert problem.code == "name-collision"
+    assert problem.message.startswith("default/a is also a name a creates; KAITO names the engine's Service after it")
+
+
+def test_the_pools_budget_gives_the_count_that_fits_every_model_on_the_pool_in_one_answer():
+    """Issue 36: llama on an A100 pool of 2 nodes beside phi autoscaled 1-3 on the same pool. Phi's
+    own rule would say "give the pool 1 node more" (phi alone needs 3); the pools' budget counts it
+    with llama (4 at once) and its answer, 2 more, is the only one given."""
+    a100 = NodeGroup(name="a100", vm_size="Standard_NC24ads_A100_v4", min_nodes=2, max_nodes=2, gpu_driver="aks")
+    groups = {"kaito_version": "0.12.0", "node_groups": [a100]}
+    llama = dataclasses.replace(on_pool("a100", **groups), model="llama-3.1-8b-instruct", hf_token="hf_not_a_token")
+    phi = on_pool("a100", autoscale=ModelAutoscaleArgs(min_replicas=1, max_replicas=3), **groups)
+    models = [("llama", llama), ("phi", phi)]
+    own = [check_model(a, n)[1] for n, a in models]
+    assert [p.code for p in own[1]] == ["replicas-fit"]  # alone: "give the pool 1 node more"
+    together = check_together(models, own=own)
+    assert together.own(1, own[1]) == []  # the budget's count replaces it
+    [problem] = together.problems
+    assert problem.path == ("node_groups", 0)
+    assert "at most 2 nodes of Standard_NC24ads_A100_v4, and 4 are needed at once" in problem.message
+    assert "give the pool 2 nodes more" in problem.message
+
+
+def test_deploy_models_gives_one_pool_size_answer():
+    a100 = NodeGroup(name="a100", vm_size="Standard_NC24ads_A100_v4", min_nodes=2, max_nodes=2, gpu_driver="aks")
+    groups = {"kaito_version": "0.12.0", "node_groups": [a100]}
+    llama = dataclasses.replace(on_pool("a100", **groups), model="llama-3.1-8b-instruct", hf_token="hf_not_a_token")
+    phi = on_pool("a100", autoscale=ModelAutoscaleArgs(min_replicas=1, max_replicas=3), **groups)
+    said = refused(lambda: deploy_models("models", [("llama", llama), ("phi", phi)], opts=through(cluster())))
+    assert "give the pool 2 nodes more" in said
+    assert "give the pool 1 node more" not in said
