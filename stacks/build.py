@@ -16,15 +16,15 @@ from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_nodes
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.model.config import max_model_len
-from kaito_aks.model.names import endpoint_of
+from kaito_aks.model.names import endpoint_at, endpoint_of
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import NodeGroup, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
-from kaito_aks.operators.kaito_operator import KaitoOperatorArgs
+from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, gate_at
 from kaito_aks.operators.karpenter import KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
-from kaito_aks.problems import Key, PathPart, Problem
+from kaito_aks.problems import PathPart, Problem
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from kaito_aks.schema import fields
 from kaito_aks.serving.dashboard import VllmDashboardArgs
@@ -80,7 +80,8 @@ def build(
     kubeconfig_cluster, aks_cluster = _cluster(written, decided, secrets)
     pools = [PoolConfig(a, protect, at) for a, protect, at in _pools(written.pools, GpuNodePoolArgs, "gpuNodePools")]
     cpu_pools = [CpuPoolConfig(a, p, at) for a, p, at in _pools(written.cpu_pools, CpuNodePoolArgs, "cpuNodePools")]
-    groups = [node_group(p.args, p.args.name or "", gpu_operator=decided.gpu_operator) for p in pools]
+    # the GPU pools of an AKS cluster (elsewhere, or with the cluster unusable, pools are refused)
+    groups = [node_group(p.args, p.args.name or "", gpu_operator=decided.gpu_operator) for p in pools if decided.azure]
     kaito = KaitoOperatorArgs(
         version=decided.kaito_version,
         node_provisioning=decided.node_provisioning,
@@ -96,7 +97,10 @@ def build(
     keda = KedaAutoscalingArgs(kaito_version=kaito.version, **(written.autoscaling or {})) if autoscaled else None
     metrics = _metrics(written, decided)
     workspaces = _models(written, decided, secrets, groups if decided.pools_known else None, metrics, keda)
-    rag_engines, tied = _rag_engines(written, [w.args for w in workspaces], kaito.version)
+    # (the add-on runs no RAGEngine operator: its refusal of ragEngines says why none is made)
+    rag_engines, tied = (
+        _rag_engines(written, [w.args for w in workspaces], kaito.version) if not decided.add_on else ([], [])
+    )
     created = aks_cluster is not None and not aks_cluster.existing
     system = (system_pool_nodes(aks_cluster.system_pool.vm_size),) if created and aks_cluster else ()
     used = {w.args.namespace for w in workspaces} | {r.args.namespace for r in rag_engines}
@@ -114,7 +118,7 @@ def build(
         cpu_nodes=(*system, *(cpu_nodes(p.args, p.args.name or "") for p in cpu_pools)),
         gpu_operator=GpuOperatorArgs(
             **{k: v for k, v in written.gpu_operator.items() if k != "enabled"},
-            node_groups=groups if decided.azure else [],
+            node_groups=groups,
         )
         if decided.gpu_operator
         else None,
@@ -250,13 +254,7 @@ def _stack_wide_paths(written: Written, decided: Decisions) -> dict[str, tuple[P
         "hf_token": (secret_key("hfToken"),),
     }
     if decided.forced_runtime is not None:
-        gates = written.kaito.get("values", {}).get("featureGates")
-        in_values = isinstance(gates, Mapping) and "vLLM" in gates
-        paths["runtime"] = (
-            "kaito",
-            *(("values", Key("featureGates")) if in_values else ("feature_gates",)),
-            Key("vLLM"),
-        )
+        paths["runtime"] = ("kaito", *gate_at(written.kaito.get("values", {}), "vLLM"))
     return paths
 
 
@@ -299,6 +297,8 @@ def _models(
             metrics=metrics if decided.scraped[j] else None,
         )
         filled = {k: p for k, p in paths.items() if k not in given}
+        # the GPU pools a model is given are the stack's; without them, what cannot be checked is the entry's
+        filled["node_groups"] = ("gpuNodePools",) if node_groups is not None else ("workspaces", i)
         models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
     return models
 
@@ -313,12 +313,14 @@ def _gateway_ref(section: Mapping[str, Any]) -> GatewayRefArgs:
 
 
 def _gateway(written: Written, decided: Decisions, models: list[ModelConfig]) -> InferenceGatewayArgs | None:
-    """The gateway, routing every routed model's namespace."""
-    if written.gateway is None:
+    """The gateway, routing every routed model's namespace (none where the release serves through
+    no gateway: stacks/serving.py says why)."""
+    chart = catalog.kaito_charts().get(decided.kaito_version)
+    if written.gateway is None or chart is None or chart.serving is None:
         return None
     namespaces = sorted({m.args.namespace for m in models if m.args.gateway is not None})
     section = {**written.gateway, "exposure": decided.gateway_exposure}
-    return InferenceGatewayArgs(**section, model_namespaces=namespaces or ["default"])
+    return InferenceGatewayArgs(**section, model_namespaces=namespaces)
 
 
 def _metrics(written: Written, decided: Decisions) -> ModelMetricsArgs | None:
@@ -347,7 +349,7 @@ def _rag_engines(
         workspace: str | None = entry.get("workspace")
         service, found = _llm_of(entry, given, workspace, by_key, version)
         problems += [p.under(*placed.at) for p in found]
-        if service is not None:
+        if service is not None and "inference_service" not in given:
             given["inference_service"] = service
         engines.append(RagEngineConfig(RagEngineArgs(kaito_version=version, **given), workspace, placed))
     return engines, problems
@@ -373,18 +375,31 @@ def _llm_of(
     if "inference_service" in given:
         why = "give workspace (a model of this stack) or inferenceService, not both"
         return None, [Problem.at("workspace", why, "rag-llm")]
-    if model is None:
-        elsewhere = "".join(
-            f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of its own namespace)"
-            for ns, n in models
-            if n == workspace
-        )[:300]
-        why = f"no workspaces[] entry named {workspace!r} in namespace {namespace}{elsewhere}"
-        return None, [Problem.at("workspace", why, "rag-workspace")]
-    if model.tuning is not None:
-        return None, [Problem.at("workspace", f"{workspace} is a tuning job; it serves nothing", "rag-workspace")]
+    if model is None or model.tuning is not None:
+        # (it answers at the endpoint written, and is judged so: every problem of it is said at once)
+        url = endpoint_at(workspace, namespace)
+        named = InferenceServiceArgs(url=url, context_window_size=window_given) if window_given else None
+        return named, [_untied(workspace, namespace, model, models)]
     window, problems = _context_window(model, workspace, window_given, version)
     return (InferenceServiceArgs(url=endpoint_of(model), context_window_size=window) if window else None), problems
+
+
+def _untied(
+    workspace: str,
+    namespace: str,
+    model: KaitoModelArgs | None,
+    models: Mapping[tuple[str, str | None], KaitoModelArgs],
+) -> Problem:
+    """Why an engine's workspace is no model it can call: none of that name there, or a tuning job."""
+    if model is not None:
+        return Problem.at("workspace", f"{workspace} is a tuning job; it serves nothing", "rag-workspace")
+    elsewhere = "".join(
+        f"; {workspace} is in namespace {ns}: set namespace: {ns} (an engine calls a model of its own namespace)"
+        for ns, n in models
+        if n == workspace
+    )[:300]
+    why = f"no workspaces[] entry named {workspace!r} in namespace {namespace}{elsewhere}"
+    return Problem.at("workspace", why, "rag-workspace")
 
 
 def _context_window(

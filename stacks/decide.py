@@ -165,7 +165,10 @@ def decide(written: Written, azure_location: str | None = None) -> Decisions:
     provisioning: NodeProvisioning = kaito.get("node_provisioning") or ("auto" if add_on else "byo")
     install = kaito.get("install")
     kaito_install = (not add_on) if install is None else bool(install)
-    version = kaito.get("version") or (_add_on_kaito_version(cluster) if add_on else DEFAULT_KAITO_VERSION)
+    # (the add-on's release on a minor this program knows no rules of is refused: stacks/rules.py)
+    version = kaito.get("version") or (
+        catalog.aks_add_on().judged_by(cluster.get("kubernetes_version")) if add_on else DEFAULT_KAITO_VERSION
+    )
     auto = provisioning == "auto"
     generation_decides = (
         _minor(version) == "0.12"
@@ -233,16 +236,6 @@ def decide(written: Written, azure_location: str | None = None) -> Decisions:
 
 def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
-
-
-def _add_on_kaito_version(cluster: Section) -> str:
-    """The KAITO release the AKS add-on runs on the cluster's Kubernetes minor (an adopted
-    cluster's is known only at deploy time: the newest statement). A release this program does
-    not support is refused at cluster.aks.kubernetesVersion (stacks/rules.py); the newest
-    statement's rules judge the rest meanwhile."""
-    table = catalog.aks_add_on()
-    release = table.kaito_on(cluster.get("kubernetes_version"))
-    return release if release is not None and release in catalog.kaito_charts() else table.kaito_version
 
 
 def _feature_gates(written: Written, version: str, kaito_install: bool) -> dict[str, bool]:

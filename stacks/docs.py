@@ -148,13 +148,14 @@ _BYPASS_WORDS = {"program": "`bypassChecks`", "kaito-annotation": "`bypassChecks
 def policy_table() -> str:
     """The audit table of every rule code, from kaito_aks.policy (the one place the policy is)."""
     from kaito_aks import policy
+    from stacks.rules import STACK_RULES
 
     sections = (
         ("A model (`workspaces[]`, `KaitoModel`)", policy.MODEL_RULES),
         ("A RAG engine (`ragEngines[]`, `RagEngine`)", policy.RAG_RULES),
         ("The operators, pools and clusters", policy.COMPONENT_RULES),
-        ("The stack as a whole", policy.STACK_RULES),
         ("Serving: the gateway, autoscaling and metrics", policy.SERVING_RULES),
+        ("The stack as a whole (stacks/rules.py: its own keys)", STACK_RULES),
     )
     lines: list[str] = []
     for title, rules in sections:

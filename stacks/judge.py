@@ -1,11 +1,13 @@
-"""Every rule of a stack, at its config path: the components' own rules, then what only a whole
-stack can get wrong (stacks/rules.py) and the pools' budget (stacks/budget.py)."""
+"""Every rule of a stack, at its config path: each component's own rules and the library's rules
+of the models and engines together (kaito_aks.check_together), each problem said where its arg
+was written, then the stack's own (stacks/rules.py: its keys, its hints). Nothing here restates a
+library rule or leaves one of its problems out."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import aks_cluster_problems
@@ -14,32 +16,30 @@ from kaito_aks.azure.gpu_node_pool import gpu_node_pool_problems
 from kaito_aks.cluster.kubeconfig_cluster import kubeconfig_cluster_problems
 from kaito_aks.model.component import judge_model
 from kaito_aks.model.placement import cpu_on_gpu_pools, cpu_on_no_pool
-from kaito_aks.model.rules import SIZING_UNAFFECTED
+from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.gpu_operator import gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import kaito_operator_problems
 from kaito_aks.operators.karpenter import karpenter_problems
 from kaito_aks.operators.ragengine_operator import ragengine_operator_problems
-from kaito_aks.problems import Problem
+from kaito_aks.problems import PathPart, Problem, format_path
 from kaito_aks.rag.component import judge_rag_engine
-from stacks import budget, rules, serving
-from stacks.config import (
-    ModelConfig,
-    PoolConfig,
-    RagEngineConfig,
-    StackConfig,
-)
+from kaito_aks.serving.gateway import inference_gateway_problems
+from kaito_aks.serving.keda import keda_autoscaling_problems
+from kaito_aks.together import check_together
+from stacks import rules
+from stacks.config import Placed, StackConfig
 from stacks.decide import Written
-from stacks.rules import placed
 
 
 def once(problems: list[Problem]) -> list[Problem]:
     """Each problem once: two components may say the same thing at one path (a release the
-    operator and the models both find unsupported)."""
+    operator and the models both find unsupported, a pool without a driver), one of them with
+    its way past (a model's): the first said stands."""
     seen: set[tuple[object, ...]] = set()
     out: list[Problem] = []
     for p in problems:
-        key = (p.path, p.code, p.message)
+        key = (p.path, p.code, p.message.removesuffix(policy.way_past(p.code)))
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -49,145 +49,139 @@ def once(problems: list[Problem]) -> list[Problem]:
 def judge(
     cfg: StackConfig, written: Written, base_dir: Path | None, tied: list[Problem], stack: str = ""
 ) -> tuple[list[Problem], StackConfig]:
-    """The components' own rules, each problem where its arg was written, then what only a whole
-    stack can get wrong (stacks/rules.py: `tied`, those of tying RAG engines to workspaces, with
-    them) and the pools' budget (stacks/budget.py): the errors, and the config with every warning
-    (`warnings`, at config paths; each workspace's and engine's own, for its component to log)."""
-    found = tied + _cluster_problems(cfg, written, base_dir)
-    found += [placed(pool.placed, p) for pool in cfg.pools for p in gpu_node_pool_problems(pool.args)]
-    found += [placed(pool.placed, p) for pool in cfg.cpu_pools for p in cpu_node_pool_problems(pool.args)]
-    found += _operator_problems(cfg)
-    workspaces, model_found, model_warned = _model_problems(cfg, written)
-    found += model_found
-    engines, engine_found, engine_warned = _engine_problems(cfg, tied)
-    found += engine_found
-    found += rules.check(cfg)
-    found += serving.check(cfg, written) + list(serving.own_key_problems(cfg, written))
-    sound = [w for w in workspaces if w.sizable]
-    found += budget.check(cfg, [w.config for w in sound])
-    found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
-    if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
-        refused = [p.path for p in found if p.code == "add-on"]
-        found = [p for p in found if p.code == "add-on" or not any(p.path[: len(r)] == r for r in refused)]
-    own = [*rules.warnings(cfg, written, stack), *serving.warnings(cfg, written)]
-    warnings = [*own, *model_warned, *engine_warned, *policy.warnings_of(found)]
+    """Every rule, each problem at its config path: the errors, and the config with every warning
+    (`warnings`, at config paths; each workspace's and engine's own too, for its component to
+    log). `tied`: the builder's problems of tying RAG engines to workspaces."""
+    found = [*tied, *_cluster(cfg, written, base_dir), *_pools(cfg), *_operators(cfg), *_serving(cfg, written)]
+    models = [_model(cfg, written, w.args) for w in cfg.workspaces]
+    engines = [judge_rag_engine(e.args)[1:] for e in cfg.rag_engines]
+    together = check_together(
+        [(format_path(w.placed.at, "schema"), w.args) for w in cfg.workspaces],
+        [(format_path(e.placed.at, "schema"), e.args) for e in cfg.rag_engines],
+        cfg.kaito.node_groups if cfg.pools_known else None,
+        [(p.name, p.vm_size) for p in cfg.cpu_nodes],
+        own=[errors for errors, _ in models],
+        grow="count, or autoscale.max",
+    )
+    warned: list[Problem] = []
+    for i, (w, (errors, warnings)) in enumerate(zip(cfg.workspaces, models, strict=True)):
+        found += [where(p, w.placed, cfg, w.args) for p in together.own(i, errors)]
+        warned += [where(p, w.placed, cfg, w.args) for p in warnings]
+    for e, (errors, warnings) in zip(cfg.rag_engines, engines, strict=True):
+        found += [where(p, e.placed, cfg) for p in errors]
+        warned += [where(p, e.placed, cfg) for p in warnings]
+    found += [_together_at(p, cfg) for p in together.problems]
+    found += rules.check(cfg, written)
+    own = rules.warnings(cfg, written, stack)
     cfg = dataclasses.replace(
         cfg,
-        workspaces=tuple(w.config for w in workspaces),
-        rag_engines=engines,
-        warnings=tuple(once(warnings)),
+        workspaces=tuple(
+            dataclasses.replace(w, warnings=tuple(m[1])) for w, m in zip(cfg.workspaces, models, strict=True)
+        ),
+        rag_engines=tuple(
+            dataclasses.replace(e, warnings=tuple(m[1])) for e, m in zip(cfg.rag_engines, engines, strict=True)
+        ),
+        warnings=tuple(once([*own, *warned, *rules.warnings_of(found)])),
     )
-    return policy.errors_of(found), cfg
+    return once(rules.errors_of(found)), cfg
 
 
-def _add_on_release(cfg: StackConfig, problem: Problem) -> bool:
-    return cfg.add_on and problem.path[:2] == ("kaito", "version")
+# ---------------------------------------------------------------- where a component's problem was written
 
 
-def _cluster_problems(cfg: StackConfig, written: Written, base_dir: Path | None) -> list[Problem]:
+def where(problem: Problem, placed: Placed, cfg: StackConfig, model: KaitoModelArgs | None = None) -> Problem:
+    """A component's problem where its arg was written, with the stack's hint (stacks/rules.py;
+    `model`: the args of the model it is about): a GPU pool it describes (`node_groups[i]`) at
+    that gpuNodePools entry, an arg the stack filled in at the setting it came from (a model's
+    KAITO release at kaito.version), any other under the entry's path."""
+    path = problem.path
+    if len(path) >= 2 and path[0] == "node_groups" and isinstance(path[1], int) and path[1] < len(cfg.pools):
+        rest = path[2:]
+        if rest and rest[0] in ("min_nodes", "max_nodes"):
+            rest = ()  # (a pool's count or autoscale)
+        return rules.hinted(dataclasses.replace(problem, path=(*cfg.pools[path[1]].placed.at, *rest)), model)
+    head = path[0] if path else None
+    if isinstance(head, str) and head in placed.filled:
+        return rules.hinted(dataclasses.replace(problem, path=(*placed.filled[head], *path[1:])), model)
+    return rules.hinted(problem.under(*placed.at), model)
+
+
+def _together_at(problem: Problem, cfg: StackConfig) -> Problem:
+    """A problem of the models and engines together at its entry: workspaces[i], ragEngines[i],
+    gpuNodePools[j], or the workspaces as a whole."""
+    (head, *at), rest = problem.path[:2], problem.path[2:]
+    if at and isinstance(at[0], int):
+        entries: dict[PathPart, Any] = {"models": cfg.workspaces, "engines": cfg.rag_engines, "node_groups": cfg.pools}
+        return dataclasses.replace(problem, path=(*entries[head][at[0]].placed.at, *rest))
+    return dataclasses.replace(problem, path=("workspaces", *problem.path[1:]))
+
+
+# ---------------------------------------------------------------- each component's own rules
+
+
+def _cluster(cfg: StackConfig, written: Written, base_dir: Path | None) -> list[Problem]:
     if cfg.kubeconfig_cluster is not None:
         found = kubeconfig_cluster_problems(cfg.kubeconfig_cluster, base=base_dir)
-        return [rules.stack_wording(p.under("cluster", "kubeconfig")) for p in found]
+        return [rules.hinted(p.under("cluster", "kubeconfig")) for p in found]
     if cfg.aks_cluster is not None:
         return [p.under("cluster", written.cluster_kind or "aks") for p in aks_cluster_problems(cfg.aks_cluster)]
     return []
 
 
-def at_pools(problem: Problem, pools: Sequence[PoolConfig]) -> Problem | None:
-    """A component's problem at `node_groups[i]...`, at the stack's gpuNodePools entry it describes."""
-    path = problem.path
-    if len(path) >= 2 and path[0] == "node_groups" and isinstance(path[1], int) and path[1] < len(pools):
-        rest = path[2:]
-        if rest and rest[0] in ("min_nodes", "max_nodes"):
-            rest = ()  # (count or autoscale)
-        return dataclasses.replace(problem, path=(*pools[path[1]].placed.at, *rest))
-    if path == ("node_groups",):
-        return dataclasses.replace(problem, path=("gpuNodePools",))
-    return None
+def _pools(cfg: StackConfig) -> list[Problem]:
+    found = [where(p, pool.placed, cfg) for pool in cfg.pools for p in gpu_node_pool_problems(pool.args)]
+    return found + [where(p, pool.placed, cfg) for pool in cfg.cpu_pools for p in cpu_node_pool_problems(pool.args)]
 
 
-# What the stack's own rules (driver, discovery) or its models' (spot) say of the pools in its terms
-STACK_SAYS = frozenset({"discovery-driver", "discovery", "gpu-driver", "spot-pool"})
-
-
-def _operator_problems(cfg: StackConfig) -> list[Problem]:
+def _operators(cfg: StackConfig) -> list[Problem]:
+    """The operators the stack installs, each by its own rules; where KAITO is installed elsewhere,
+    only its release (the one thing the models need of it). With the AKS add-on the stack installs
+    none of KAITO's (the add-on's refusal of each says why: stacks/rules.py)."""
     found: list[Problem] = []
-    # who installs the pools' driver, and who discovers their GPUs: the stack's own rules say it in its terms
-    operator = [p for p in kaito_operator_problems(cfg.kaito) if p.code not in STACK_SAYS]
-    if cfg.add_on:  # refused at kaito.install, which says why: not the add-on's release again
-        operator = [p for p in operator if p.path != ("version",)]
-    if not cfg.kaito_install:  # only the release matters (the one rule, for Workspaces): installed elsewhere
-        unsupported = catalog.unsupported_kaito_version(cfg.kaito.version)
-        operator = [Problem.at("version", unsupported, "version")] if unsupported else []
-    found += [at_pools(p, cfg.pools) or p.under("kaito") for p in operator]
+    pools = {"node_groups": ("gpuNodePools",)}  # (the operators' node groups are the stack's GPU pools)
+    if cfg.kaito_install and not cfg.add_on:
+        found += [where(p, Placed(("kaito",), pools), cfg) for p in kaito_operator_problems(cfg.kaito)]
+    elif (unsupported := catalog.unsupported_kaito_version(cfg.kaito.version)) is not None:
+        found.append(Problem(("kaito", "version"), unsupported, "version"))
     if cfg.gpu_operator is not None:
-        found += [at_pools(p, cfg.pools) or p.under("gpuOperator") for p in gpu_operator_problems(cfg.gpu_operator)]
-    if cfg.gpu_provisioner is not None:
+        found += [where(p, Placed(("gpuOperator",), pools), cfg) for p in gpu_operator_problems(cfg.gpu_operator)]
+    if cfg.gpu_provisioner is not None and not cfg.add_on:
         found += [p.under("gpuProvisioner") for p in gpu_provisioner_problems(cfg.gpu_provisioner)]
     if cfg.karpenter is not None:
         found += [p.under("karpenter") for p in karpenter_problems(cfg.karpenter)]
-    if cfg.rag_operator is not None:
-        rag = ragengine_operator_problems(cfg.rag_operator)
-        found += [p.under("ragEngineOperator") for p in rag if p.path != ("version",)]
+    if cfg.rag_operator is not None and not cfg.add_on:
+        placed = Placed(("ragEngineOperator",), {"version": ("kaito", "version")})
+        found += [where(p, placed, cfg) for p in ragengine_operator_problems(cfg.rag_operator)]
     return found
 
 
-@dataclasses.dataclass(frozen=True)
-class _Judged:
-    config: ModelConfig
-    sizable: bool  # its problems (if any) leave KAITO's sizing of it unchanged: it counts in the pools' budget
+def _serving(cfg: StackConfig, written: Written) -> list[Problem]:
+    """The gateway's and KEDA's own rules: the namespaces the gateway routes are its routed
+    workspaces' (filled in by the stack, said at gateway); KEDA's release is said where KEDA is
+    asked for."""
+    found: list[Problem] = []
+    if cfg.gateway is not None:
+        placed = Placed(("gateway",), {"model_namespaces": ("gateway",)})
+        found += [where(p, placed, cfg) for p in inference_gateway_problems(cfg.gateway)]
+    if cfg.autoscaling is not None:
+        # KEDA's release is the one the section, or else the first autoscaled workspace, installs it for
+        scaled = next((w.placed.at for w in cfg.workspaces if w.args.autoscale is not None), ("kaito",))
+        release = ("autoscaling",) if written.autoscaling is not None else (*scaled, "autoscale")
+        placed = Placed(("autoscaling",), {"kaito_version": release})
+        found += [where(p, placed, cfg) for p in keda_autoscaling_problems(cfg.autoscaling)]
+    return found
 
 
-def _model_problems(cfg: StackConfig, written: Written) -> tuple[list[_Judged], list[Problem], list[Problem]]:
-    """Each model's own rules (and, on a cluster it adopts, no CPU model on the pools the stack
-    adds), at config paths in the stack's words: the models with their warnings, the errors, and
-    the warnings at config paths."""
+def _model(cfg: StackConfig, written: Written, model: KaitoModelArgs) -> tuple[list[Problem], list[Problem]]:
+    """A model's own rules (and, on a cluster it adopts, no CPU model on the pools the stack adds;
+    where every pool is known, no CPU model without one): its errors and warnings, relative to its
+    args."""
+    _, errors, warnings = judge_model(model)
     groups = cfg.kaito.node_groups
-    found: list[Problem] = []
-    warned: list[Problem] = []
-    judged_models: list[_Judged] = []
-    for w in cfg.workspaces:
-        _, own, warnings = judge_model(w.args)
-        own = [p for p in own if p.code != "gpu-driver"]  # (the stack's `driver` rule says it, per pool)
-        if written.cluster_kind == "existing" and w.args.node_groups is None:
-            errors, more = policy.verdict(list(cpu_on_gpu_pools(w.args, groups)), w.args.bypass_checks)
-            own, warnings = own + errors, warnings + more
-        if cfg.pools_known:  # every node of the cluster is in a pool the stack knows
-            errors, more = policy.verdict(list(cpu_on_no_pool(w.args, cfg.cpu_nodes, groups)), w.args.bypass_checks)
-            own, warnings = own + errors, warnings + more
-        if cfg.create_namespaces:
-            own, warnings = rules.created_namespace(own, warnings, w.args.namespace)
-        sizable = all(p.code in SIZING_UNAFFECTED for p in own)
-        judged_models.append(_Judged(dataclasses.replace(w, warnings=tuple(warnings)), sizable))
-        found += [rules.stack_wording(at_pools(p, cfg.pools) or placed(w.placed, p), w.args) for p in own]
-        warned += [rules.stack_wording(_at_workspace(p, w, cfg), w.args) for p in warnings]
-    return judged_models, found, warned
-
-
-def _at_workspace(problem: Problem, w: ModelConfig, cfg: StackConfig) -> Problem:
-    """A model's warning at its config path: the pools' entries, or the workspace's (one that the
-    pools are not known is about the workspace as a whole)."""
-    if problem.code == "unsized":
-        return placed(w.placed, dataclasses.replace(problem, path=()))
-    return at_pools(problem, cfg.pools) or placed(w.placed, problem)
-
-
-def _engine_problems(
-    cfg: StackConfig, tied: list[Problem]
-) -> tuple[tuple[RagEngineConfig, ...], list[Problem], list[Problem]]:
-    """Each RAG engine's own rules at config paths (with the add-on, ragEngines are refused as a
-    whole); an engine whose workspace could not be tied is not also told it lacks an LLM."""
-    untied = {p.path[:2] for p in tied if p.code in ("rag-workspace", "rag-llm")}
-    found: list[Problem] = []
-    warned: list[Problem] = []
-    engines: list[RagEngineConfig] = []
-    for engine in cfg.rag_engines:
-        _, own, warnings = judge_rag_engine(engine.args)
-        if cfg.create_namespaces:
-            own, warnings = rules.created_namespace(own, warnings, engine.args.namespace)
-        if engine.placed.at[:2] in untied:
-            own = [p for p in own if p.code != "inference-service"]
-        found += [p for p in (placed(engine.placed, q) for q in own) if not _add_on_release(cfg, p)]
-        warned += [placed(engine.placed, p) for p in warnings]
-        engines.append(dataclasses.replace(engine, warnings=tuple(warnings)))
-    return tuple(engines), found, warned
+    if written.cluster_kind == "existing" and model.node_groups is None:
+        more, said = policy.verdict(list(cpu_on_gpu_pools(model, groups)), model.bypass_checks)
+        errors, warnings = errors + more, warnings + said
+    if cfg.pools_known:  # every node of the cluster is in a pool the stack knows
+        more, said = policy.verdict(list(cpu_on_no_pool(model, cfg.cpu_nodes, groups)), model.bypass_checks)
+        errors, warnings = errors + more, warnings + said
+    return errors, warnings

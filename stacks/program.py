@@ -17,7 +17,7 @@ import gc
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks import catalog, policy
+from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.cpu_node_pool import CpuNodePool
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
@@ -40,6 +40,7 @@ from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
+from stacks.rules import STACK_RULES
 from stacks.serving import WARNINGS as SERVING_WARNINGS
 
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
@@ -111,7 +112,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
             pulumi.log.warn(warning.text("schema"), resource=provisioner)
     for warning in cfg.warnings:  # the stack's own (the components log theirs)
         if (
-            warning.code in policy.STACK_RULES
+            warning.code in STACK_RULES
             and warning.code not in SERVING_WARNINGS
             and warning.path[:1] != ("gpuProvisioner",)
         ):

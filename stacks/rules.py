@@ -1,33 +1,144 @@
-"""What only a whole stack can get wrong (the rules of a model, a pool or an operator are the
-components' own, and stacks/load.py places them at config paths): names two entries would
-share, settings that contradict each other across sections, and this program's own wording
-for a few of the components' problems (the config key, the CLI command to run)."""
+"""The stack's own rules: its own keys, and settings that contradict each other across its
+sections (the rules of a model, a pool, an operator and of the models together are the
+library's, which stacks/judge.py places at config paths); the codes of these rules (the
+library's table knows only its own); and the hints the stack appends to a few of the
+components' problems (the config key, the command to run)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from kaito_aks import catalog, policy
 from kaito_aks.azure.aks_cluster import aks_cluster_warnings
 from kaito_aks.azure.aks_security import is_production
 from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of
-from kaito_aks.model.names import claimed_names, name_collisions
-from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes, match_labels
-from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import SYSTEM_POOL, dropped_by, selects, vm_size_problem
+from kaito_aks.model.names import RESERVED_NAMESPACES
+from kaito_aks.model.placement import match_labels
+from kaito_aks.model.spec import KaitoModelArgs, vllm_preset
+from kaito_aks.nodes import SYSTEM_POOL, selects
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
-from kaito_aks.operators.kaito_operator import effective_gates, forced_runtime
+from kaito_aks.operators.kaito_operator import effective_gates, gate_at
 from kaito_aks.operators.karpenter import KarpenterArgs
 from kaito_aks.pod_security import host_path_reason
-from kaito_aks.problems import Key, Problem, format_path
-from stacks.config import ModelConfig, Placed, RagEngineConfig, StackConfig
+from kaito_aks.policy import Rule
+from kaito_aks.problems import Key, Problem
+from stacks import serving
+from stacks.config import ModelConfig, RagEngineConfig, StackConfig
 from stacks.decide import Written
 from stacks.errors import secret_key
 
-# The stack's own wording for a few of the components' problems, by code: what to run or set
-# in this program's terms. (The component's message already names the arg and the fix.)
+# The stack's own rule codes (the library's table, kaito_aks.policy, knows only the library's):
+# what kind of finding each is, and why; docs/kaito-rules.md prints them with the library's.
+
+
+def _program_rule(about: str, evidence: str = "") -> Rule:
+    return Rule("program", about, evidence)
+
+
+def _warning_rule(about: str, evidence: str = "") -> Rule:
+    return Rule("warning", about, evidence)
+
+
+def _broken_rule(about: str, evidence: str) -> Rule:
+    return Rule("cannot-serve", about, evidence)
+
+
+STACK_RULES: dict[str, Rule] = {
+    "create-namespace": _program_rule(
+        "a namespace the stack would create that exists already or belongs to an operator",
+        "createNamespaces makes a Namespace of each workspace's namespace",
+    ),
+    "add-on": _program_rule("a setting the AKS add-on does not offer, or a second KAITO beside it"),
+    "add-on-ignored": _warning_rule(
+        "KAITO chart settings with the add-on", "the add-on's API is one switch: no effect"
+    ),
+    "add-on-version": _program_rule("a Kubernetes version whose add-on runs a KAITO the library does not know"),
+    "auto-kubeconfig": _program_rule("auto-provisioning on a cluster the stack cannot create an identity for"),
+    "auto-pools": _warning_rule("GPU pools with auto-provisioning", "KAITO does not use them: no effect"),
+    "auto-gpu-operator": _warning_rule(
+        "the GPU Operator on nodes KAITO provisions", "those nodes get AKS's driver and KAITO's device plugin"
+    ),
+    "runtime-gate": _warning_rule(
+        "runtime vllm while the vLLM gate is off",
+        "KAITO ignores kaito.sh/runtime then (labels.go 0.8.1:54): it serves with transformers",
+    ),
+    "inferenceset-gate": _warning_rule(
+        "the InferenceSet controller on with KAITO 0.8",
+        "it adopts Workspaces labelled for an InferenceSet of the same name; the program creates none: may",
+    ),
+    "install": _warning_rule("chart settings for a KAITO the stack does not install", "no effect"),
+    "kubeconfig": _program_rule("a kubeconfig secret on an AKS stack"),
+    "kubeconfig-empty": _program_rule("an empty kubeconfig secret"),
+    "location": _program_rule("an AKS cluster without a location"),
+    "plaintext-secret": _program_rule("a secret in plaintext"),
+    "secure-value": _program_rule("a value encrypted that is no secret"),
+    "trap": _program_rule("a value the Pulumi CLI reads otherwise than it says"),
+    "pools": _program_rule("node pools on a cluster that is no AKS cluster"),
+    "provisioner": _program_rule("gpu-provisioner where the stack cannot install it"),
+    "provisioner-unused": _warning_rule("gpu-provisioner settings nothing uses", "no effect"),
+    "provisioner-missing": _broken_rule(
+        "auto-provisioning without gpu-provisioner", "KAITO's NodeClaims stay Pending: no node is ever made"
+    ),
+    "provisioner-pin": _warning_rule("a gpu-provisioner release KAITO's chart does not pin"),
+    "rag-operator": _warning_rule("RAGEngine operator settings nothing uses", "no effect"),
+    "rag-workspace": _program_rule("a RAG engine over a workspace the stack does not have"),
+    "rag-llm": _program_rule("an engine's LLM given twice, or a window without one"),
+    "rag-window": _warning_rule(
+        "a context window larger than the model's", "prompts longer than the model takes get 400: may"
+    ),
+    "cluster": _program_rule("not exactly one kind of cluster"),
+    "engine": _program_rule("engine config that is not JSON"),
+    "foreign-key": _warning_rule("a config key outside the namespace that looks like ours"),
+    "node-subnet": _program_rule(
+        "a nodes' subnet with gpu-provisioner",
+        'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',
+    ),
+    "karpenter-subnet": _warning_rule(
+        "Karpenter on a cluster created without a nodes' subnet", "refused at deploy time"
+    ),
+    "pod-security-unlabelled": _warning_rule(
+        "models in a namespace the stack does not create (default)", "it gets no Pod Security labels"
+    ),
+    "pod-security": _warning_rule("a namespace created privileged for a model that mounts a host path"),
+    "load-balancer-cloud": _warning_rule("an internal load balancer by Azure's annotation on another cloud"),
+    "gateway-gate": _program_rule("a gateway with KAITO's gateway extension turned off"),
+    "gateway": _program_rule("a workspace asking for a gateway the stack does not have"),
+    "metrics": _program_rule("a workspace asking for metrics the stack does not have"),
+    "autoscaling-unused": _program_rule("KEDA configured with no autoscaled workspace"),
+    "metrics-unused": _program_rule("metrics configured with no scraped workspace"),
+    "keda-addon": _program_rule("the KEDA add-on on a cluster this stack does not create"),
+    "metrics-flavour": _program_rule("managed Prometheus where the cluster does not run it"),
+    "metrics-dashboard": _program_rule("dashboard settings the flavour does not use"),
+    "keda-addon-version": _warning_rule("the KEDA add-on's version", "AKS chooses it for the Kubernetes minor"),
+    "gateway-internal": _warning_rule("an internal gateway on a cluster this stack does not know is AKS"),
+    "gateway-gate-elsewhere": _warning_rule("a gateway with KAITO installed elsewhere", "its gate cannot be checked"),
+    "not-routed": _warning_rule("a model the gateway does not route"),
+    "load-balancer-bypass": _warning_rule(
+        "a routed model's own load balancer", "it passes by the gateway's authentication"
+    ),
+}
+
+
+def errors_of(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that refuse the stack: by the stack's table, then the library's."""
+    return [p for p in problems if not _is_warning(p)]
+
+
+def warnings_of(problems: Iterable[Problem]) -> list[Problem]:
+    return [p for p in problems if _is_warning(p)]
+
+
+def _is_warning(problem: Problem) -> bool:
+    rule = STACK_RULES.get(problem.code)
+    return policy.is_warning(problem) if rule is None else problem.bypassed or not rule.error
+
+
+# The stack's hints on a few of the components' problems, by code, appended to the component's
+# message (which names its arg and the fix in a component's terms): the command to run, the key
+# of the stack file that fills the arg.
 ESTIMATE = "see `python -m stacks models estimate {model}{pool} --version {version}`"
+HF_TOKEN = "in this stack: run `pulumi config set --secret hfToken <token>` (or set modelAccessSecret)"
 HINTS = {
     "unknown-preset": "`python -m stacks models list --version {version}` lists them",
     "admission": ESTIMATE,
@@ -35,52 +146,41 @@ HINTS = {
     "estimator": ESTIMATE,
     "tuning-fit": ESTIMATE,
     "replicas-fit": ESTIMATE,
+    "gated": HF_TOKEN,
+    "gated-secret": HF_TOKEN,
+    "no-pools": "in this stack: add a gpuNodePools entry (" + ESTIMATE + ")",
+    "kubeconfig-twice": "the secret kaito-aks:kubeconfig gives the contents already: remove one of them",
+    "unsized": "a cluster.kubeconfig stack does not know the cluster's GPU pools, so `pulumi up`'s GPU-node wait "
+    "checks them (" + ESTIMATE + ")",
+    "gpu-driver": "in this stack: enable gpuOperator (gpuOperator.enabled)",
+    "discovery": "in this stack: remove kaito.gpuDiscovery (external is its default with gpuOperator)",
+    "node-provisioning": "in this stack: remove kaito.nodeProvisioning (auto is the add-on's), or drop the cluster's "
+    "aiToolchainOperator",
+    "gateway-routes": "the stack's gateway routes no workspace (it routes vLLM presets; each other workspace says "
+    "gateway: false or is no vLLM preset): add one, or remove gateway",
 }
-INSTEAD = {
-    "gated": "KAITO admits this, but {model} is gated on Hugging Face and KAITO's pod downloads it with the "
-    "modelAccessSecret's token only (answered 401 without one): run `pulumi config set --secret hfToken <token>`, or "
-    "set modelAccessSecret to an existing Secret with key HF_TOKEN",
-    "gated-secret": 'KAITO {version} denies it ("This preset requires authentication and needs a modelAccessSecret"): '
-    "run `pulumi config set --secret hfToken <token>`, or set modelAccessSecret to an existing Secret with key HF_TOKEN",
-    "no-pools": "{name} needs GPU nodes but the stack has no gpuNodePools; add one (" + ESTIMATE + ")",
-    "kubeconfig-twice": "the secret kaito-aks:kubeconfig already gives the kubeconfig; remove one of them",
-    "unsized": "KAITO sizes {model} against the GPU nodes it finds, and this stack does not know the cluster's GPU "
-    "pools (cluster.kubeconfig): KAITO's admission, its node estimate and the pools' budget are checked only by "
-    "`pulumi up`'s GPU-node wait, not before deploy (" + ESTIMATE + ")",
-}
 
 
-def placed(at: Placed, problem: Problem) -> Problem:
-    """A component's problem where its arg was written: an arg the stack filled in at that
-    setting's path (a model's KAITO release at kaito.version), any other under the entry's path."""
-    head = problem.path[0] if problem.path else None
-    if isinstance(head, str) and head in at.filled:
-        return dataclasses.replace(problem, path=(*at.filled[head], *problem.path[1:]))
-    return problem.under(*at.at)
-
-
-def stack_wording(problem: Problem, args: KaitoModelArgs | None = None) -> Problem:
-    """A component's problem in this program's terms: its hint (the config key, the CLI) added;
-    `args`: the model's, for a model's problem."""
+def hinted(problem: Problem, args: KaitoModelArgs | None = None) -> Problem:
+    """A component's problem with the stack's hint appended (before its way past, if it says
+    one); `args`: the model's, for a model's problem."""
+    hint = HINTS.get(problem.code)
+    if hint is None:
+        return problem
     facts = {"model": "", "version": "", "name": "", "pool": ""}
     if args is not None:
         sizes = {g.vm_size for g in args.node_groups or [] if selects(match_labels(args), g)}
         pool = f" --pool {sizes.pop()}" if len(sizes) == 1 else ""
         facts = {"model": args.model or "", "version": args.kaito_version, "name": args.name or "", "pool": pool}
-    if problem.code in INSTEAD:
-        past = policy.way_past(problem.code) if problem.message.endswith(policy.way_past(problem.code)) else ""
-        return dataclasses.replace(problem, message=INSTEAD[problem.code].format(**facts) + past)
-    hint = HINTS.get(problem.code)
-    if hint is None:
-        return problem
     past = policy.way_past(problem.code)
     if past and problem.message.endswith(past):  # the hint goes before the way past
         return dataclasses.replace(problem, message=f"{problem.message[: -len(past)]}; {hint.format(**facts)}{past}")
     return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
-def check(cfg: StackConfig) -> list[Problem]:
-    """The stack-wide rules, each problem at its config path."""
+def check(cfg: StackConfig, written: Written) -> list[Problem]:
+    """The stack's own rules (its keys, settings that contradict each other across its sections),
+    each problem at its config path; serving's in stacks/serving.py."""
     return [
         *_cluster(cfg),
         *_kaito(cfg),
@@ -88,14 +188,16 @@ def check(cfg: StackConfig) -> list[Problem]:
         *_karpenter(cfg),
         *_add_on(cfg),
         *_gates(cfg),
-        *_names(cfg),
-        *_rag(cfg),
+        *_rag(cfg, written),
         *_pools(cfg),
+        *_created_namespaces(cfg),
+        *serving.check(cfg, written),
     ]
 
 
-def _rag(cfg: StackConfig) -> Iterator[Problem]:
-    """RAG engines next to the models: their own names, their operator, no tokens in the file."""
+def _rag(cfg: StackConfig, written: Written) -> Iterator[Problem]:
+    """RAG engines next to the models: their operator, no tokens in the file (their names beside
+    the models' are the library's to check: kaito_aks.check_together)."""
     if "ragEngineOperator" in cfg.decided.written and cfg.rag_operator is None:
         yield Problem(
             ("ragEngineOperator",),
@@ -103,7 +205,7 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
             "installs KAITO, or with ragEngineOperator.install: true), so it has no effect: remove it",
             "rag-operator",
         )
-    if cfg.add_on and (cfg.rag_engines or cfg.rag_operator is not None):
+    if cfg.add_on and (written.rag_engines or cfg.rag_operator is not None):
         no_chart = cfg.kaito.version not in catalog.ragengine_charts()
         yield Problem(
             ("ragEngines",),
@@ -112,35 +214,8 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
             + "; remove ragEngines, or install KAITO with this stack instead of the add-on",
             "add-on",
         )
-    chart = catalog.kaito_charts().get(cfg.kaito.version)
-    taken: dict[tuple[str, str], str] = {}
-    if chart is not None:
-        for w in cfg.workspaces:
-            for name in claimed_names(w.args, chart):
-                taken.setdefault((w.args.namespace, name), format_path(w.placed.at, "schema"))
     for engine in cfg.rag_engines:
-        args = engine.args
-        at = engine.placed.at
-        owner = taken.get((args.namespace, args.name or ""))
-        if owner is not None:
-            yield Problem(
-                (*at, "name"),
-                f"{args.namespace}/{args.name} is also a name {owner} creates; KAITO names the engine's Service after "
-                "it, so choose another",
-                "name-collision",
-            )
-        taken.setdefault((args.namespace, args.name or ""), format_path(at, "schema"))
-        if args.load_balancer:
-            lb = f"{args.name}-lb"
-            owner = taken.get((args.namespace, lb))
-            if owner is not None:
-                yield Problem(
-                    (*at, "load_balancer"),
-                    f"{args.namespace}/{lb} is also a name {owner} creates; the engine's load balancer is a Service "
-                    "named <name>-lb, so rename one of them",
-                    "name-collision",
-                )
-            taken.setdefault((args.namespace, lb), format_path(at, "schema"))
+        args, at = engine.args, engine.placed.at
         service = args.inference_service
         if service is not None and service.access_token is not None:
             yield Problem(
@@ -285,23 +360,16 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
     """The AKS add-on runs KAITO: nothing of ours may install or configure it."""
     if not cfg.add_on:
         return
-    at = ("cluster", "existing" if cfg.aks_cluster is not None and cfg.aks_cluster.existing else "aks")
     if cfg.aks_cluster is not None and not cfg.aks_cluster.existing and "kaito.version" not in cfg.decided.written:
-        problem = _add_on_release_problem(cfg.aks_cluster.kubernetes_version)
+        problem = catalog.aks_add_on().unknown_on(cfg.aks_cluster.kubernetes_version)
         if problem is not None:
-            yield Problem(("cluster", "aks", "kubernetes_version"), problem, "add-on-version")
+            why = f"{problem}, or set kaito.version to what AKS runs"
+            yield Problem(("cluster", "aks", "kubernetes_version"), why, "add-on-version")
     if cfg.kaito_install:
         yield Problem(
             ("kaito", "install"),
             "the AI toolchain operator add-on installs KAITO; a second KAITO release would fight it over the same "
             "CRDs and admission webhooks: remove kaito.install (it defaults to false with the add-on)",
-            "add-on",
-        )
-    if cfg.kaito.node_provisioning == "byo":
-        yield Problem(
-            ("kaito", "node_provisioning"),
-            "the add-on's KAITO provisions its own nodes (its node provisioner runs in AKS's control plane) and offers "
-            f"no bring-your-own mode; remove it (auto is the default), or drop {'.'.join(at)}.aiToolchainOperator",
             "add-on",
         )
     if cfg.gpu_provisioner is not None:
@@ -316,26 +384,6 @@ def _add_on(cfg: StackConfig) -> Iterator[Problem]:
             "the add-on's KAITO uses its own provisioner; AKS offers no other",
             "add-on",
         )
-
-
-def _add_on_release_problem(kubernetes_version: str | None) -> str | None:
-    """Why the add-on's KAITO on a created cluster of `kubernetes_version` is no release this
-    program knows the rules of, or None (Microsoft's component table, catalog/aks_add_on.yaml)."""
-    table = catalog.aks_add_on()
-    release = table.kaito_on(kubernetes_version)
-    charts = catalog.kaito_charts()
-    if release in charts:
-        return None
-    minor = ".".join((kubernetes_version or "").split(".")[:2])
-    usable = sorted((m for m, v in table.by_kubernetes_minor.items() if v in charts), key=catalog.kubernetes_minor)
-    fix = f"use {usable[0]} or newer, or set kaito.version to what AKS runs"
-    listed = ", ".join(f"{m}: {v}" for m, v in table.by_kubernetes_minor.items())
-    if release is None:
-        return f"Microsoft's AKS component table names no AI toolchain operator release for Kubernetes {minor} ({listed}); {fix}"
-    return (
-        f"with aiToolchainOperator AKS runs KAITO {release} on Kubernetes {minor} (Microsoft's AKS component table), "
-        f"a release this program does not know the rules of; {fix}"
-    )
 
 
 def _cluster(cfg: StackConfig) -> Iterator[Problem]:
@@ -357,17 +405,6 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
-    if (
-        "kaito.gpuDiscovery" in cfg.decided.written
-        and cfg.kaito.gpu_discovery == "kaito"
-        and cfg.gpu_operator is not None
-    ):
-        yield Problem(
-            ("kaito", "gpu_discovery"),
-            "this stack installs the GPU Operator, which runs the device plugin, NFD and GFD; a second set from KAITO "
-            "may fight it over GPUs and node labels: use external (the default) or disable gpuOperator",
-            "discovery",
-        )
     value_gates = cfg.kaito.values.get("featureGates")
     gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
     # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
@@ -404,7 +441,7 @@ def _gates(cfg: StackConfig) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
-    if forced_runtime(cfg.kaito) is not None:
+    if cfg.decided.forced_runtime is not None:
         for w in cfg.workspaces:
             if w.args.runtime == "vllm" and not w.args.image:  # an image's runtime is refused by its own rule
                 yield Problem(
@@ -415,27 +452,13 @@ def _gates(cfg: StackConfig) -> Iterator[Problem]:
                 )
     streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
     created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
-    if streaming and created and any(m.model and m.tuning is None and m.runtime != "transformers" for m in cfg.models):
-        written = cfg.kaito.values.get("featureGates")
-        in_values = isinstance(written, dict) and "ModelStreaming" in written
+    if streaming and created and any(vllm_preset(w.args) for w in cfg.workspaces):
         yield Problem(
-            ("kaito", *(("values", Key("featureGates")) if in_values else ("feature_gates",)), Key("ModelStreaming")),
+            ("kaito", *gate_at(cfg.kaito.values, "ModelStreaming")),
             "KAITO's webhook then denies every vLLM preset unless the cluster has the blob.csi.azure.com CSI driver "
             "(validateStreamingCSIDriver), which AKS clusters this stack creates do not enable: turn the gate off",
             "gate",
         )
-
-
-def _names(cfg: StackConfig) -> Iterator[Problem]:
-    """Two entries must not create objects of the same name in a namespace, nor (auto before
-    KAITO 0.12) a CPU model select another's GPU nodes (the library's rules, which
-    `deploy_models` applies too)."""
-    labelled = [(format_path(w.placed.at, "schema"), w.args) for w in cfg.workspaces]
-    for j, problem in [*name_collisions(labelled), *cpu_on_provisioned_gpu_nodes(labelled)]:
-        # judged with the bypass_checks of the model it is about (a bypassed one: a warning)
-        errors, warnings = policy.verdict([problem], cfg.workspaces[j].args.bypass_checks)
-        for said in [*errors, *warnings]:
-            yield said.under(*cfg.workspaces[j].placed.at)
 
 
 def _pools(cfg: StackConfig) -> Iterator[Problem]:
@@ -448,9 +471,8 @@ def _pools(cfg: StackConfig) -> Iterator[Problem]:
                 "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them",
                 "pools",
             )
-    if not cfg.is_azure:
+    if not cfg.decided.azure:
         return
-    chart = catalog.kaito_charts().get(cfg.kaito.version)
     seen: set[str] = {SYSTEM_POOL}
     for pool in (*cfg.pools, *cfg.cpu_pools):
         name = pool.args.name or ""
@@ -461,39 +483,25 @@ def _pools(cfg: StackConfig) -> Iterator[Problem]:
                 "pool-name",
             )
         seen.add(name)
-    for pool in cfg.pools:
-        at = pool.placed.at
-        if pool.args.gpu_driver == "operator" and cfg.gpu_operator is None and cfg.kaito.node_provisioning == "byo":
+
+
+def _created_namespaces(cfg: StackConfig) -> Iterator[Problem]:
+    """The stack creates the namespace of each workspace and engine (createNamespaces): not one of
+    the cluster's or an operator's, which exists already (KAITO is indifferent: the components
+    only warn)."""
+    if not cfg.create_namespaces:
+        return
+    operator = catalog.ragengine_chart_source().namespace
+    for entry in (*cfg.workspaces, *cfg.rag_engines):
+        namespace = entry.args.namespace
+        if namespace in RESERVED_NAMESPACES or (namespace == operator and isinstance(entry, RagEngineConfig)):
             yield Problem(
-                (*at, "gpu_driver"),
-                "KAITO admits the models, but operator means AKS skips the driver and the GPU Operator installs it, and "
-                "gpuOperator is disabled: with no driver GPU Feature Discovery never labels the nodes, so KAITO denies "
-                'every preset on them ("Failed to get GPU config from nvidia labels"); enable it or use gpuDriver: aks',
-                "driver",
+                (*entry.placed.at, "namespace"),
+                f"{namespace} exists already or belongs to an operator release, and this stack creates the namespace "
+                "of each workspace and engine (createNamespaces): use a namespace of your own, or set "
+                "createNamespaces: false",
+                "create-namespace",
             )
-        dropped = dropped_by(chart, pool.args.vm_size) if chart is not None else None
-        if dropped is not None and vm_size_problem(pool.args.vm_size) is None:
-            yield Problem((*at, "vm_size"), dropped, "pool-sku-version")
-
-
-def created_namespace(
-    errors: list[Problem], warnings: list[Problem], namespace: str
-) -> tuple[list[Problem], list[Problem]]:
-    """The stack creates the namespace of each workspace and engine (createNamespaces): one of
-    the cluster's or an operator's exists already, so KAITO's indifference (a warning) becomes
-    the stack's refusal."""
-    owned = [p for p in warnings if p.code == "namespace"]
-    refused = [
-        dataclasses.replace(
-            p,
-            message=f"{namespace} exists already or belongs to an operator release, and this stack creates the "
-            "namespace of each workspace and engine (createNamespaces): use a namespace of your own, or set "
-            "createNamespaces: false",
-            code="create-namespace",
-        )
-        for p in owned
-    ]
-    return errors + refused, [p for p in warnings if p.code != "namespace"]
 
 
 # ---------------------------------------------------------------- what the stack allows but says
@@ -514,6 +522,7 @@ def warnings(cfg: StackConfig, written: Written, stack: str) -> list[Problem]:
         *found,
         *_provisioner_warnings(cfg.gpu_provisioner, cfg.kaito.version),
         *_karpenter_warnings(written, cfg.karpenter),
+        *serving.warnings(cfg, written),
     ]
 
 
@@ -529,29 +538,23 @@ def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: boo
         if not created and w.args.namespace not in said:
             said.add(w.args.namespace)
             found.append(
-                placed(
-                    w.placed,
-                    Problem.at(
-                        "namespace",
-                        f"namespace {w.args.namespace} is not one this stack creates, so it gets no Pod Security labels "
-                        "from it (its pods are admitted by whatever labels it has); a namespace of the models' own, "
-                        "which the stack creates, enforces Pod Security's baseline level",
-                        "pod-security-unlabelled",
-                    ),
+                Problem(
+                    (*w.placed.at, "namespace"),
+                    f"namespace {w.args.namespace} is not one this stack creates, so it gets no Pod Security labels "
+                    "from it (its pods are admitted by whatever labels it has); a namespace of the models' own, "
+                    "which the stack creates, enforces Pod Security's baseline level",
+                    "pod-security-unlabelled",
                 )
             )
         why = host_path_reason(w.args)
         if why is None or not created:
             continue
         found.append(
-            placed(
-                w.placed,
-                Problem.at(
-                    "model",
-                    f"{why}, which Pod Security's baseline level refuses: namespace {w.args.namespace} is created at the "
-                    "privileged level, so any pod there may run privileged; give such models a namespace of their own",
-                    "pod-security",
-                ),
+            Problem(
+                (*w.placed.at, "model"),
+                f"{why}, which Pod Security's baseline level refuses: namespace {w.args.namespace} is created at the "
+                "privileged level, so any pod there may run privileged; give such models a namespace of their own",
+                "pod-security",
             )
         )
     return found
@@ -561,8 +564,8 @@ def _internal_elsewhere(workspaces: list[ModelConfig], rag_engines: list[RagEngi
     """An internal load balancer on a cluster this stack does not know is AKS: the annotation
     that makes it internal is Azure's."""
     found: list[Problem] = []
-    entries = [(w.args.load_balancer, w.placed) for w in workspaces] + [
-        (e.args.load_balancer, e.placed) for e in rag_engines
+    entries = [(w.args.load_balancer, w.placed.at) for w in workspaces] + [
+        (e.args.load_balancer, e.placed.at) for e in rag_engines
     ]
     for value, at in entries:
         lb = load_balancer_of(value)
@@ -571,7 +574,7 @@ def _internal_elsewhere(workspaces: list[ModelConfig], rag_engines: list[RagEngi
                 f"internal through Azure's annotation ({INTERNAL_LB}); on another cloud give that cloud's "
                 "internal load balancer annotation in `annotations`, or its load balancer may be public"
             )
-            found.append(placed(at, Problem.at("load_balancer", why, "load-balancer-cloud")))
+            found.append(Problem((*at, "load_balancer"), why, "load-balancer-cloud"))
     return found
 
 

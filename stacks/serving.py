@@ -10,9 +10,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kaito_aks import catalog
-from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.operators.kaito_operator import effective_gates, kaito_operator_warnings
-from kaito_aks.problems import Key, Problem, format_path
+from kaito_aks.problems import Key, Problem
 from kaito_aks.serving.gateway import inference_gateway_warnings
 from stacks.config import ModelConfig, StackConfig
 from stacks.decide import Written
@@ -36,21 +35,13 @@ WARNINGS = frozenset(
 
 
 def check(cfg: StackConfig, written: Written) -> list[Problem]:
-    """The stack-wide serving rules, at config paths; the gateway's and KEDA's own rules with them."""
-    found = [*_gateway(cfg, written), *_autoscaling(cfg, written), *_metrics(cfg, written), *_workspaces(cfg)]
-    if cfg.gateway is not None:
-        from kaito_aks.serving.gateway import inference_gateway_problems
-
-        found += [
-            p.under("gateway") for p in inference_gateway_problems(cfg.gateway) if p.path != ("model_namespaces",)
-        ]
-    if cfg.autoscaling is not None:
-        from kaito_aks.serving.keda import keda_autoscaling_problems
-
-        found += [
-            p.under("autoscaling") for p in keda_autoscaling_problems(cfg.autoscaling) if p.code != "serving-release"
-        ]
-    return found
+    """The stack's serving rules, at config paths (the gateway's and KEDA's own: stacks/judge.py)."""
+    return [
+        *_gateway(cfg, written),
+        *_autoscaling(cfg, written),
+        *_metrics(cfg, written),
+        *own_key_problems(cfg, written),
+    ]
 
 
 def _refusal(cfg: StackConfig) -> str | None:
@@ -65,13 +56,6 @@ def _gateway(cfg: StackConfig, written: Written) -> Iterator[Problem]:
     if refusal is not None:
         yield Problem(("gateway",), refusal, "serving-release")
         return
-    if not any(m.gateway is not None for m in cfg.models):
-        yield Problem(
-            ("gateway",),
-            "routes no workspace (the gateway routes vLLM presets; each other workspace says gateway: false or is "
-            "no vLLM preset): add one, or remove gateway",
-            "gateway-routes",
-        )
     chart = catalog.kaito_charts()[cfg.kaito.version]
     assert chart.serving is not None
     gate = chart.serving.gate
@@ -93,8 +77,6 @@ def _autoscaling(cfg: StackConfig, written: Written) -> Iterator[Problem]:
         )
     if cfg.autoscaling is None:
         return
-    if _refusal(cfg) is not None and written.autoscaling is not None:
-        yield Problem(("autoscaling",), _refusal(cfg) or "", "serving-release")
     if cfg.autoscaling.keda == "addon" and (cfg.aks_cluster is None or cfg.aks_cluster.existing):
         yield Problem(
             ("autoscaling", "keda"),
@@ -130,16 +112,6 @@ def _metrics(cfg: StackConfig, written: Written) -> Iterator[Problem]:
             "import `python -m stacks dashboard` instead: remove it",
             "metrics-dashboard",
         )
-
-
-def _workspaces(cfg: StackConfig) -> Iterator[Problem]:
-    """Each workspace's serving keys against the stack's sections, and the models together."""
-    labelled = [(format_path(w.placed.at, "schema"), w.args) for w in cfg.workspaces]
-    for j, problem in route_collisions(labelled):
-        yield problem.under(*cfg.workspaces[j].placed.at)
-    if cfg.kaito.node_provisioning == "auto":
-        for problem in auto_provisioned_budget(labelled):
-            yield problem.under("workspaces")
 
 
 def _entry(written: Written, w: ModelConfig) -> Mapping[str, Any]:

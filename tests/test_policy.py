@@ -212,3 +212,27 @@ def test_a_reserved_label_beside_others_is_dropped_as_kaito_drops_it():
     assert inference_set.inputs["spec"]["labelSelector"] == selector  # as written: KAITO drops it
     (wait,) = ev.of_type(GPU_NODES)
     assert wait.inputs["selector"] == {"agentpool": "gpu"}
+
+
+# ---------------------------------------------------------------- the stack's own codes
+
+
+def test_every_stack_rule_code_is_in_the_stacks_table_or_the_librarys():
+    """The library's table knows the library's codes only; the stack's own are its own
+    (stacks/rules.py), and every code the stack says is in one of the two."""
+    import sys
+
+    from kaito_aks import policy
+    from stacks.rules import STACK_RULES
+    from tests.conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "components" / "tests"))
+    from test_admission_policy import codes_in_source
+
+    said = codes_in_source(ROOT / "stacks")
+    assert {c: at for c, at in said.items() if c not in STACK_RULES and c not in policy.RULES} == {}
+    assert not set(STACK_RULES) & set(policy.RULES), "a code lives in one table"
+    assert not set(STACK_RULES) & set(codes_in_source(ROOT / "components" / "kaito_aks"))
+    for code, rule in STACK_RULES.items():
+        assert rule.kind in policy.KINDS, code
+        assert rule.bypass is None, code  # (no stack setting is a model's to pass)

@@ -136,6 +136,32 @@ def test_an_engine_on_a_cpu_size_must_name_nodes_of_that_size_too():
 
 
 def test_a_model_that_does_not_fit_alone_is_said_once_by_its_own_rule():
-    for engines in ([], [ENGINE]):
-        errors = errors_of(aks(pools=[pool()], workspaces=[{**PHI, "replicas": 2}], ragEngines=engines))
-        assert [e.split(":")[0] for e in errors] == ["workspaces[0].replicas"]
+    errors = errors_of(aks(pools=[pool()], workspaces=[{**PHI, "replicas": 2}]))
+    assert [e.split(":")[0] for e in errors] == ["workspaces[0].replicas"]
+
+
+def test_a_model_that_does_not_fit_alone_beside_others_is_said_once_by_the_budget_with_the_count_for_all():
+    """Issue 36: the first advice is the one that works. Beside the engine on the same pool, the
+    model's own "give the pool 1 node more" would fall one node short: the budget counts it with
+    the engine and gives the count that fits both, once."""
+    errors = errors_of(aks(pools=[pool()], workspaces=[{**PHI, "replicas": 2}], ragEngines=[ENGINE]))
+    assert [e.split(":")[0] for e in errors] == ["gpuNodePools[0]"]
+    assert "and 3 are needed at once" in errors[0]
+    assert "give the pool 2 nodes more (count, or autoscale.max)" in errors[0]
+    run(aks(pools=[pool(count=3)], workspaces=[{**PHI, "replicas": 2}], ragEngines=[ENGINE]))  # and it works
+
+
+def test_the_budgets_first_count_is_the_one_that_works_llama_beside_phi_autoscaled():
+    """Issue 36's stack: llama-3.1-8b on an A100 pool beside phi-4-mini autoscaled 1-3 on the same
+    pool. `validate` said "give the pool 1 node more" (phi alone), then, with that done, that 4
+    nodes are needed; now its first answer is the final one."""
+    a100 = {"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "count": 2}
+    llama = {"name": "llama", "model": "llama-3.1-8b-instruct"}
+    phi = {**PHI, "autoscale": {"minReplicas": 1, "maxReplicas": 3}}
+    stack = {"pools": [a100], "workspaces": [llama, phi], "kaito": {"version": "0.12.0"}}
+    errors = errors_of(aks(**stack), hf_token="hf_x")
+    assert [e.split(":")[0] for e in errors] == ["gpuNodePools[0]"], errors
+    assert "at most 2 nodes of Standard_NC24ads_A100_v4, and 4 are needed at once" in errors[0]
+    assert "give the pool 2 nodes more" in errors[0]
+    assert "1 node more" not in " ".join(errors)
+    run(aks(**{**stack, "pools": [{**a100, "count": 4}]}), hf_token="hf_x")  # the count it named fits

@@ -252,7 +252,10 @@ def test_a_stack_that_installs_kaito_has_no_such_wait():
     ("keys", "expected"),
     [
         ({"kaito": {"install": True}}, "kaito.install: the AI toolchain operator add-on installs KAITO"),
-        ({"kaito": {"nodeProvisioning": "byo"}}, "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes"),
+        (
+            {"kaito": {"nodeProvisioning": "byo"}},
+            "kaito.nodeProvisioning: KAITO 0.6.0 (the AKS add-on) always creates the nodes",
+        ),
         ({"gpuProvisioner": {"install": True}}, "gpuProvisioner.install: the add-on runs its node provisioner in AKS"),
     ],
 )
@@ -358,9 +361,9 @@ def test_the_add_on_refusals_are_not_repeated_by_the_rules_they_imply():
     ], errors
     errors = errors_of(add_on(kaito={"nodeProvisioning": "byo"}))
     assert [e for e in errors if e.startswith("kaito.nodeProvisioning")] == [
-        "kaito.nodeProvisioning: the add-on's KAITO provisions its own nodes (its node provisioner runs in AKS's "
-        "control plane) and offers no bring-your-own mode; remove it (auto is the default), or drop "
-        "cluster.aks.aiToolchainOperator"
+        "kaito.nodeProvisioning: KAITO 0.6.0 (the AKS add-on) always creates the nodes of its Workspaces; set it to "
+        "auto, with instanceType; in this stack: remove kaito.nodeProvisioning (auto is the add-on's), or drop the "
+        "cluster's aiToolchainOperator"
     ]
 
 

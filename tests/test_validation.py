@@ -152,7 +152,8 @@ def test_gated_preset_needs_the_hf_token():
     err = one_error(config([{**PHI, "model": "llama-3.1-8b-instruct"}]))
     assert err.startswith(
         'workspaces[0].model: KAITO 0.8.1 denies it ("This preset requires authentication and needs a '
-        'modelAccessSecret"): run `pulumi config set --secret hfToken'
+        'modelAccessSecret"): give hfToken, or modelAccessSecret (an existing Secret with key HF_TOKEN); in this '
+        "stack: run `pulumi config set --secret hfToken"
     )
     # gated on Hugging Face, but KAITO's catalog (0.11+) never asks a secret: admitted, and the download fails
     err = one_error(config([{**PHI, "model": "llama-3.1-8b-instruct"}], kaito={"version": "0.12.0"}))
@@ -609,7 +610,10 @@ def test_kubeconfig_secret_only_for_kubeconfig_clusters():
     assert err.value.lines[0].startswith("kaito-aks:kubeconfig: only used with cluster.kubeconfig")
     with pytest.raises(StackConfigError) as err:
         stack_config({"cluster": {"kubeconfig": {"path": "k"}}}, secrets=["kubeconfig"])
-    assert err.value.lines[0].startswith("cluster.kubeconfig.path: the secret kaito-aks:kubeconfig already gives")
+    assert err.value.lines[0] == (
+        "cluster.kubeconfig.path: give the kubeconfig's contents (kubeconfig) or a file (path), not both; the secret "
+        "kaito-aks:kubeconfig gives the contents already: remove one of them"
+    )
 
 
 @pytest.mark.parametrize("contents", ["", "  \n"])

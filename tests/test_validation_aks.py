@@ -45,7 +45,10 @@ def test_kaito_0_12_warns_of_pre_ampere_gpus():
 
 def test_gpu_workspace_on_a_new_cluster_needs_a_gpu_pool():
     err = one_error(aks(pools=[]))
-    assert err.startswith("workspaces[0]: phi needs GPU nodes but the stack has no gpuNodePools; add one")
+    assert err.startswith(
+        "workspaces[0]: phi needs GPU nodes but nodeGroups has none; add a GPU pool; in this stack: add a gpuNodePools "
+        "entry"
+    )
 
 
 def test_cpu_workspace_needs_no_gpu_pool():
@@ -175,9 +178,10 @@ def test_spot_pools_need_a_kaito_that_tolerates_spot():
 def test_operator_driver_needs_the_gpu_operator():
     err = one_error(aks(gpuOperator={"enabled": False}))
     assert err.startswith(
-        "gpuNodePools[0].gpuDriver: KAITO admits the models, but operator means AKS skips the driver and the GPU "
-        "Operator installs it, and gpuOperator is disabled"
+        "gpuNodePools[0]: KAITO admits this, but pool gpu leaves its GPU driver to the NVIDIA GPU Operator (gpuDriver "
+        "operator), and nothing says one is installed: without a driver GPU Feature Discovery never labels the nodes"
     )
+    assert err.endswith("or give the pool gpuDriver aks; in this stack: enable gpuOperator (gpuOperator.enabled)")
 
 
 def test_one_driver_mode_per_cluster_with_the_gpu_operator():
@@ -274,7 +278,7 @@ def test_a_malformed_pool_does_not_make_up_placement_errors():
 def test_kaito_gpu_discovery_next_to_the_gpu_operator():
     """Two device plugins and GFDs may fight; nothing shows the deployment breaks: a warning (the lead's call)."""
     said = warnings_of(aks(kaito={"gpuDiscovery": "kaito"}))
-    assert [w for w in said if w.startswith("kaito.gpuDiscovery: this stack installs the GPU Operator")], said
+    assert [w for w in said if w.startswith("gpuNodePools[0]: pool gpu gets its driver from the GPU Operator")], said
 
 
 def test_gpu_operator_stays_off_on_kubeconfig_clusters_unless_enabled():

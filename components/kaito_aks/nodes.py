@@ -139,6 +139,23 @@ def driver_unknown(group: NodeGroup) -> bool:
     return group.gpu_driver == "operator" and not group.driver_installed
 
 
+def no_driver(group: NodeGroup, i: int) -> Problem | None:
+    """A pool (`node_groups[i]`) that leaves its driver to the GPU Operator where nothing says one
+    installs it: the model that would run there and the KaitoOperator that discovers its GPUs say
+    the same problem (once, where a program judges both)."""
+    if not driver_unknown(group):
+        return None
+    return Problem(
+        ("node_groups", i),
+        f"KAITO admits this, but pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (`gpu_driver` "
+        "operator), and nothing says one is installed: without a driver GPU Feature Discovery never labels the nodes "
+        'and KAITO\'s webhook denies every preset on them ("Failed to get GPU config from nvidia labels"); pass a '
+        "GpuOperator's `node_groups` (it marks the pools it installs the driver on), set `driver_installed` on the "
+        "NodeGroup if a GPU Operator or driver of yours is there, or give the pool `gpu_driver` aks",
+        "gpu-driver",
+    )
+
+
 def with_driver(group: NodeGroup) -> NodeGroup:
     """The group, marked as having its driver installed (by the program's GpuOperator)."""
     return dataclasses.replace(group, driver_installed=True) if not group.driver_installed else group

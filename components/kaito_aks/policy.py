@@ -518,12 +518,6 @@ COMPONENT_RULES: dict[str, Rule] = {
     "mixed-drivers": _program(
         "pools of different drivers under one GPU Operator", "its driver settings are cluster-wide"
     ),
-    "discovery-driver": _broken(
-        "KAITO's own GPU discovery with pools that leave their driver to the GPU Operator",
-        "without the GPU Operator no driver is installed (AKS skips it: gpuProfile.driver None) and with it two "
-        "device plugins and GFDs run: KAITO's GFD never labels the nodes, \"Failed to get GPU config from nvidia "
-        'labels" WV 0.8.1:394',
-    ),
     "replicas": _program("two RAGEngine controllers", "the chart starts it without leader election"),
     "cloud": _program("a cloud the library does not size for"),
     "cluster-id": _INVALID,
@@ -565,71 +559,10 @@ COMPONENT_RULES: dict[str, Rule] = {
     "image-cleaner": _warning("Image Cleaner off"),
     "azure-policy": _warning("the Azure Policy add-on off"),
     "broad-role": _warning("an identity given Contributor, Owner or User Access Administrator"),
-}
-
-STACK_RULES: dict[str, Rule] = {
-    "create-namespace": _program(
-        "a namespace the stack would create that exists already or belongs to an operator",
-        "createNamespaces makes a Namespace of each workspace's namespace",
-    ),
-    "add-on": _program("a setting the AKS add-on does not offer, or a second KAITO beside it"),
-    "add-on-ignored": _warning("KAITO chart settings with the add-on", "the add-on's API is one switch: no effect"),
-    "add-on-version": _program("a Kubernetes version whose add-on runs a KAITO the library does not know"),
-    "auto-kubeconfig": _program("auto-provisioning on a cluster the stack cannot create an identity for"),
-    "auto-pools": _warning("GPU pools with auto-provisioning", "KAITO does not use them: no effect"),
-    "auto-gpu-operator": _warning(
-        "the GPU Operator on nodes KAITO provisions", "those nodes get AKS's driver and KAITO's device plugin"
-    ),
     "discovery": _warning(
         "KAITO's GPU discovery beside the GPU Operator", "two device plugins and GFDs may fight over GPUs and labels"
     ),
-    "driver": _broken(
-        "a pool that leaves its driver to a GPU Operator the stack does not install",
-        'no driver: GFD never labels the nodes, "Failed to get GPU config from nvidia labels" WV 0.8.1:394',
-    ),
-    "gate": COMPONENT_RULES["gate"],
-    "runtime-gate": _warning(
-        "runtime vllm while the vLLM gate is off",
-        "KAITO ignores kaito.sh/runtime then (labels.go 0.8.1:54): it serves with transformers",
-    ),
-    "inferenceset-gate": _warning(
-        "the InferenceSet controller on with KAITO 0.8",
-        "it adopts Workspaces labelled for an InferenceSet of the same name; the program creates none: may",
-    ),
-    "install": _warning("chart settings for a KAITO the stack does not install", "no effect"),
-    "kubeconfig": _program("a kubeconfig secret on an AKS stack"),
-    "kubeconfig-empty": _program("an empty kubeconfig secret"),
-    "location": _program("an AKS cluster without a location"),
-    "plaintext-secret": _program("a secret in plaintext"),
-    "secure-value": _program("a value encrypted that is no secret"),
-    "trap": _program("a value the Pulumi CLI reads otherwise than it says"),
-    "pools": _program("node pools on a cluster that is no AKS cluster"),
     "pool-name": _program("two pools of one name"),
-    "provisioner": _program("gpu-provisioner where the stack cannot install it"),
-    "provisioner-unused": _warning("gpu-provisioner settings nothing uses", "no effect"),
-    "provisioner-missing": _broken(
-        "auto-provisioning without gpu-provisioner", "KAITO's NodeClaims stay Pending: no node is ever made"
-    ),
-    "provisioner-pin": _warning("a gpu-provisioner release KAITO's chart does not pin"),
-    "rag-operator": _warning("RAGEngine operator settings nothing uses", "no effect"),
-    "rag-workspace": _program("a RAG engine over a workspace the stack does not have"),
-    "rag-llm": _program("an engine's LLM given twice, or a window without one"),
-    "rag-window": _warning(
-        "a context window larger than the model's", "prompts longer than the model takes get 400: may"
-    ),
-    "cluster": _program("not exactly one kind of cluster"),
-    "engine": _program("engine config that is not JSON"),
-    "foreign-key": _warning("a config key outside the namespace that looks like ours"),
-    "node-subnet": _program(
-        "a nodes' subnet with gpu-provisioner",
-        'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',
-    ),
-    "karpenter-subnet": _warning("Karpenter on a cluster created without a nodes' subnet", "refused at deploy time"),
-    "pod-security-unlabelled": _warning(
-        "models in a namespace the stack does not create (default)", "it gets no Pod Security labels"
-    ),
-    "pod-security": _warning("a namespace created privileged for a model that mounts a host path"),
-    "load-balancer-cloud": _warning("an internal load balancer by Azure's annotation on another cloud"),
 }
 
 SERVING_RULES: dict[str, Rule] = {
@@ -676,19 +609,6 @@ SERVING_RULES: dict[str, Rule] = {
     "gateway-public": _warning("a public gateway"),
     "gateway-existing-istio": _warning("an Istio already running", "its settings are not checked here"),
     "keda-namespace": _program("a namespace for the scaler other than the KEDA add-on's"),
-    "gateway-gate": _program("a gateway with KAITO's gateway extension turned off"),
-    "gateway": _program("a workspace asking for a gateway the stack does not have"),
-    "metrics": _program("a workspace asking for metrics the stack does not have"),
-    "autoscaling-unused": _program("KEDA configured with no autoscaled workspace"),
-    "metrics-unused": _program("metrics configured with no scraped workspace"),
-    "keda-addon": _program("the KEDA add-on on a cluster this stack does not create"),
-    "metrics-flavour": _program("managed Prometheus where the cluster does not run it"),
-    "metrics-dashboard": _program("dashboard settings the flavour does not use"),
-    "keda-addon-version": _warning("the KEDA add-on's version", "AKS chooses it for the Kubernetes minor"),
-    "gateway-internal": _warning("an internal gateway on a cluster this stack does not know is AKS"),
-    "gateway-gate-elsewhere": _warning("a gateway with KAITO installed elsewhere", "its gate cannot be checked"),
-    "not-routed": _warning("a model the gateway does not route"),
-    "load-balancer-bypass": _warning("a routed model's own load balancer", "it passes by the gateway's authentication"),
 }
 
 INVALID_CODES = (
@@ -707,7 +627,6 @@ INVALID_CODES = (
 RULES: dict[str, Rule] = {
     **dict.fromkeys(INVALID_CODES, _INVALID),
     **COMPONENT_RULES,
-    **STACK_RULES,
     **MODEL_RULES,
     **RAG_RULES,
     **SERVING_RULES,

@@ -58,7 +58,8 @@ def check_together(
 ) -> Together:
     """The rules of (who, args) of the models and RAG engines of one cluster together, each
     problem judged with the `bypass_checks` of the model it is about. `node_groups`: every GPU
-    pool of the cluster (default: those the models name); `cpu_pools`: its CPU pools (name,
+    pool of the cluster (default: those the models name; none named and none given: the budget
+    is not counted); `cpu_pools`: its CPU pools (name,
     size), where a RAG engine of a CPU size may run; `own`: each model's own problems (a model
     whose sizing they change is left out of the pools' budget); `grow`: how to give a pool nodes."""
     found: list[Problem] = []
@@ -80,6 +81,8 @@ def check_together(
     found += _engine_names(models, engines)
     counted = [j for j, (_, a) in enumerate(models) if a.node_groups and (own is None or sizable(own[j]))]
     pools = list(node_groups) if node_groups is not None else _named_pools([models[j][1] for j in counted])
+    if node_groups is None and not pools:  # no GPU pool known: nothing to count against
+        return Together(tuple(found), frozenset())
     shares = [(_label(*models[j]), models[j][1]) for j in counted]
     problems, inside = budget(shares, pools, [(_label(*e), e[1]) for e in engines], cpu_pools, grow)
     return Together((*found, *problems), frozenset(counted[k] for k in inside))

@@ -260,7 +260,10 @@ def test_gpu_operator_tolerates_the_pools_it_is_given():
 def test_the_operators_refuse_what_their_charts_cannot_do():
     spot = NodeGroup(name="spot", vm_size=A100, spot=True)  # its driver left to a GPU Operator nothing installs
     message = refused(lambda: KaitoOperator("kaito", KaitoOperatorArgs(version="0.8.1", node_groups=[spot])))
-    assert "args.node_groups[0]: pool spot leaves its GPU driver to the NVIDIA GPU Operator" in message
+    assert (
+        "args.node_groups[0]: KAITO admits this, but pool spot leaves its GPU driver to the NVIDIA GPU Operator"
+        in message
+    )
     # a spot pool KAITO 0.8's presets cannot use is said (a model that selects it is refused)
     assert "args.node_groups[0].spot" not in message
     mixed = [NodeGroup(name="a", vm_size=A100, gpu_driver="aks"), NodeGroup(name="b", vm_size=A100)]

@@ -176,7 +176,10 @@ def test_the_operator_refuses_values_the_chart_mishandles_and_warns_of_those_it_
     )
     assert "args.values.cloudProviderName: must be azure, not 'aws'" in message
     message = refused(lambda: RagEngineOperator("rag-op", RagEngineOperatorArgs(version="0.9.4")))
-    assert "args.version: KAITO 0.9.4 is not supported; use one of: 0.8.0, 0.8.1, 0.11.0, 0.12.0" in message
+    assert (
+        "args.version: KAITO 0.9.4 is not supported; use one of: 0.6.0 (the AKS add-on's), 0.8.0, 0.8.1, 0.11.0, 0.12.0"
+        in message
+    )
 
 
 # ---------------------------------------------------------------- the RAGEngine in KAITO's shape

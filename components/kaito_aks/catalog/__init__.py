@@ -778,6 +778,32 @@ class AksAddOn(CamelModel):
             return self.by_kubernetes_minor[minor]
         return self.kaito_version if kubernetes_minor(minor) > kubernetes_minor(self.newest) else None
 
+    def judged_by(self, kubernetes_version: str | None) -> str:
+        """The release whose rules judge the add-on's objects on a cluster of `kubernetes_version`:
+        the one it runs there, or (one this library does not know the rules of: refused, see
+        `unknown_on`) the newest statement's."""
+        release = self.kaito_on(kubernetes_version)
+        return release if release is not None and release in kaito_charts() else self.kaito_version
+
+    def unknown_on(self, kubernetes_version: str | None) -> str | None:
+        """Why the add-on's KAITO on a cluster of `kubernetes_version` is no release this library
+        knows the rules of, with the minors whose release it knows; None: it knows it."""
+        release = self.kaito_on(kubernetes_version)
+        charts = kaito_charts()
+        if release in charts:
+            return None
+        minor = ".".join((kubernetes_version or "").split(".")[:2])
+        usable = sorted((m for m, v in self.by_kubernetes_minor.items() if v in charts), key=kubernetes_minor)
+        listed = ", ".join(f"{m}: {v}" for m, v in self.by_kubernetes_minor.items())
+        if release is None:
+            why = f"Microsoft's AKS component table names no AI toolchain operator release for Kubernetes {minor} ({listed})"
+        else:
+            why = (
+                f"with aiToolchainOperator AKS runs KAITO {release} on Kubernetes {minor} (Microsoft's AKS component "
+                "table), a release this program does not know the rules of"
+            )
+        return f"{why}; use {usable[0]} or newer"
+
 
 @cache
 def aks_add_on() -> AksAddOn:

@@ -76,4 +76,9 @@ def hf_token_secret_name(name: str) -> str:
 
 def endpoint_of(args: KaitoModelArgs) -> str:
     """The in-cluster OpenAI-compatible chat completions URL of the model's Service."""
-    return f"http://{args.name}.{args.namespace}.svc.cluster.local/v1/chat/completions"
+    return endpoint_at(args.name or "", args.namespace)
+
+
+def endpoint_at(name: str, namespace: str) -> str:
+    """The chat completions URL of the Service a model named `name` has in `namespace`."""
+    return f"http://{name}.{namespace}.svc.cluster.local/v1/chat/completions"

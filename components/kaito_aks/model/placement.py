@@ -22,9 +22,9 @@ from kaito_aks.nodes import (
     NodeGroup,
     agentpool_selector,
     aks_user_node_labels,
-    driver_unknown,
     may_carry,
     may_select,
+    no_driver,
     selects,
     spot_problem,
 )
@@ -554,17 +554,7 @@ def pool_problems(args: KaitoModelArgs, chart: catalog.KaitoChart, groups: list[
         )
         return
     yield from _tolerated(candidates, chart)
-    for i, g in candidates:
-        if driver_unknown(g):
-            yield Problem.at(
-                ("node_groups", i),
-                f"KAITO admits this, but pool {g.name} leaves its GPU driver to the NVIDIA GPU Operator (`gpu_driver` "
-                "operator), and nothing says one is installed: without a driver GPU Feature Discovery never labels the "
-                'nodes and KAITO\'s webhook denies the model ("Failed to get GPU config from nvidia labels"); pass a '
-                "GpuOperator's `node_groups` (it marks the pools it installs the driver on), or set `driver_installed` "
-                "on the NodeGroup if a GPU Operator or driver of yours is there",
-                "gpu-driver",
-            )
+    yield from (p for i, g in candidates if (p := no_driver(g, i)) is not None)
     skus = catalog.all_gpu_skus()
     if len({_gpus(skus.get(g.vm_size)) for _, g in candidates}) > 1:
         names = ", ".join(g.name for _, g in candidates)

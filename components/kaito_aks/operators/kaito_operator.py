@@ -16,6 +16,7 @@ from kaito_aks.nodes import (
     DEFAULT_GPU_TAINTS,
     NodeGroup,
     merge_tolerations,
+    no_driver,
     node_groups_problems,
     node_taints,
     spot_problem,
@@ -104,12 +105,9 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
     ]
     gates = effective_gates(args, chart)
     if gates.get("ModelStreaming") is True and gates.get("ModelMirror") is not True:
-        in_values = is_dict(args.values.get("featureGates")) and "ModelStreaming" in args.values["featureGates"]
         problems.append(
             Problem(
-                ("values", Key("featureGates"), Key("ModelStreaming"))
-                if in_values
-                else ("feature_gates", Key("ModelStreaming")),
+                gate_at(args.values, "ModelStreaming"),
                 "KAITO's controller exits at start-up (\"ModelStreaming feature gate requires ModelMirror to be "
                 'enabled"); set ModelMirror true as well',
                 "gate",
@@ -127,45 +125,25 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
 
 
 def _discovery_problems(args: KaitoOperatorArgs) -> list[Problem]:
-    """Who installs the GPU driver on the pools, against who discovers their GPUs: KAITO's own
-    discovery (gpu_discovery kaito) runs without the GPU Operator, so a pool that leaves its driver
-    to the GPU Operator and is not marked as having one gets none; beside a GpuOperator (the pool
-    marked) two device plugins and GFDs run."""
+    """Who installs the GPU driver on the pools, against who discovers their GPUs: a pool that
+    leaves its driver to the GPU Operator where nothing says one installs it gets none, whoever
+    discovers (`no_driver`, the problem its models say too); beside a GpuOperator (the pool marked)
+    KAITO's own discovery (gpu_discovery kaito) runs a second device plugin and GFD."""
     problems: list[Problem] = []
+    if args.node_provisioning != "byo":  # KAITO's own nodes get AKS's driver; it places no preset on these
+        return problems
     for i, group in enumerate(args.node_groups):
-        if group.gpu_driver != "operator":
-            continue
-        at = ("node_groups", i)
-        if args.gpu_discovery == "kaito" and not group.driver_installed:
+        missing = no_driver(group, i)
+        if missing is not None:
+            problems.append(missing)
+        elif group.gpu_driver == "operator" and args.gpu_discovery == "kaito":
             problems.append(
                 Problem(
-                    at,
-                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), but "
-                    "gpu_discovery kaito runs KAITO's own discovery without one: no driver gets installed, GPU Feature "
-                    'Discovery never labels the nodes, and KAITO denies every preset on them ("Failed to get GPU config '
-                    'from nvidia labels"): add a GpuOperator, pass its `node_groups` and set gpu_discovery external, '
-                    "or give the pool gpu_driver aks",
-                    "discovery-driver",
-                )
-            )
-        elif args.gpu_discovery == "kaito":
-            problems.append(
-                Problem(
-                    at,
+                    ("node_groups", i),
                     f"pool {group.name} gets its driver from the GPU Operator, which runs its own device plugin and GFD; "
-                    "gpu_discovery kaito adds KAITO's as well, and the two may fight over GPUs and node labels: set "
-                    "gpu_discovery external",
+                    "`gpu_discovery` kaito adds KAITO's as well, and the two may fight over GPUs and node labels: set "
+                    "`gpu_discovery` external",
                     "discovery",
-                )
-            )
-        elif not group.driver_installed:
-            problems.append(
-                Problem(
-                    at,
-                    f"pool {group.name} leaves its GPU driver to the NVIDIA GPU Operator (gpu_driver operator), and "
-                    "nothing says one is installed: pass a GpuOperator's `node_groups` (it marks the pools it installs "
-                    "the driver on), or set driver_installed if you install it yourself",
-                    "gpu-driver",
                 )
             )
     return problems
@@ -175,6 +153,15 @@ def effective_gates(args: KaitoOperatorArgs, chart: catalog.KaitoChart) -> dict[
     """The gates KAITO's controller starts with: its defaults, then `feature_gates`, then
     `values.featureGates` (the order `kaito_chart_values` merges them in)."""
     return gates_of(chart, args.feature_gates, args.values)
+
+
+def gate_at(values: Mapping[str, Any], gate: str) -> tuple[PathPart, ...]:
+    """Where a gate KAITO starts with is written: in the chart values' featureGates (which win),
+    else `feature_gates`."""
+    written = values.get("featureGates")
+    if is_dict(written) and gate in written:
+        return ("values", Key("featureGates"), Key(gate))
+    return ("feature_gates", Key(gate))
 
 
 def gates_of(chart: catalog.KaitoChart, feature_gates: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:

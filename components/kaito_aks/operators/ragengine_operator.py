@@ -40,7 +40,12 @@ def ragengine_operator_problems(args: RagEngineOperatorArgs) -> list[Problem]:
     chart = catalog.ragengine_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.ragengine_charts())
-        return [Problem.at("version", f"KAITO {args.version} is not supported; use one of: {supported}", "version")]
+        # a release no component knows: the one message every component says (once where a program judges them all)
+        unknown = (
+            catalog.unsupported_kaito_version(args.version) if args.version not in catalog.kaito_charts() else None
+        )
+        why = unknown or f"KAITO {args.version} is not supported; use one of: {supported}"
+        return [Problem.at("version", why, "version")]
     problems: list[Problem] = []
     for key in args.values:
         if key not in chart.value_keys:
