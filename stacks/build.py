@@ -18,11 +18,11 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_at, endpoint_of
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.nodes import NodeGroup, system_pool_nodes
+from kaito_aks.nodes import CpuNodes, NodeGroup, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, gate_at
-from kaito_aks.operators.karpenter import KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs
+from kaito_aks.operators.karpenter import KarpenterArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
 from kaito_aks.problems import PathPart, Problem
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
@@ -32,8 +32,6 @@ from kaito_aks.serving.gateway import InferenceGatewayArgs
 from kaito_aks.serving.keda import KedaAutoscalingArgs, keda_namespace
 from kaito_aks.serving.spec import DEFAULT_SCALER_NAMESPACE, GatewayRefArgs, ModelMetricsArgs
 from stacks.config import (
-    FROM_CLUSTER,
-    FROM_CLUSTER_ID,
     CpuPoolConfig,
     ModelConfig,
     Placed,
@@ -78,69 +76,102 @@ def build(
     """Every component's args, each made once; and the problems of tying a RAG engine to a
     workspace (what the builder cannot make of what is written)."""
     kubeconfig_cluster, aks_cluster = _cluster(written, decided, secrets)
-    pools = [PoolConfig(a, protect, at) for a, protect, at in _pools(written.pools, GpuNodePoolArgs, "gpuNodePools")]
-    cpu_pools = [CpuPoolConfig(a, p, at) for a, p, at in _pools(written.cpu_pools, CpuNodePoolArgs, "cpuNodePools")]
+    pools = _pools(written.pools, GpuNodePoolArgs, PoolConfig, "gpuNodePools")
+    cpu_pools = _pools(written.cpu_pools, CpuNodePoolArgs, CpuPoolConfig, "cpuNodePools")
     # the GPU pools of an AKS cluster (elsewhere, or with the cluster unusable, pools are refused)
     groups = [node_group(p.args, p.args.name or "", gpu_operator=decided.gpu_operator) for p in pools if decided.azure]
-    kaito = KaitoOperatorArgs(
-        version=decided.kaito_version,
-        node_provisioning=decided.node_provisioning,
-        node_provisioner=decided.node_provisioner,
-        feature_gates=dict(decided.feature_gates),
-        values=written.kaito.get("values", {}),
-        gpu_discovery=decided.gpu_discovery,
-        node_groups=groups,
-        cluster_name=aks_cluster.name if aks_cluster is not None else None,
-    )
-    entries = [e for e in written.workspaces if e is not None]
-    autoscaled = written.autoscaling is not None or any(e.get("autoscale") is not None for e in entries)
-    keda = KedaAutoscalingArgs(kaito_version=kaito.version, **(written.autoscaling or {})) if autoscaled else None
-    metrics = _metrics(written, decided)
+    keda, metrics = _keda(written, decided), _metrics(written, decided)
     workspaces = _models(written, decided, secrets, groups if decided.pools_known else None, metrics, keda)
-    # (the add-on runs no RAGEngine operator: its refusal of ragEngines says why none is made)
-    rag_engines, tied = (
-        _rag_engines(written, [w.args for w in workspaces], kaito.version) if not decided.add_on else ([], [])
-    )
-    created = aks_cluster is not None and not aks_cluster.existing
-    system = (system_pool_nodes(aks_cluster.system_pool.vm_size),) if created and aks_cluster else ()
-    used = {w.args.namespace for w in workspaces} | {r.args.namespace for r in rag_engines}
+    rag_engines, tied = _rag_engines(written, decided, [w.args for w in workspaces])
     cfg = StackConfig(
         kubeconfig_cluster=kubeconfig_cluster,
         aks_cluster=aks_cluster,
         cluster_protect=written.cluster_kind == "aks" and bool((written.cluster or {}).get("protect", False)),
-        kaito=kaito,
         kaito_install=decided.kaito_install,
         add_on=decided.add_on,
         decided=decided,
         workspaces=tuple(workspaces),
         pools=tuple(pools),
         cpu_pools=tuple(cpu_pools),
-        cpu_nodes=(*system, *(cpu_nodes(p.args, p.args.name or "") for p in cpu_pools)),
-        gpu_operator=GpuOperatorArgs(
-            **{k: v for k, v in written.gpu_operator.items() if k != "enabled"},
-            node_groups=groups,
-        )
-        if decided.gpu_operator
-        else None,
-        gpu_provisioner=_gpu_provisioner(written, decided),
-        karpenter=_karpenter(written, decided),
+        cpu_nodes=_cpu_nodes(aks_cluster, cpu_pools),
         generation=written.generation,
         rag_engines=tuple(rag_engines),
-        rag_operator=RagEngineOperatorArgs(version=kaito.version, values=written.rag_engine_operator.get("values", {}))
-        if decided.rag_operator
-        else None,
         create_namespaces=written.create_namespaces,
-        namespaces=tuple(sorted(used - {"default"})) if written.create_namespaces else (),
+        namespaces=_namespaces(written, workspaces, rag_engines),
         has_hf_token="hfToken" in secrets.present,
         has_kubeconfig="kubeconfig" in secrets.present,
         azure_location=azure_location,
         pools_known=decided.pools_known,
-        gateway=_gateway(written, decided, workspaces),
-        autoscaling=keda,
-        metrics=metrics if any(w.args.metrics is not None for w in workspaces) else None,
-        dashboard=VllmDashboardArgs(namespace=decided.dashboard_namespace) if decided.dashboard else None,
+        **_operators(written, decided, groups, aks_cluster),
+        **_serving(written, decided, workspaces, keda, metrics),
     )
     return cfg, tied
+
+
+def _cpu_nodes(aks_cluster: AksClusterArgs | None, cpu_pools: list[CpuPoolConfig]) -> tuple[CpuNodes, ...]:
+    """The CPU pools CPU models may run on, as placement sees them: the system pool of a cluster
+    this stack creates, then its cpuNodePools."""
+    created = aks_cluster is not None and not aks_cluster.existing
+    system = (system_pool_nodes(aks_cluster.system_pool.vm_size),) if created and aks_cluster else ()
+    return (*system, *(cpu_nodes(p.args, p.args.name or "") for p in cpu_pools))
+
+
+def _namespaces(written: Written, models: list[ModelConfig], engines: list[RagEngineConfig]) -> tuple[str, ...]:
+    """The namespaces this stack creates (createNamespaces): its models' and engines', but default."""
+    used = {m.args.namespace for m in models} | {e.args.namespace for e in engines}
+    return tuple(sorted(used - {"default"})) if written.create_namespaces else ()
+
+
+def _keda(written: Written, decided: Decisions) -> KedaAutoscalingArgs | None:
+    """KEDA, where the file configures it or a workspace autoscales."""
+    entries = [e for e in written.workspaces if e is not None]
+    if written.autoscaling is None and all(e.get("autoscale") is None for e in entries):
+        return None
+    return KedaAutoscalingArgs(kaito_version=decided.kaito_version, **(written.autoscaling or {}))
+
+
+def _serving(
+    written: Written,
+    decided: Decisions,
+    models: list[ModelConfig],
+    keda: KedaAutoscalingArgs | None,
+    metrics: ModelMetricsArgs | None,
+) -> dict[str, Any]:
+    """The gateway, KEDA, the metrics (where a workspace is scraped) and the dashboard."""
+    return {
+        "gateway": _gateway(written, decided, models),
+        "autoscaling": keda,
+        "metrics": metrics if any(m.args.metrics is not None for m in models) else None,
+        "dashboard": VllmDashboardArgs(namespace=decided.dashboard_namespace) if decided.dashboard else None,
+    }
+
+
+def _operators(
+    written: Written, decided: Decisions, groups: list[NodeGroup], aks_cluster: AksClusterArgs | None
+) -> dict[str, Any]:
+    """The operators' args: KAITO's (whoever installs it: the models' release and gates), and
+    those of the GPU Operator, gpu-provisioner, Karpenter and the RAGEngine operator the stack
+    installs (None: not installed)."""
+    operator = {k: v for k, v in written.gpu_operator.items() if k != "enabled"}
+    rag_values = written.rag_engine_operator.get("values", {})
+    return {
+        "kaito": KaitoOperatorArgs(
+            version=decided.kaito_version,
+            node_provisioning=decided.node_provisioning,
+            node_provisioner=decided.node_provisioner,
+            feature_gates=dict(decided.feature_gates),
+            values=written.kaito.get("values", {}),
+            gpu_discovery=decided.gpu_discovery,
+            node_groups=groups,
+            cluster_name=aks_cluster.name if aks_cluster is not None else None,
+        ),
+        "gpu_operator": GpuOperatorArgs(**operator, node_groups=groups) if decided.gpu_operator else None,
+        "gpu_provisioner": _gpu_provisioner(written, decided),
+        "karpenter": _karpenter(written, decided),
+        "rag_operator": RagEngineOperatorArgs(version=decided.kaito_version, values=rag_values)
+        if decided.rag_operator
+        else None,
+    }
 
 
 def _cluster(
@@ -168,16 +199,12 @@ def _cluster(
     return None, None
 
 
-def _pools(entries: tuple[Mapping[str, Any] | None, ...], cls: type, key: str) -> list[tuple[Any, bool, Placed]]:
-    """Each usable pool entry as its args (cluster_name and resource_group_name: the cluster's,
-    given by the program), whether it is protected, and where it was written."""
+def _pools(entries: tuple[Mapping[str, Any] | None, ...], cls: type, config: Any, key: str) -> list[Any]:
+    """Each usable pool entry as its args (its `cluster`: given by the program, which creates the
+    cluster), whether it is protected, and where it was written."""
     return [
-        (
-            cls(
-                **{k: v for k, v in entry.items() if k != "protect"},
-                cluster_name=FROM_CLUSTER,
-                resource_group_name=FROM_CLUSTER,
-            ),
+        config(
+            cls(**{k: v for k, v in entry.items() if k != "protect"}),
             bool(entry.get("protect", False)),
             Placed((key, i)),
         )
@@ -190,12 +217,7 @@ def _gpu_provisioner(written: Written, decided: Decisions) -> GpuProvisionerArgs
     if not decided.gpu_provisioner:
         return None
     chosen = written.gpu_provisioner
-    return GpuProvisionerArgs(
-        # the cluster's outputs, filled in by the program; stand-ins the rules accept
-        cluster_id=FROM_CLUSTER_ID,
-        location=FROM_CLUSTER,
-        node_resource_group=FROM_CLUSTER,
-        oidc_issuer_url=FROM_CLUSTER,
+    return GpuProvisionerArgs(  # (its `cluster`: given by the program, which creates the cluster)
         version=decided.gpu_provisioner_version,
         identity_name=chosen.get("identity_name"),
         values=chosen.get("values", {}),
@@ -206,22 +228,7 @@ def _karpenter(written: Written, decided: Decisions) -> KarpenterArgs | None:
     if not decided.karpenter:
         return None
     chosen = written.karpenter
-    return KarpenterArgs(
-        # the cluster's outputs, filled in by the program; stand-ins the rules accept
-        cluster_id=FROM_CLUSTER_ID,
-        location=FROM_CLUSTER,
-        node_resource_group=FROM_CLUSTER,
-        oidc_issuer_url=FROM_CLUSTER,
-        api_server_endpoint=FROM_CLUSTER,
-        kubelet_identity=KubeletIdentityArgs(client_id=FROM_CLUSTER, resource_id=FROM_CLUSTER),
-        network=KarpenterNetworkArgs(
-            subnet_id=FROM_CLUSTER,
-            vnet_guid=FROM_CLUSTER,
-            plugin=FROM_CLUSTER,
-            plugin_mode=FROM_CLUSTER,
-            policy=FROM_CLUSTER,
-            dataplane=FROM_CLUSTER,
-        ),
+    return KarpenterArgs(  # (its `cluster`: given by the program, which creates the cluster)
         version=decided.karpenter_version,
         identity_name=chosen.get("identity_name"),
         bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
@@ -278,17 +285,8 @@ def _models(
     models: list[ModelConfig] = []
     usable = [(i, e) for i, e in enumerate(written.workspaces) if e is not None]
     for j, (i, entry) in enumerate(usable):
-        given = {k: v for k, v in entry.items() if v is not None and k not in OWN_KEYS}
-        given["allow_from"] = [*callers, *(given.get("allow_from") or [])]
+        given = _written_model(entry, callers, decided.cpu_home[j], scaler)
         wide = {k: v for k, v in stack_wide.items() if not (k == "runtime" and given.get("image"))}
-        home = decided.cpu_home[j]
-        if home is not None:  # (a CPU model that says nothing of where it runs)
-            given["node_selector"] = dict(home)
-        autoscale = given.get("autoscale")
-        if autoscale is not None and scaler is not None and autoscale.scaler_namespace == DEFAULT_SCALER_NAMESPACE:
-            given["autoscale"] = dataclasses.replace(
-                autoscale, scaler_namespace=scaler
-            )  # (its NetworkPolicy lets it in)
         args = KaitoModelArgs(
             **wide | given,
             hf_token=hf_token,
@@ -301,6 +299,22 @@ def _models(
         filled["node_groups"] = ("gpuNodePools",) if node_groups is not None else ("workspaces", i)
         models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
     return models
+
+
+def _written_model(
+    entry: Mapping[str, Any], callers: list[Any], home: Mapping[str, str] | None, scaler: str | None
+) -> dict[str, Any]:
+    """A workspace entry's own args: the stack's callers before its own, where a CPU model that
+    says nothing of where it runs goes, and (autoscaled) the namespace the stack's scaler runs in
+    (its NetworkPolicy lets it in), unless the entry names another."""
+    given = {k: v for k, v in entry.items() if v is not None and k not in OWN_KEYS}
+    given["allow_from"] = [*callers, *(given.get("allow_from") or [])]
+    if home is not None:
+        given["node_selector"] = dict(home)
+    autoscale = given.get("autoscale")
+    if autoscale is not None and scaler is not None and autoscale.scaler_namespace == DEFAULT_SCALER_NAMESPACE:
+        given["autoscale"] = dataclasses.replace(autoscale, scaler_namespace=scaler)
+    return given
 
 
 def _gateway_ref(section: Mapping[str, Any]) -> GatewayRefArgs:
@@ -332,10 +346,14 @@ def _metrics(written: Written, decided: Decisions) -> ModelMetricsArgs | None:
 
 
 def _rag_engines(
-    written: Written, models: list[KaitoModelArgs], version: str
+    written: Written, decided: Decisions, models: list[KaitoModelArgs]
 ) -> tuple[list[RagEngineConfig], list[Problem]]:
     """Each usable ragEngines entry as RagEngine args; an engine over a workspace answers with that
-    model's endpoint, within its context window."""
+    model's endpoint, within its context window. (The AKS add-on runs no RAGEngine operator: none
+    is made, and its refusal of ragEngines says why.)"""
+    if decided.add_on:
+        return [], []
+    version = decided.kaito_version
     by_key = {(m.namespace, m.name): m for m in models}
     callers = list(written.endpoints.get("allow_from") or [])
     engines: list[RagEngineConfig] = []

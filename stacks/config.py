@@ -46,13 +46,6 @@ from stacks.decide import Decisions, Generation, decision_docs
 
 PROJECT = "kaito-aks"
 DECISION_DOCS = decision_docs()
-# Stand in for outputs of resources the program creates later (the cluster's name and group),
-# so a pool's args can be checked before anything exists.
-FROM_CLUSTER = "(from the cluster)"
-FROM_CLUSTER_ID = (
-    "/subscriptions/(from-the-cluster)/resourceGroups/(from-the-cluster)/providers/"
-    "Microsoft.ContainerService/managedClusters/(from-the-cluster)"
-)
 SECRET_KEYS = ("hfToken", "kubeconfig")
 # Keys that hold secrets inside them (set with `pulumi config set --path --secret`; Pulumi then
 # marks the whole key secret): the config paths where a secret may be, by key.
@@ -344,7 +337,7 @@ POOL = Section(
     (
         Take(
             GpuNodePoolArgs,
-            without=("cluster_name", "resource_group_name"),
+            without=("cluster", "cluster_name", "resource_group_name"),
             required=("name",),
             docs={"name": "The pool name: 1-12 lowercase letters and digits."},
         ),
@@ -359,7 +352,7 @@ CPU_POOL = Section(
     (
         Take(
             CpuNodePoolArgs,
-            without=("cluster_name", "resource_group_name", "vnet_subnet_id"),  # (the cluster's)
+            without=("cluster", "cluster_name", "resource_group_name", "vnet_subnet_id"),  # (the cluster's)
             required=("name",),
             docs={"name": "The pool name: 1-12 lowercase letters and digits."},
         ),
@@ -554,14 +547,14 @@ class Placed:
 
 @dataclass(frozen=True)
 class PoolConfig:
-    args: GpuNodePoolArgs  # cluster_name and resource_group_name: filled in by the program
+    args: GpuNodePoolArgs  # its cluster: given by the program
     protect: bool = False
     placed: Placed = Placed(())
 
 
 @dataclass(frozen=True)
 class CpuPoolConfig:
-    args: CpuNodePoolArgs  # cluster_name and resource_group_name: filled in by the program
+    args: CpuNodePoolArgs  # its cluster: given by the program
     protect: bool = False
     placed: Placed = Placed(())
 
@@ -596,8 +589,8 @@ class StackConfig:
     workspaces: tuple[ModelConfig, ...]
     pools: tuple[PoolConfig, ...]
     gpu_operator: GpuOperatorArgs | None  # None: not installed
-    gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster inputs: placeholders
-    karpenter: KarpenterArgs | None  # None: not installed; its cluster inputs: placeholders
+    gpu_provisioner: GpuProvisionerArgs | None  # None: not installed; its cluster: given by the program
+    karpenter: KarpenterArgs | None  # None: not installed; its cluster: given by the program
     generation: Generation  # kaito-aks:defaults (1 when the file has no such key)
     rag_engines: tuple[RagEngineConfig, ...]
     rag_operator: RagEngineOperatorArgs | None  # None: not installed

@@ -156,82 +156,117 @@ def decision_docs() -> dict[str, str]:
 
 def decide(written: Written, azure_location: str | None = None) -> Decisions:
     """Every decision of the stack, from what its file writes (and the azure-native provider's
-    location): computed here once, read everywhere else."""
+    location): computed here once, in order (each step reads those before it), read everywhere
+    else."""
+    made = _cluster(written, azure_location)
+    made |= _kaito(written, made)
+    made |= _operators(written, made)
+    made |= _models(written, made)
+    made |= _serving(written, made)
+    return Decisions(written=_written_settings(written), **made)
+
+
+def _cluster(written: Written, azure_location: str | None) -> dict[str, Any]:
     cluster = written.cluster or {}
     azure = written.cluster_kind in ("aks", "existing")
-    created = written.cluster_kind == "aks"
-    add_on = azure and bool(cluster.get("ai_toolchain_operator"))
-    kaito = written.kaito
+    return {
+        "azure": azure,
+        "add_on": azure and bool(cluster.get("ai_toolchain_operator")),
+        "cluster_location": cluster.get("location") or azure_location,
+        "keda_add_on": written.cluster_kind == "aks" and (written.autoscaling or {}).get("keda") == "addon",
+    }
+
+
+def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
+    """KAITO's release, node provisioning and provisioner, whether the stack installs it, its gates."""
+    kaito, add_on = written.kaito, made["add_on"]
     provisioning: NodeProvisioning = kaito.get("node_provisioning") or ("auto" if add_on else "byo")
     install = kaito.get("install")
     kaito_install = (not add_on) if install is None else bool(install)
     # (the add-on's release on a minor this program knows no rules of is refused: stacks/rules.py)
-    version = kaito.get("version") or (
-        catalog.aks_add_on().judged_by(cluster.get("kubernetes_version")) if add_on else DEFAULT_KAITO_VERSION
-    )
-    auto = provisioning == "auto"
-    generation_decides = (
-        _minor(version) == "0.12"
-        and auto
-        and created
-        and kaito_install
-        and not add_on
-        and "node_provisioner" not in kaito
-    )
-    provisioner: NodeProvisioner = kaito.get("node_provisioner") or (
-        "karpenter" if generation_decides and written.generation >= 2 else "gpu-provisioner"
-    )
-    gpu_operator = written.gpu_operator.get("enabled")
-    gpu_operator = (azure and bool(written.pools) and not auto) if gpu_operator is None else gpu_operator
+    cluster = written.cluster or {}
+    add_on_release = catalog.aks_add_on().judged_by(cluster.get("kubernetes_version")) if add_on else None
+    version = kaito.get("version") or add_on_release or DEFAULT_KAITO_VERSION
+    created = written.cluster_kind == "aks"
+    recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
+    generation_decides = recommended and "node_provisioner" not in kaito
     gates = _feature_gates(written, version, kaito_install)
-    karpenter = written.karpenter.get("install")
-    if karpenter is None:
-        karpenter = auto and provisioner == "karpenter" and kaito_install and created
-    gpu_provisioner = written.gpu_provisioner.get("install")
-    if gpu_provisioner is None:
-        gpu_provisioner = auto and kaito_install and azure and provisioner == "gpu-provisioner"
-    rag_operator = written.rag_engine_operator.get("install")
-    flavour = _metrics_flavour(written)
-    forced = runtime_forced_by(version, gates, kaito.get("values", {}))
-    return Decisions(
-        written=_written_settings(written),
-        azure=azure,
-        add_on=add_on,
-        cluster_location=cluster.get("location") or azure_location,
-        node_subnet=cluster.get("node_subnet") or (NodeSubnetArgs() if karpenter and created else None),
-        keda_add_on=created and (written.autoscaling or {}).get("keda") == "addon",
-        kaito_version=version,
-        node_provisioning=provisioning,
-        kaito_install=kaito_install,
-        node_provisioner=provisioner,
-        generation_decides=generation_decides,
-        gpu_operator=gpu_operator,
-        gpu_discovery=kaito.get("gpu_discovery") or ("external" if gpu_operator else "kaito"),
-        feature_gates=gates,
-        forced_runtime=forced,
-        gpu_provisioner=gpu_provisioner,
-        gpu_provisioner_version=written.gpu_provisioner.get("version")
+    return {
+        "kaito_version": version,
+        "node_provisioning": provisioning,
+        "kaito_install": kaito_install,
+        "node_provisioner": kaito.get("node_provisioner")
+        or ("karpenter" if generation_decides and written.generation >= 2 else "gpu-provisioner"),
+        "generation_decides": generation_decides,
+        "feature_gates": gates,
+        "forced_runtime": runtime_forced_by(version, gates, kaito.get("values", {})),
+    }
+
+
+def _operators(written: Written, made: dict[str, Any]) -> dict[str, Any]:
+    """Which operators the stack installs (the GPU Operator, gpu-provisioner, Karpenter, the
+    RAGEngine operator), their releases, and the nodes' subnet Karpenter needs."""
+    auto, install, version = made["node_provisioning"] == "auto", made["kaito_install"], made["kaito_version"]
+    # (a switch written wins: _given)
+    created = written.cluster_kind == "aks"
+    gpu_operator = _given(written.gpu_operator, "enabled", made["azure"] and bool(written.pools) and not auto)
+    provisioner = made["node_provisioner"]
+    karpenter = _given(written.karpenter, "install", auto and provisioner == "karpenter" and install and created)
+    default_provisioner = auto and install and made["azure"] and provisioner == "gpu-provisioner"
+    subnet = (written.cluster or {}).get("node_subnet")
+    return {
+        "gpu_operator": gpu_operator,
+        "gpu_discovery": written.kaito.get("gpu_discovery") or ("external" if gpu_operator else "kaito"),
+        "gpu_provisioner": _given(written.gpu_provisioner, "install", default_provisioner),
+        "karpenter": karpenter,
+        **_provisioner_releases(written, version),
+        "node_subnet": subnet or (NodeSubnetArgs() if karpenter and created else None),
+        "rag_operator": _given(written.rag_engine_operator, "install", bool(written.rag_engines) and install),
+    }
+
+
+def _provisioner_releases(written: Written, version: str) -> dict[str, str]:
+    """The gpu-provisioner and Karpenter releases KAITO's own install pairs with its release."""
+    return {
+        "gpu_provisioner_version": written.gpu_provisioner.get("version")
         or catalog.gpu_provisioner_for_kaito(version)
         or GPU_PROVISIONER_VERSION,
-        karpenter=karpenter,
-        karpenter_version=written.karpenter.get("version") or catalog.karpenter_for_kaito(version) or KARPENTER_VERSION,
-        rag_operator=(bool(written.rag_engines) and kaito_install) if rag_operator is None else rag_operator,
-        pools_known=created and not auto and None not in (*written.pools, *written.cpu_pools),
-        routed=tuple(
-            _by_default(e, "gateway", written.gateway is not None, forced, version) for e in _entries(written)
-        ),
-        scraped=tuple(
-            _by_default(e, "metrics", written.metrics is not None, forced, version) for e in _entries(written)
-        ),
-        cpu_home=tuple(_cpu_home(e, written, provisioning) for e in _entries(written)),
-        gateway_exposure=(written.gateway or {}).get("exposure") or ("internal" if azure else "cluster"),
-        metrics_flavour=flavour,
-        metrics_labels=_metrics_labels(written, flavour),
-        dashboard=written.metrics is not None
-        and bool(written.metrics.get("dashboard", True))
-        and flavour == "prometheusOperator",
-        dashboard_namespace=(written.metrics or {}).get("dashboard_namespace") or "monitoring",
-    )
+        "karpenter_version": written.karpenter.get("version")
+        or catalog.karpenter_for_kaito(version)
+        or KARPENTER_VERSION,
+    }
+
+
+def _given(section: Section, key: str, default: bool) -> bool:
+    """A switch as written, else its default."""
+    value = section.get(key)
+    return default if value is None else bool(value)
+
+
+def _models(written: Written, made: dict[str, Any]) -> dict[str, Any]:
+    """Each workspace's part: routed, scraped, where a CPU model runs; whether every pool is known."""
+    entries = [e for e in written.workspaces if e is not None]
+    forced, version, provisioning = made["forced_runtime"], made["kaito_version"], made["node_provisioning"]
+    known = written.cluster_kind == "aks" and provisioning == "byo"
+    return {
+        "pools_known": known and None not in (*written.pools, *written.cpu_pools),
+        "routed": tuple(_by_default(e, "gateway", written.gateway is not None, forced, version) for e in entries),
+        "scraped": tuple(_by_default(e, "metrics", written.metrics is not None, forced, version) for e in entries),
+        "cpu_home": tuple(_cpu_home(e, written, provisioning) for e in entries),
+    }
+
+
+def _serving(written: Written, made: dict[str, Any]) -> dict[str, Any]:
+    """The gateway's exposure, the metrics' flavour and labels, the dashboard."""
+    flavour = _metrics_flavour(written)
+    metrics = written.metrics
+    return {
+        "gateway_exposure": (written.gateway or {}).get("exposure") or ("internal" if made["azure"] else "cluster"),
+        "metrics_flavour": flavour,
+        "metrics_labels": _metrics_labels(written, flavour),
+        "dashboard": metrics is not None and bool(metrics.get("dashboard", True)) and flavour == "prometheusOperator",
+        "dashboard_namespace": (metrics or {}).get("dashboard_namespace") or "monitoring",
+    }
 
 
 def _minor(version: str) -> str:
@@ -246,11 +281,6 @@ def _feature_gates(written: Written, version: str, kaito_install: bool) -> dict[
     if written.gateway is not None and kaito_install and chart is not None and chart.serving is not None:
         gates.setdefault(chart.serving.gate, True)
     return gates
-
-
-def _entries(written: Written) -> list[Section]:
-    """The usable workspaces[] entries, in order (the models the builder makes)."""
-    return [e for e in written.workspaces if e is not None]
 
 
 def _model_value(entry: Section, name: str) -> Any:

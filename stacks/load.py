@@ -223,23 +223,53 @@ def parse_stack_file(f: StackFile) -> StackConfig:
         for k in f.unreadable
         if k.startswith(prefix) and k.removeprefix(prefix) in SECRET_KEYS
     ]
-    present = [k for k in SECRET_KEYS if k in encrypted or k in raw]
-    plaintext = [k for k in SECRET_KEYS if k in raw]
     problems += plaintext_nested_secrets(raw)
+    return _checked(
+        raw,
+        present=[k for k in SECRET_KEYS if k in encrypted or k in raw],
+        plaintext=[k for k in SECRET_KEYS if k in raw],
+        encrypted=encrypted,
+        problems=problems,
+        source=f,
+        azure_location=f.config.get("azure-native:location"),
+        base_dir=f.path.parent if f.path is not None else None,
+        stack=f.name,
+    )
+
+
+def _checked(
+    raw: Mapping[str, Any],
+    *,
+    present: Collection[str],
+    plaintext: Collection[str],
+    encrypted: Collection[str],
+    problems: list[Problem],
+    source: StackFile | None,
+    secret_values: StackSecrets = NO_SECRET_VALUES,
+    azure_location: str | None = None,
+    base_dir: Path | None = None,
+    stack: str = "",
+) -> StackConfig:
+    """The config of raw values (by key, less the namespace), checked with the problems their
+    source found first (traps, secure values, secrets in plain text): every problem at once, less
+    those a trap makes moot, at their lines in `source`. What `validate`, `render` (a stack file)
+    and `pulumi up` (the engine's values) share."""
+    cfg: StackConfig | None = None
     try:
         cfg = stack_config(
             {k: v for k, v in raw.items() if k not in SECRET_KEYS},
             secrets=present,
             plaintext_secrets=plaintext,
             encrypted=[k for k in encrypted if k not in SECRET_KEYS],
-            azure_location=f.config.get("azure-native:location"),
-            base_dir=f.path.parent if f.path is not None else None,
-            stack=f.name,
+            secret_values=secret_values,
+            azure_location=azure_location,
+            base_dir=base_dir,
+            stack=stack,
         )
     except StackConfigError as err:
-        raise StackConfigError(beside_traps([*problems, *err.problems]), f) from None
-    if problems:
-        raise StackConfigError(problems, f)
+        problems = [*problems, *err.problems]
+    if problems or cfg is None:
+        raise StackConfigError(beside_traps(problems), source) from None
     return cfg
 
 
@@ -327,41 +357,35 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
             pulumi.warn(warning.text("schema"))
     raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
-    plaintext = [k for k in present if not is_config_secret(prefix + k)]
     encrypted = [k for k in raw if k not in SECRET_KEYS and is_config_secret(prefix + k)]
-    # set but empty: the provider would read $KUBECONFIG or ~/.kube/config instead
-    contents = raw.get("kubeconfig")
-    empty = (
-        [Problem((secret_key("kubeconfig"),), EMPTY_KUBECONFIG, "kubeconfig-empty")]
-        if isinstance(contents, str) and not contents.strip()
-        else []
-    )
     config = pulumi.Config(PROJECT)
     secrets = StackSecrets(
         hf_token=config.get_secret("hfToken") if "hfToken" in present else None,
         kubeconfig=config.get_secret("kubeconfig") if "kubeconfig" in present else None,
     )
     source = source if source is not None else _own_stack_file()
-    problems = stack_file_problems(source)
+    problems = stack_file_problems(source) + _empty_kubeconfig(raw)
     problems += plaintext_nested_secrets(raw, encrypted)  # the engine's values: marked secret, or plain
     if source is not None:  # one key Pulumi marks secret may hold another in plain text beside it
         problems += plaintext_nested_secrets(
             {k.removeprefix(prefix): v for k, v in source.config.items() if k.startswith(prefix)}
         )
-    cfg: StackConfig | None = None
-    try:
-        cfg = stack_config(
-            {k: v for k, v in raw.items() if k not in SECRET_KEYS},
-            secrets=present,
-            plaintext_secrets=plaintext,
-            encrypted=encrypted,
-            secret_values=secrets,
-            azure_location=engine.get("azure-native:location"),
-            stack=pulumi.get_stack(),
-        )
-    except StackConfigError as err:
-        problems += err.problems
-    problems += empty
-    if problems or cfg is None:
-        raise StackConfigError(beside_traps(problems), source)
+    cfg = _checked(
+        raw,
+        present=present,
+        plaintext=[k for k in present if not is_config_secret(prefix + k)],
+        encrypted=encrypted,
+        problems=problems,
+        source=source,
+        secret_values=secrets,
+        azure_location=engine.get("azure-native:location"),
+        stack=pulumi.get_stack(),
+    )
     return cfg, secrets
+
+
+def _empty_kubeconfig(raw: Mapping[str, Any]) -> list[Problem]:
+    """A kubeconfig secret set but empty: the provider would read $KUBECONFIG or ~/.kube/config."""
+    contents = raw.get("kubeconfig")
+    empty = isinstance(contents, str) and not contents.strip()
+    return [Problem((secret_key("kubeconfig"),), EMPTY_KUBECONFIG, "kubeconfig-empty")] if empty else []

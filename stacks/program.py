@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
+from kaito_aks.azure.cluster_ref import AksClusterRefArgs
 from kaito_aks.azure.cpu_node_pool import CpuNodePool
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
@@ -28,7 +29,7 @@ from kaito_aks.model_group import ModelGroup, deploy_models
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
-from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs, karpenter_cluster_args
+from kaito_aks.operators.karpenter import Karpenter
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
 from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.rag.component import RagEngine, watched_object
@@ -61,62 +62,12 @@ def main() -> None:
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     """Declare the stack's resources; no process-wide side effects (usable from any host)."""
-    cluster: AksCluster | KubeconfigCluster
-    if cfg.aks_cluster is not None:
-        cluster = AksCluster(
-            "cluster", cfg.aks_cluster, opts=pulumi.ResourceOptions(protect=cfg.cluster_protect or None)
-        )
-    else:
-        assert cfg.kubeconfig_cluster is not None
-        cluster = KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
-
-    pools: list[GpuNodePool] = []
-    if isinstance(cluster, AksCluster):
-        for p in cfg.pools:
-            args = dataclasses.replace(
-                p.args,
-                cluster_name=cluster.cluster_name,
-                resource_group_name=cluster.resource_group_name,
-                # a cluster with a subnet of its own keeps every pool in it
-                vnet_subnet_id=cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None,
-            )
-            pools.append(GpuNodePool(p.args.name or "", args, opts=pulumi.ResourceOptions(protect=p.protect or None)))
-    cpu_pools = _cpu_pools(cfg, cluster)
-    # In-cluster work starts once the GPU nodes exist.
-    on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
-
-    gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
-    karpenter = _karpenter(cfg, cluster, on_cluster)
-    # KAITO in Karpenter mode exits unless Karpenter answers within 120 s of its start
-    kaito_opts = (
-        pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[*pools, karpenter])
-        if karpenter
-        else on_cluster
-    )
-    kaito = KaitoOperator("kaito", cfg.kaito, opts=kaito_opts) if cfg.kaito_install else None
-    provisioner = None
-    if cfg.gpu_provisioner is not None:
-        assert isinstance(cluster, AksCluster)
-        provisioner = GpuProvisioner(
-            "gpu-provisioner",
-            dataclasses.replace(
-                cfg.gpu_provisioner,
-                cluster_id=cluster.cluster_id,
-                location=cluster.location,
-                node_resource_group=cluster.node_resource_group,
-                oidc_issuer_url=cluster.oidc_issuer_url,
-            ),
-            opts=on_cluster,
-        )
-        for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
-            pulumi.log.warn(warning.text("schema"), resource=provisioner)
-    for warning in cfg.warnings:  # the stack's own (the components log theirs)
-        if (
-            warning.code in STACK_RULES
-            and warning.code not in SERVING_WARNINGS
-            and warning.path[:1] != ("gpuProvisioner",)
-        ):
-            pulumi.log.warn(warning.text("schema"))
+    cluster = _cluster(cfg)
+    # the cluster as one argument of the components that act on it: its outputs
+    ref = AksClusterRefArgs.of(cluster) if isinstance(cluster, AksCluster) else None
+    pools = _gpu_pools(cfg, cluster, ref)
+    cpu_pools = _cpu_pools(cfg, cluster, ref)
+    operators = _operators(cfg, cluster, ref, pools)
     # The namespaces it creates admit only pods of the strictest Pod Security level KAITO's pass.
     namespaces = {
         ns: k8s.core.v1.Namespace(
@@ -133,23 +84,110 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     serving = _serving(cfg, cluster)
-    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
     # (and the CPU models for their CPU pools)
-    ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else []), *cpu_pools]
+    ready = [*pools, *operators.all(serving.keda), *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
     group = deploy_models(
         "models",
         # judged by load_stack, with their warnings (each model logs its own)
         [(f"{w.args.namespace}/{w.args.name}", Judged(w.args, w.warnings)) for w in cfg.workspaces],
-        opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=ready),
+        opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[*ready, *cpu_pools]),
         # a routed model's route names the Gateway by its outputs (and so waits for it)
         gateway=GatewayRefArgs(name=serving.gateway.gateway_name, namespace=serving.gateway.namespace)
         if serving.gateway is not None
         else None,
     )
-    rag_engines = _rag_engines(cfg, cluster, group, kaito, kaito_ready, provisioner or karpenter, namespaces)
-    _export(cfg, cluster, group, provisioner, rag_engines)
+    nodes_by = operators.provisioner or operators.karpenter
+    rag_engines = _rag_engines(cfg, cluster, group, operators.kaito, kaito_ready, nodes_by, namespaces)
+    _export(cfg, cluster, group, operators.provisioner, rag_engines)
     _export_serving(cfg, group, serving)
+    _export_karpenter(operators.karpenter)
+
+
+def _cluster(cfg: StackConfig) -> AksCluster | KubeconfigCluster:
+    if cfg.aks_cluster is not None:
+        return AksCluster("cluster", cfg.aks_cluster, opts=pulumi.ResourceOptions(protect=cfg.cluster_protect or None))
+    assert cfg.kubeconfig_cluster is not None
+    return KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
+
+
+def _subnet(cfg: StackConfig, cluster: AksCluster) -> pulumi.Output[str] | None:
+    """A cluster with a subnet of its own keeps every pool in it (AKS keeps a cluster's pools in
+    one VNet)."""
+    return cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None
+
+
+def _gpu_pools(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, ref: AksClusterRefArgs | None
+) -> list[GpuNodePool]:
+    """The gpuNodePools, each given its cluster."""
+    if not isinstance(cluster, AksCluster):
+        return []
+    return [
+        GpuNodePool(
+            p.args.name or "",
+            dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=_subnet(cfg, cluster)),
+            opts=pulumi.ResourceOptions(protect=p.protect or None),
+        )
+        for p in cfg.pools
+    ]
+
+
+def _cpu_pools(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, ref: AksClusterRefArgs | None
+) -> list[CpuNodePool]:
+    """The cpuNodePools, each given its cluster."""
+    if not isinstance(cluster, AksCluster):
+        return []
+    return [
+        CpuNodePool(
+            p.args.name or "",
+            dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=_subnet(cfg, cluster)),
+            opts=pulumi.ResourceOptions(protect=p.protect or None),
+        )
+        for p in cfg.cpu_pools
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Operators:
+    gpu_operator: GpuOperator | None
+    karpenter: Karpenter | None
+    kaito: KaitoOperator | None
+    provisioner: GpuProvisioner | None
+
+    def all(self, *more: pulumi.Resource | None) -> list[pulumi.Resource]:
+        """Those the stack installs (and `more`), in the order the models wait for them."""
+        return [r for r in (self.kaito, self.gpu_operator, self.provisioner, self.karpenter, *more) if r is not None]
+
+
+def _operators(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, ref: AksClusterRefArgs | None, pools: list[GpuNodePool]
+) -> Operators:
+    """The GPU Operator, Karpenter, KAITO and gpu-provisioner the stack installs, once the GPU
+    nodes exist; the stack's own warnings said (the components log theirs)."""
+    on_cluster = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=pools)
+    gpu_operator = GpuOperator("gpu-operator", cfg.gpu_operator, opts=on_cluster) if cfg.gpu_operator else None
+    karpenter = None
+    if cfg.karpenter is not None:  # on the cluster this stack creates: every value from its outputs
+        karpenter = Karpenter("karpenter", dataclasses.replace(cfg.karpenter, cluster=ref), opts=on_cluster)
+    # KAITO in Karpenter mode exits unless Karpenter answers within 120 s of its start
+    after = pulumi.ResourceOptions(providers=[cluster.provider], depends_on=[*pools, karpenter]) if karpenter else None
+    kaito = KaitoOperator("kaito", cfg.kaito, opts=after or on_cluster) if cfg.kaito_install else None
+    provisioner = None
+    if cfg.gpu_provisioner is not None:
+        args = dataclasses.replace(cfg.gpu_provisioner, cluster=ref)
+        provisioner = GpuProvisioner("gpu-provisioner", args, opts=on_cluster)
+        for warning in (w for w in cfg.warnings if w.path[:1] == ("gpuProvisioner",)):
+            pulumi.log.warn(warning.text("schema"), resource=provisioner)
+    for warning in cfg.warnings:  # the stack's own (the components log theirs)
+        own = warning.code in STACK_RULES and warning.code not in SERVING_WARNINGS
+        if own and warning.path[:1] != ("gpuProvisioner",):
+            pulumi.log.warn(warning.text("schema"))
+    return Operators(gpu_operator, karpenter, kaito, provisioner)
+
+
+def _export_karpenter(karpenter: Karpenter | None) -> None:
     if karpenter is not None:
         pulumi.export(
             "karpenter",
@@ -161,27 +199,6 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
             },
         )
-
-
-def _cpu_pools(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> list[CpuNodePool]:
-    """The cpuNodePools, in the cluster's subnet when it has one of its own (AKS keeps a cluster's
-    pools in one VNet)."""
-    if not isinstance(cluster, AksCluster):
-        return []
-    subnet = cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None
-    return [
-        CpuNodePool(
-            p.args.name or "",
-            dataclasses.replace(
-                p.args,
-                cluster_name=cluster.cluster_name,
-                resource_group_name=cluster.resource_group_name,
-                vnet_subnet_id=subnet,
-            ),
-            opts=pulumi.ResourceOptions(protect=p.protect or None),
-        )
-        for p in cfg.cpu_pools
-    ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,17 +220,6 @@ def _serving(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> Servi
         pulumi.log.warn(warning.text("schema"), resource=gateway or keda)
     dashboard = VllmDashboard("dashboard", cfg.dashboard, opts=opts) if cfg.dashboard is not None else None
     return Serving(gateway, keda, dashboard)
-
-
-def _karpenter(
-    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, opts: pulumi.ResourceOptions
-) -> Karpenter | None:
-    """Karpenter, on the cluster this stack creates: every value from the cluster's outputs."""
-    if cfg.karpenter is None:
-        return None
-    assert isinstance(cluster, AksCluster)
-    args: KarpenterArgs = dataclasses.replace(cfg.karpenter, **karpenter_cluster_args(cluster))
-    return Karpenter("karpenter", args, opts=opts)
 
 
 def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:

@@ -272,6 +272,12 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "auto and its own KAITO on AKS, or with gpuProvisioner.install: true), so it has no effect: remove it",
             "provisioner-unused",
         )
+    yield from _no_provisioner(cfg)
+
+
+def _no_provisioner(cfg: StackConfig) -> Iterator[Problem]:
+    """KAITO this stack installs in auto mode with gpu-provisioner, and no gpu-provisioner."""
+    auto = cfg.kaito.node_provisioning == "auto"
     if not auto or not cfg.kaito_install or cfg.add_on:
         return
     if cfg.kaito.node_provisioner != "gpu-provisioner" or cfg.gpu_provisioner is not None:
@@ -284,7 +290,7 @@ def _nodes(cfg: StackConfig) -> Iterator[Problem]:
             "cluster.existing, or install KAITO and its provisioner elsewhere and set kaito.install: false",
             "auto-kubeconfig",
         )
-    elif cfg.is_azure:
+    elif cfg.aks_cluster is not None:
         yield Problem(
             ("gpuProvisioner", "install"),
             "KAITO admits the models, but with kaito.nodeProvisioning auto its NodeClaims stay Pending without "
@@ -471,7 +477,7 @@ def _pools(cfg: StackConfig) -> Iterator[Problem]:
                 "node pools are created in AKS; use cluster.aks or cluster.existing, or drop them",
                 "pools",
             )
-    if not cfg.decided.azure:
+    if cfg.aks_cluster is None:
         return
     seen: set[str] = {SYSTEM_POOL}
     for pool in (*cfg.pools, *cfg.cpu_pools):

@@ -21,6 +21,7 @@ __version__ = "0.3.0"
 _EXPORTS = {
     "AksCluster": "kaito_aks.azure.aks_cluster",
     "AksClusterArgs": "kaito_aks.azure.aks_cluster",
+    "AksClusterRefArgs": "kaito_aks.azure.cluster_ref",
     "SystemPoolArgs": "kaito_aks.azure.system_pool",
     "NodeSubnetArgs": "kaito_aks.azure.aks_cluster",
     "SshPublicKey": "kaito_aks.azure.ssh_public_key",
@@ -125,6 +126,7 @@ _install_state_modules()
 
 if TYPE_CHECKING:
     from kaito_aks.azure.aks_cluster import AksCluster, AksClusterArgs, NodeSubnetArgs
+    from kaito_aks.azure.cluster_ref import AksClusterRefArgs
     from kaito_aks.azure.cpu_node_pool import CpuNodePool, CpuNodePoolArgs
     from kaito_aks.azure.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
     from kaito_aks.azure.node_pool import AutoscaleArgs
@@ -180,6 +182,7 @@ __all__ = [
     "AdapterArgs",
     "AksCluster",
     "AksClusterArgs",
+    "AksClusterRefArgs",
     "AutoscaleArgs",
     "ClusterAccess",
     "ClusterProvider",

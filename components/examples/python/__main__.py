@@ -6,6 +6,7 @@ import pulumi
 from kaito_aks import (
     AksCluster,
     AksClusterArgs,
+    AksClusterRefArgs,
     CpuNodePool,
     CpuNodePoolArgs,
     GpuNodePool,
@@ -20,22 +21,10 @@ from kaito_aks import (
 )
 
 cluster = AksCluster("cluster", AksClusterArgs(resource_group="rg-kaito", name="kaito", location="eastus2"))
-a100 = GpuNodePool(
-    "a100",
-    GpuNodePoolArgs(
-        cluster_name=cluster.cluster_name,
-        resource_group_name=cluster.resource_group_name,
-        vm_size="Standard_NC24ads_A100_v4",
-        count=2,
-    ),
-)
+on_aks = AksClusterRefArgs.of(cluster)  # the cluster, as one argument of what acts on it
+a100 = GpuNodePool("a100", GpuNodePoolArgs(cluster=on_aks, vm_size="Standard_NC24ads_A100_v4", count=2))
 # CPU models run here rather than on the system pool, which AKS wants kept for system pods
-cpu = CpuNodePool(
-    "cpu",
-    CpuNodePoolArgs(
-        cluster_name=cluster.cluster_name, resource_group_name=cluster.resource_group_name, vm_size="Standard_D8s_v5"
-    ),
-)
+cpu = CpuNodePool("cpu", CpuNodePoolArgs(cluster=on_aks, vm_size="Standard_D8s_v5"))
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[a100])
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(node_groups=[a100.node_group]), opts=on_cluster)
 kaito = KaitoOperator(

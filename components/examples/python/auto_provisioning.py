@@ -6,6 +6,7 @@ import pulumi
 from kaito_aks import (
     AksCluster,
     AksClusterArgs,
+    AksClusterRefArgs,
     GpuProvisioner,
     GpuProvisionerArgs,
     KaitoModel,
@@ -18,13 +19,9 @@ cluster = AksCluster("cluster", AksClusterArgs(resource_group="rg-kaito", name="
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
 provisioner = GpuProvisioner(
     "gpu-provisioner",
-    GpuProvisionerArgs(
-        cluster_id=cluster.cluster_id,  # its agent pools' role, and its subscription and group
-        location=cluster.location,
-        node_resource_group=cluster.node_resource_group,
-        oidc_issuer_url=cluster.oidc_issuer_url,  # the federated credential trusts the cluster's tokens
-        version="0.4.3",
-    ),
+    # the cluster's id (its agent pools' role), region, node resource group and OIDC issuer (the
+    # federated credential trusts the cluster's tokens), as one argument
+    GpuProvisionerArgs(cluster=AksClusterRefArgs.of(cluster), version="0.4.3"),
     opts=on_cluster,
 )
 kaito = KaitoOperator(

@@ -7,6 +7,7 @@ import pulumi
 from kaito_aks import (
     AksCluster,
     AksClusterArgs,
+    AksClusterRefArgs,
     KaitoModel,
     KaitoModelArgs,
     KaitoOperator,
@@ -14,7 +15,6 @@ from kaito_aks import (
     Karpenter,
     KarpenterArgs,
     NodeSubnetArgs,
-    karpenter_cluster_args,
 )
 
 cluster = AksCluster(
@@ -29,7 +29,7 @@ cluster = AksCluster(
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider)
 karpenter = Karpenter(
     "karpenter",
-    KarpenterArgs(**karpenter_cluster_args(cluster)),  # every value from the cluster's outputs
+    KarpenterArgs(cluster=AksClusterRefArgs.of(cluster)),  # every value from the cluster's outputs
     opts=on_cluster,
 )
 kaito = KaitoOperator(

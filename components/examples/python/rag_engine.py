@@ -6,6 +6,7 @@ import pulumi
 from kaito_aks import (
     AksCluster,
     AksClusterArgs,
+    AksClusterRefArgs,
     GpuNodePool,
     GpuNodePoolArgs,
     GpuOperator,
@@ -26,12 +27,7 @@ from kaito_aks import (
 cluster = AksCluster("cluster", AksClusterArgs(resource_group="rg-kaito", name="kaito", location="eastus2"))
 a10 = GpuNodePool(
     "a10",
-    GpuNodePoolArgs(
-        cluster_name=cluster.cluster_name,
-        resource_group_name=cluster.resource_group_name,
-        vm_size="Standard_NV36ads_A10_v5",
-        count=1,
-    ),
+    GpuNodePoolArgs(cluster=AksClusterRefArgs.of(cluster), vm_size="Standard_NV36ads_A10_v5", count=1),
 )
 on_cluster = pulumi.ResourceOptions(provider=cluster.provider, depends_on=[a10])
 gpu_operator = GpuOperator("gpu-operator", GpuOperatorArgs(node_groups=[a10.node_group]), opts=on_cluster)

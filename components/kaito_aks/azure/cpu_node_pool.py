@@ -12,6 +12,7 @@ from pulumi_azure_native import containerservice
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_security import MAX_SURGE, Zone
+from kaito_aks.azure.cluster_ref import POOL_CLUSTER, AksClusterRefArgs, cluster_problems
 from kaito_aks.azure.node_pool import (
     NODES,
     POOL_NAME,
@@ -41,10 +42,12 @@ class CpuNodePoolArgs:
     """An AKS node pool of one CPU VM size: User mode for CPU models and RAG engines, or System
     mode for a second system pool (e.g. to move the system pods to another size)."""
 
-    cluster_name: Input[str]
-    """The AKS cluster the pool joins (e.g. `AksCluster.cluster_name`)."""
-    resource_group_name: Input[str]
-    """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
+    cluster: AksClusterRefArgs | None = None
+    """The AKS cluster the pool joins (`AksClusterRefArgs.of(cluster)`)."""
+    cluster_name: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's name."""
+    resource_group_name: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's resource group."""
     vm_size: str
     """A CPU VM size, e.g. Standard_D8s_v5 (a GPU size is GpuNodePool's). Set at creation: a
     change replaces the pool."""
@@ -133,6 +136,7 @@ class CpuNodePool(pulumi.ComponentResource):
             cpu_node_pool_problems,
             default_name(CpuNodePoolArgs, name),
             not_the_system_pool(name),
+            also=cluster_problems(args, POOL_CLUSTER),
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         pool_name = args.name or name
@@ -141,8 +145,8 @@ class CpuNodePool(pulumi.ComponentResource):
         self.agent_pool = containerservice.AgentPool(
             name,
             agent_pool_name=pool_name,
-            resource_group_name=args.resource_group_name,
-            resource_name_=args.cluster_name,
+            resource_group_name=args.cluster.resource_group_name if args.cluster else args.resource_group_name,
+            resource_name_=args.cluster.name if args.cluster else args.cluster_name,
             mode=containerservice.AgentPoolMode.SYSTEM
             if args.mode == "System"
             else containerservice.AgentPoolMode.USER,

@@ -9,6 +9,7 @@ import pulumi
 from pulumi_azure_native import containerservice
 
 from kaito_aks.azure.aks_security import MAX_SURGE, Zone
+from kaito_aks.azure.cluster_ref import POOL_CLUSTER, AksClusterRefArgs, cluster_problems
 from kaito_aks.azure.node_pool import (
     NODES,
     POOL_NAME,
@@ -55,10 +56,12 @@ CREATE_ONLY_PROPERTIES = [
 class GpuNodePoolArgs:
     """A User-mode AKS node pool of one GPU VM size."""
 
-    cluster_name: Input[str]
-    """The AKS cluster the pool joins (e.g. `AksCluster.cluster_name`)."""
-    resource_group_name: Input[str]
-    """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
+    cluster: AksClusterRefArgs | None = None
+    """The AKS cluster the pool joins (`AksClusterRefArgs.of(cluster)`)."""
+    cluster_name: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's name."""
+    resource_group_name: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's resource group."""
     vm_size: str
     """A GPU VM size of KAITO's SKU table, e.g. Standard_NC24ads_A100_v4."""
     name: Annotated[str, POOL_NAME] | None = None
@@ -153,7 +156,13 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
-            "GpuNodePool", name, GpuNodePoolArgs, args, gpu_node_pool_problems, default_name(GpuNodePoolArgs, name)
+            "GpuNodePool",
+            name,
+            GpuNodePoolArgs,
+            args,
+            gpu_node_pool_problems,
+            default_name(GpuNodePoolArgs, name),
+            also=cluster_problems(args, POOL_CLUSTER),
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         args = checked
@@ -163,8 +172,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self.agent_pool = containerservice.AgentPool(
             name,
             agent_pool_name=pool_name,
-            resource_group_name=args.resource_group_name,
-            resource_name_=args.cluster_name,
+            resource_group_name=args.cluster.resource_group_name if args.cluster else args.resource_group_name,
+            resource_name_=args.cluster.name if args.cluster else args.cluster_name,
             mode=containerservice.AgentPoolMode.USER,
             vm_size=args.vm_size,
             os_type=containerservice.OSType.LINUX,

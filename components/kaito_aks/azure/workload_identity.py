@@ -12,6 +12,7 @@ import pulumi
 from pulumi_azure_native import authorization, managedidentity
 
 from kaito_aks import catalog
+from kaito_aks.azure.cluster_ref import ClusterRef
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Input, Matches, MaxItems, args_class
@@ -270,3 +271,36 @@ def _slugs(grants: list[RoleGrantArgs]) -> list[str]:
         seen[slug] = seen.get(slug, 0) + 1
         out.append(slug if seen[slug] == 1 else f"{slug}-{seen[slug]}")
     return out
+
+
+def operator_identity(
+    parent: pulumi.ComponentResource,
+    name: str,
+    cluster: pulumi.Output[ClusterRef],
+    *,
+    issuer_url: pulumi.Input[str],
+    location: pulumi.Input[str],
+    service_account: tuple[str, str],
+    identity_name: str | None,
+    suffix: str,
+    roles: list[RoleGrantArgs],
+    opts: pulumi.ResourceOptions | None,
+) -> WorkloadIdentity:
+    """The workload identity of an operator on one AKS cluster (gpu-provisioner, Karpenter), the
+    child `<name>-identity` of its component: in the cluster's resource group, for its
+    (namespace, service account), named `<cluster name>-<suffix>` unless named (one per cluster,
+    where clusters share a resource group)."""
+    namespace, account = service_account
+    return WorkloadIdentity(
+        f"{name}-identity",
+        WorkloadIdentityArgs(
+            resource_group_name=cluster.apply(lambda c: c.resource_group),
+            issuer_url=issuer_url,
+            namespace=namespace,
+            service_account=account,
+            identity_name=identity_name or cluster.apply(lambda c: f"{c.name}-{suffix}"),
+            location=location,
+            roles=roles,
+        ),
+        opts=child_options(parent, opts),
+    )

@@ -10,10 +10,10 @@ import difflib
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar, cast
 
 import yaml
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from kaito_aks.camel import CamelModel
 from kaito_aks.catalog import generator
@@ -343,6 +343,24 @@ def _charts_file(name: str) -> _ChartsFile:
     return cast(_ChartsFile, load_catalog(name))
 
 
+_Chart = TypeVar("_Chart", bound=BaseModel)
+
+
+def _charts(name: str, model: type[_Chart]) -> dict[str, _Chart]:
+    """The releases of one chart's catalog file (`<chart>_charts.yaml`), oldest first."""
+    versions = _charts_file(name)["versions"]
+    ordered = sorted(versions, key=lambda v: _minor(v.removeprefix("v")))
+    return {v: model.model_validate({"version": v, **versions[v]}) for v in ordered}
+
+
+def _for_kaito(name: str, kaito_version: str) -> str | None:
+    """The release of a chart (`<chart>_charts.yaml` forKaito) KAITO's own install pairs with a
+    KAITO release, by its minor (None: none)."""
+    minor = ".".join(kaito_version.split(".")[:2])
+    paired: dict[str, str] = load_catalog(name).get("forKaito") or {}
+    return paired.get(minor)
+
+
 def _chart_source(name: str) -> ChartSource:
     fields = ChartSource.model_fields
     return ChartSource.model_validate(
@@ -629,9 +647,7 @@ def kaito_chart_source() -> ChartSource:
 def kaito_charts() -> dict[str, KaitoChart]:
     """Supported KAITO releases, oldest first (including ones this program does not install:
     `helm_install` false)."""
-    versions = _charts_file("kaito_charts.yaml")["versions"]
-    ordered = sorted(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
-    return {v: KaitoChart.model_validate({"version": v, **versions[v]}) for v in ordered}
+    return _charts("kaito_charts.yaml", KaitoChart)
 
 
 def installable_kaito_versions() -> list[str]:
@@ -671,9 +687,7 @@ def ragengine_chart_source() -> ChartSource:
 @cache
 def ragengine_charts() -> dict[str, RagEngineChart]:
     """Supported releases of KAITO's RAGEngine operator, oldest first."""
-    versions = _charts_file("ragengine_charts.yaml")["versions"]
-    ordered = sorted(versions, key=_minor)
-    return {v: RagEngineChart.model_validate({"version": v, **versions[v]}) for v in ordered}
+    return _charts("ragengine_charts.yaml", RagEngineChart)
 
 
 def gpu_operator_chart_source() -> ChartSource:
@@ -682,10 +696,7 @@ def gpu_operator_chart_source() -> ChartSource:
 
 @cache
 def gpu_operator_charts() -> dict[str, GpuOperatorChart]:
-    return {
-        v: GpuOperatorChart.model_validate({"version": v, **f})
-        for v, f in _charts_file("gpu_operator_charts.yaml")["versions"].items()
-    }
+    return _charts("gpu_operator_charts.yaml", GpuOperatorChart)
 
 
 def gpu_provisioner_chart_source() -> ChartSource:
@@ -699,17 +710,13 @@ def gpu_provisioner_source() -> GpuProvisionerSource:
 
 @cache
 def gpu_provisioner_charts() -> dict[str, GpuProvisionerChart]:
-    return {
-        v: GpuProvisionerChart.model_validate({"version": v, **f})
-        for v, f in _charts_file("gpu_provisioner_charts.yaml")["versions"].items()
-    }
+    return _charts("gpu_provisioner_charts.yaml", GpuProvisionerChart)
 
 
 def gpu_provisioner_for_kaito(kaito_version: str) -> str | None:
     """The gpu-provisioner release KAITO's own install path pairs with this KAITO release
     (None: none; KAITO's provisioning runs elsewhere, e.g. in the AKS add-on's control plane)."""
-    minor = ".".join(kaito_version.split(".")[:2])
-    return gpu_provisioner_source().for_kaito.get(minor)
+    return _for_kaito("gpu_provisioner_charts.yaml", kaito_version)
 
 
 def karpenter_chart_source() -> ChartSource:
@@ -724,17 +731,13 @@ def karpenter_source() -> KarpenterSource:
 
 @cache
 def karpenter_charts() -> dict[str, KarpenterChart]:
-    return {
-        v: KarpenterChart.model_validate({"version": v, **f})
-        for v, f in _charts_file("karpenter_charts.yaml")["versions"].items()
-    }
+    return _charts("karpenter_charts.yaml", KarpenterChart)
 
 
 def karpenter_for_kaito(kaito_version: str) -> str | None:
     """The Karpenter release KAITO's own install pins for this KAITO release (None: the release
     has no Karpenter mode)."""
-    minor = ".".join(kaito_version.split(".")[:2])
-    return karpenter_source().for_kaito.get(minor)
+    return _for_kaito("karpenter_charts.yaml", kaito_version)
 
 
 @cache

@@ -6,7 +6,6 @@ makes (KAITO's own Terraform and docs give it Contributor on the cluster)."""
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import field
 from typing import Annotated, Any, NamedTuple
@@ -16,7 +15,15 @@ import pulumi_kubernetes as k8s
 from pulumi_azure_native import authorization, containerservice
 
 from kaito_aks import catalog
-from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.azure.cluster_ref import (
+    CLUSTER_ID,
+    CLUSTER_ID_FORM,
+    AksClusterRefArgs,
+    ClusterRef,
+    cluster_problems,
+    cluster_ref,
+)
+from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, operator_identity
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
@@ -31,11 +38,6 @@ TYPE = "kaito-aks:index:GpuProvisioner"
 FORMER_TYPES: tuple[str, ...] = ()  # new in 0.3.0
 DEFAULT_VERSION = "0.4.3"
 INSTALL_TIMEOUT_SECONDS = 600
-CLUSTER_ID = re.compile(
-    r"/subscriptions/(?P<subscription>[^/]+)/resourceGroups/(?P<resource_group>[^/]+)"
-    r"/providers/Microsoft\.ContainerService/managedClusters/(?P<name>[^/]+)",
-    re.IGNORECASE,
-)
 # Values the component derives from the cluster and the identity; a caller's copy would unhook them.
 NO_CREDENTIALS = (
     "the wait that keeps gpu-provisioner until KAITO's NodeClaims are gone reads the cluster and has no credentials: "
@@ -48,29 +50,10 @@ MANAGED_VALUES = {
 }
 
 
-CLUSTER_ID_FORM = (
-    "/subscriptions/<id>/resourceGroups/<group>/providers/Microsoft.ContainerService/managedClusters/<name>"
-)
-
-
-class ClusterRef(NamedTuple):
-    subscription: str
-    resource_group: str
-    name: str
-
-
 def agent_pool_role_guid(cluster_id: str) -> str:
     """The GUID of the custom role of one cluster's gpu-provisioner: the same on every run and
     for every program managing that cluster (a name-based UUID of its id), unique per cluster."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kaito-aks/gpu-provisioner/agent-pools{cluster_id.lower()}"))
-
-
-def cluster_ref(cluster_id: str) -> ClusterRef:
-    """Subscription, resource group and name of an AKS cluster from its resource id."""
-    match = CLUSTER_ID.fullmatch(cluster_id)
-    if match is None:
-        raise ValueError(f"{cluster_id!r} is not an AKS cluster resource id")
-    return ClusterRef(match["subscription"], match["resource_group"], match["name"])
 
 
 def _known_cluster(name: str, cluster_id: str) -> ClusterRef:
@@ -88,15 +71,18 @@ class GpuProvisionerArgs:
     """The pinned gpu-provisioner chart and the Azure identity it runs as, for one AKS cluster
     (e.g. from an `AksCluster`: cluster_id, location, node_resource_group, oidc_issuer_url)."""
 
-    cluster_id: Input[str]
-    """The AKS cluster's resource id: its subscription, resource group and name, and the scope
-    of the identity's role (its agent pools: read, write, delete)."""
-    location: Input[str]
-    """The cluster's Azure region (the node pools it creates go there)."""
-    node_resource_group: Input[str]
-    """The cluster's node resource group (MC_...)."""
-    oidc_issuer_url: Input[str]
-    """The cluster's OIDC issuer; the cluster needs workload identity on."""
+    cluster: AksClusterRefArgs | None = None
+    """The AKS cluster (`AksClusterRefArgs.of(cluster)`): its id (the
+    scope of the identity's role: its agent pools, read, write, delete), region, node resource
+    group and OIDC issuer (the cluster needs workload identity on)."""
+    cluster_id: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's resource id."""
+    location: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's region."""
+    node_resource_group: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's node resource group."""
+    oidc_issuer_url: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's OIDC issuer."""
     version: str = DEFAULT_VERSION
     """Chart version: 0.3.8 (KAITO 0.8's pin), 0.4.2 (KAITO 0.11's) or 0.4.3 (newest; for 0.12)."""
     identity_name: Annotated[str, IDENTITY_NAME] | None = None
@@ -113,9 +99,31 @@ class GpuProvisionerArgs:
     `provider`); elsewhere give it, or turn the wait off."""
 
 
+FLAT_CLUSTER = ("cluster_id", "location", "node_resource_group", "oidc_issuer_url")
+
+
+class OnAks(NamedTuple):
+    """What gpu-provisioner reads of its cluster: its `cluster`, or the deprecated fields."""
+
+    cluster_id: pulumi.Input[str]
+    location: pulumi.Input[str]
+    node_resource_group: pulumi.Input[str]
+    oidc_issuer_url: pulumi.Input[str]
+
+    @classmethod
+    def of(cls, args: GpuProvisionerArgs) -> OnAks:
+        c = args.cluster
+        if c is not None:
+            return cls(c.cluster_id, c.location, c.node_resource_group, c.oidc_issuer_url)
+        return cls(
+            args.cluster_id or "", args.location or "", args.node_resource_group or "", args.oidc_issuer_url or ""
+        )
+
+
 def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
     problems: list[Problem] = []
-    if isinstance(args.cluster_id, str) and not CLUSTER_ID.fullmatch(args.cluster_id):
+    cluster_id = OnAks.of(args).cluster_id
+    if isinstance(cluster_id, str) and cluster_id and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
             Problem.at(
                 "cluster_id",
@@ -151,13 +159,14 @@ def gpu_provisioner_values(
     client_id: pulumi.Input[str],
     tenant_id: pulumi.Input[str],
 ) -> dict[str, Any]:
+    on = OnAks.of(args)
     """The chart's values: the controller's environment names the cluster it adds node pools to
     (as KAITO's Terraform sets it), and its service account carries the identity."""
     env = {
         "ARM_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
-        "LOCATION": args.location,
+        "LOCATION": on.location,
         "AZURE_CLUSTER_NAME": cluster.apply(lambda c: c.name),
-        "AZURE_NODE_RESOURCE_GROUP": args.node_resource_group,
+        "AZURE_NODE_RESOURCE_GROUP": on.node_resource_group,
         "ARM_RESOURCE_GROUP": cluster.apply(lambda c: c.resource_group),
         "LEADER_ELECT": "false",
         "E2E_TEST_MODE": "false",
@@ -197,7 +206,12 @@ class GpuProvisioner(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuProvisionerArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
-            "GpuProvisioner", name, GpuProvisionerArgs, args, gpu_provisioner_problems, also=provider_problems(opts)
+            "GpuProvisioner",
+            name,
+            GpuProvisionerArgs,
+            args,
+            gpu_provisioner_problems,
+            also=[*cluster_problems(args, FLAT_CLUSTER), *provider_problems(opts)],
         )
         access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
@@ -205,31 +219,23 @@ class GpuProvisioner(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
-        cluster = pulumi.Output.from_input(checked.cluster_id).apply(lambda given: _known_cluster(name, given))
-        self.role = self._agent_pool_role(name, checked, cluster, child_options(self, opts))
-        self.identity = WorkloadIdentity(
-            f"{name}-identity",
-            WorkloadIdentityArgs(
-                resource_group_name=cluster.apply(lambda c: c.resource_group),
-                issuer_url=checked.oidc_issuer_url,
-                namespace=source.namespace,
-                service_account=who.service_account,
-                # one per cluster: programs whose clusters share a resource group do not collide
-                identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-gpu-provisioner"),
-                location=checked.location,
-                roles=[
-                    RoleGrantArgs(
-                        role_definition_id=pulumi.Output.all(
-                            cluster.apply(lambda c: c.subscription), self.role.name
-                        ).apply(
-                            lambda x: f"/subscriptions/{x[0]}/providers/Microsoft.Authorization/roleDefinitions/{x[1]}"
-                        ),
-                        scope=checked.cluster_id,
-                        name="agent-pools",
-                    )
-                ],
-            ),
-            opts=child_options(self, opts),
+        on = OnAks.of(checked)
+        cluster = pulumi.Output.from_input(on.cluster_id).apply(lambda given: _known_cluster(name, given))
+        self.role = self._agent_pool_role(name, on.cluster_id, cluster, child_options(self, opts))
+        role = pulumi.Output.all(cluster.apply(lambda c: c.subscription), self.role.name).apply(
+            lambda x: f"/subscriptions/{x[0]}/providers/Microsoft.Authorization/roleDefinitions/{x[1]}"
+        )
+        self.identity = operator_identity(
+            self,
+            name,
+            cluster,
+            issuer_url=on.oidc_issuer_url,
+            location=on.location,
+            service_account=(source.namespace, who.service_account),
+            identity_name=checked.identity_name,
+            suffix="gpu-provisioner",
+            roles=[RoleGrantArgs(role_definition_id=role, scope=on.cluster_id, name="agent-pools")],
+            opts=opts,
         )
         values = gpu_provisioner_values(checked, cluster, self.identity.client_id, self.identity.tenant_id)
         self.release = pinned_release(
@@ -269,13 +275,13 @@ class GpuProvisioner(pulumi.ComponentResource):
 
     @staticmethod
     def _agent_pool_role(
-        name: str, args: GpuProvisionerArgs, cluster: pulumi.Output[ClusterRef], opts: pulumi.ResourceOptions
+        name: str, cluster_id: pulumi.Input[str], cluster: pulumi.Output[ClusterRef], opts: pulumi.ResourceOptions
     ) -> authorization.RoleDefinition:
         """The custom role: exactly the actions of the calls gpu-provisioner's code makes
         (catalog/gpu_provisioner_charts.yaml), assignable in the cluster's resource group (custom
         roles are assignable at a management group, subscription or resource group)."""
         group = cluster.apply(lambda c: f"/subscriptions/{c.subscription}/resourceGroups/{c.resource_group}")
-        guid = pulumi.Output.from_input(args.cluster_id).apply(agent_pool_role_guid)
+        guid = pulumi.Output.from_input(cluster_id).apply(agent_pool_role_guid)
         return authorization.RoleDefinition(
             f"{name}-agent-pools",
             scope=group,

@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import field, replace
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
+from kaito_aks.azure.cluster_ref import (
+    CLUSTER_ID,
+    AksClusterRefArgs,
+    ClusterRef,
+    cluster_problems,
+    cluster_ref,
+)
 from kaito_aks.azure.ssh_public_key import SshPublicKey
-from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, operator_identity
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
-from kaito_aks.operators.gpu_provisioner import CLUSTER_ID, ClusterRef, cluster_ref
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
@@ -109,24 +115,27 @@ class KarpenterNetworkArgs:
 @args_class
 class KarpenterArgs:
     """The pinned self-hosted Azure Karpenter chart, for one AKS cluster (e.g. an `AksCluster`
-    created with a node_subnet: its cluster_id, location, node_resource_group, oidc_issuer_url,
-    api_server_endpoint, kubelet identity and network outputs)."""
+    created with a node_subnet)."""
 
-    cluster_id: Input[str]
-    """The AKS cluster's resource id: its subscription, resource group and name."""
-    location: Input[str]
-    """The cluster's Azure region (the VMs Karpenter creates go there)."""
-    node_resource_group: Input[str]
-    """The cluster's node resource group (MC_...): Karpenter's VMs and their NICs go there, and
-    its identity's roles apply there."""
-    oidc_issuer_url: Input[str]
-    """The cluster's OIDC issuer; the cluster needs workload identity on."""
-    api_server_endpoint: Input[str]
-    """https://<API server FQDN>:443, which the new nodes reach (`AksCluster.api_server_endpoint`)."""
-    kubelet_identity: KubeletIdentityArgs
-    """The kubelet identity of the cluster's nodes."""
-    network: KarpenterNetworkArgs
-    """The nodes' subnet and the cluster's network settings."""
+    cluster: AksClusterRefArgs | None = None
+    """The AKS cluster (`AksClusterRefArgs.of(cluster)`): its id,
+    region (the VMs go there), node resource group (the VMs and their NICs go there, and the
+    identity's roles apply there), OIDC issuer (workload identity on), API server endpoint (the
+    new nodes reach it), kubelet identity and network (the nodes' subnet)."""
+    cluster_id: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's resource id."""
+    location: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's region."""
+    node_resource_group: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's node resource group."""
+    oidc_issuer_url: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. The cluster's OIDC issuer."""
+    api_server_endpoint: Input[str] | None = None
+    """Deprecated (kept one release): give `cluster`. https://<API server FQDN>:443."""
+    kubelet_identity: KubeletIdentityArgs | None = None
+    """Deprecated (kept one release): give `cluster`. The kubelet identity of the nodes."""
+    network: KarpenterNetworkArgs | None = None
+    """Deprecated (kept one release): give `cluster`. The nodes' subnet and the network settings."""
     version: str = DEFAULT_VERSION
     """Chart version: 1.12.0 (KAITO 0.11's and 0.12's pin, and the first whose NodePool CRD allows
     KAITO's karpenter.azure.com/placement-scope)."""
@@ -151,31 +160,77 @@ class KarpenterArgs:
 
 
 def karpenter_cluster_args(cluster: AksCluster) -> dict[str, Any]:
-    """Every KarpenterArgs field that describes the cluster, from an AksCluster's outputs (it must
-    have been created with `node_subnet`): `KarpenterArgs(**karpenter_cluster_args(cluster), ...)`."""
-    return {
-        "cluster_id": cluster.cluster_id,
-        "location": cluster.location,
-        "node_resource_group": cluster.node_resource_group,  # its roles apply there
-        "oidc_issuer_url": cluster.oidc_issuer_url,
-        "api_server_endpoint": cluster.api_server_endpoint,
-        "kubelet_identity": KubeletIdentityArgs(
-            client_id=cluster.kubelet_identity_client_id, resource_id=cluster.kubelet_identity_resource_id
-        ),
-        "network": KarpenterNetworkArgs(
-            subnet_id=cluster.node_subnet_id,
-            vnet_guid=cluster.vnet_guid,
-            plugin=cluster.network_plugin,
-            plugin_mode=cluster.network_plugin_mode,
-            policy=cluster.network_policy,
-            dataplane=cluster.network_dataplane,
-        ),
-    }
+    """Deprecated (kept one release): `KarpenterArgs(cluster=cluster, ...)` says the same. The
+    KarpenterArgs field that describes the cluster, from an AksCluster's outputs (it must have
+    been created with `node_subnet`)."""
+    return {"cluster": AksClusterRefArgs.of(cluster)}
+
+
+FLAT_CLUSTER = (
+    "cluster_id",
+    "location",
+    "node_resource_group",
+    "oidc_issuer_url",
+    "api_server_endpoint",
+    "kubelet_identity",
+    "network",
+)
+
+
+class OnAks(NamedTuple):
+    """What Karpenter reads of its cluster: its `cluster`, or the deprecated fields."""
+
+    cluster_id: pulumi.Input[str]
+    location: pulumi.Input[str]
+    node_resource_group: pulumi.Input[str]
+    oidc_issuer_url: pulumi.Input[str]
+    api_server_endpoint: pulumi.Input[str]
+    kubelet_identity: KubeletIdentityArgs
+    network: KarpenterNetworkArgs
+
+    @classmethod
+    def of(cls, args: KarpenterArgs) -> OnAks:
+        c = args.cluster
+        if c is None:
+            none = KarpenterNetworkArgs(subnet_id="", vnet_guid="", plugin="", plugin_mode="", policy="", dataplane="")
+            return cls(
+                args.cluster_id or "",
+                args.location or "",
+                args.node_resource_group or "",
+                args.oidc_issuer_url or "",
+                args.api_server_endpoint or "",
+                args.kubelet_identity or KubeletIdentityArgs(client_id="", resource_id=""),
+                args.network or none,
+            )
+        return cls(
+            c.cluster_id,
+            c.location,
+            c.node_resource_group,  # its roles apply there
+            c.oidc_issuer_url,
+            _given(c.api_server_endpoint),
+            KubeletIdentityArgs(
+                client_id=_given(c.kubelet_identity_client_id), resource_id=_given(c.kubelet_identity_resource_id)
+            ),
+            KarpenterNetworkArgs(
+                subnet_id=_given(c.node_subnet_id),
+                vnet_guid=_given(c.vnet_guid),
+                plugin=_given(c.network_plugin),
+                plugin_mode=_given(c.network_plugin_mode),
+                policy=_given(c.network_policy),
+                dataplane=_given(c.network_dataplane),
+            ),
+        )
+
+
+def _given(value: pulumi.Input[str] | None) -> pulumi.Input[str]:
+    """A reference's output, or empty where it gives none (Karpenter then refuses to start, saying why)."""
+    return value if value is not None else ""
 
 
 def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
     problems: list[Problem] = []
-    if isinstance(args.cluster_id, str) and not CLUSTER_ID.fullmatch(args.cluster_id):
+    cluster_id = args.cluster.cluster_id if args.cluster is not None else args.cluster_id
+    if isinstance(cluster_id, str) and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
             Problem.at(
                 "cluster_id",
@@ -210,7 +265,7 @@ def _at(values: dict[str, Any], path: tuple[str, ...]) -> object:
 
 
 def karpenter_env(
-    args: KarpenterArgs,
+    on: OnAks,
     cluster: pulumi.Output[ClusterRef],
     endpoint: pulumi.Input[str],
     ssh_public_key: pulumi.Input[str],
@@ -218,7 +273,7 @@ def karpenter_env(
     """The controller's environment (what Karpenter's karpenter-values-template.yaml sets for a
     self-hosted install), each value from the cluster, its subnet or this component. The
     bootstrap token comes from a Secret, never through the release's values."""
-    network = args.network
+    network = on.network
     plain: dict[str, pulumi.Input[str]] = {
         "CLUSTER_NAME": cluster.apply(lambda c: c.name),
         "CLUSTER_ENDPOINT": endpoint,
@@ -229,11 +284,11 @@ def karpenter_env(
         "NETWORK_DATAPLANE": network.dataplane,
         "VNET_SUBNET_ID": network.subnet_id,
         "VNET_GUID": network.vnet_guid,
-        "NODE_IDENTITIES": args.kubelet_identity.resource_id,
+        "NODE_IDENTITIES": on.kubelet_identity.resource_id,
         "AZURE_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
-        "LOCATION": args.location,
-        "KUBELET_IDENTITY_CLIENT_ID": args.kubelet_identity.client_id,
-        "AZURE_NODE_RESOURCE_GROUP": args.node_resource_group,
+        "LOCATION": on.location,
+        "KUBELET_IDENTITY_CLIENT_ID": on.kubelet_identity.client_id,
+        "AZURE_NODE_RESOURCE_GROUP": on.node_resource_group,
         "ARM_RESOURCE_GROUP": cluster.apply(lambda c: c.resource_group),
         # self-hosted: community images, VMs created directly (not AKS's machine API), and no
         # log line per Azure call
@@ -251,6 +306,7 @@ def karpenter_env(
 
 def karpenter_values(
     args: KarpenterArgs,
+    on: OnAks,
     cluster: pulumi.Output[ClusterRef],
     *,
     endpoint: pulumi.Input[str],
@@ -270,7 +326,7 @@ def karpenter_values(
         "podLabels": {"azure.workload.identity/use": "true"},
         "podAnnotations": {"kaito-aks/bootstrap-token-id": token_id},
         "settings": {"featureGates": {"staticCapacity": True}},
-        "controller": {"env": karpenter_env(args, cluster, endpoint, ssh_public_key)},
+        "controller": {"env": karpenter_env(on, cluster, endpoint, ssh_public_key)},
     }
     return deep_merge(values, args.values)
 
@@ -317,7 +373,8 @@ class Karpenter(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
-        checked = checked_args("Karpenter", name, KarpenterArgs, args, karpenter_problems, also=provider_problems(opts))
+        also = [*cluster_problems(args, FLAT_CLUSTER), *provider_problems(opts)]
+        checked = checked_args("Karpenter", name, KarpenterArgs, args, karpenter_problems, also=also)
         access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
             raise_if("Karpenter", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])
@@ -326,26 +383,26 @@ class Karpenter(pulumi.ComponentResource):
         who = catalog.karpenter_source()
         self._version = checked.version
         # the subnet as the cluster reports it: none stops Karpenter before anything is granted or installed
-        subnet = pulumi.Output.from_input(checked.network.subnet_id).apply(_expect_subnet)
-        checked = replace(checked, network=replace(checked.network, subnet_id=subnet))
-        cluster = pulumi.Output.from_input(checked.cluster_id).apply(cluster_ref)
-        node_group = pulumi.Output.all(checked.cluster_id, checked.node_resource_group).apply(
+        on = OnAks.of(checked)
+        subnet = pulumi.Output.from_input(on.network.subnet_id).apply(_expect_subnet)
+        on = on._replace(network=replace(on.network, subnet_id=subnet))
+        cluster = pulumi.Output.from_input(on.cluster_id).apply(cluster_ref)
+        node_group = pulumi.Output.all(on.cluster_id, on.node_resource_group).apply(
             lambda a: node_resource_group_id(cluster_ref(a[0]), a[1])
         )
         grants = [RoleGrantArgs(role=role, scope=node_group) for role in who.roles]
-        grants.append(RoleGrantArgs(role=who.subnet_role, scope=checked.network.subnet_id))
-        self.identity = WorkloadIdentity(
-            f"{name}-identity",
-            WorkloadIdentityArgs(
-                resource_group_name=cluster.apply(lambda c: c.resource_group),
-                issuer_url=checked.oidc_issuer_url,
-                namespace=source.namespace,
-                service_account=who.service_account,
-                identity_name=checked.identity_name or cluster.apply(lambda c: f"{c.name}-karpenter"),
-                location=checked.location,
-                roles=grants,
-            ),
-            opts=child_options(self, opts),
+        grants.append(RoleGrantArgs(role=who.subnet_role, scope=on.network.subnet_id))
+        self.identity = operator_identity(
+            self,
+            name,
+            cluster,
+            issuer_url=on.oidc_issuer_url,
+            location=on.location,
+            service_account=(source.namespace, who.service_account),
+            identity_name=checked.identity_name,
+            suffix="karpenter",
+            roles=grants,
+            opts=opts,
         )
         self.bootstrap = NodeBootstrapToken(
             f"{name}-bootstrap",
@@ -374,8 +431,9 @@ class Karpenter(pulumi.ComponentResource):
             ssh_key = SshPublicKey(f"{name}-ssh-key", opts=child_options(self, opts)).public_key_openssh
         values = karpenter_values(
             checked,
+            on,
             cluster,
-            endpoint=pulumi.Output.from_input(checked.api_server_endpoint).apply(self._expect_endpoint),
+            endpoint=pulumi.Output.from_input(on.api_server_endpoint).apply(self._expect_endpoint),
             client_id=self.identity.client_id,
             ssh_public_key=ssh_key,
             token_id=self.bootstrap.token_id,
