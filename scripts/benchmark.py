@@ -69,20 +69,15 @@ def bench_secrets(kaito: str | None, serving: bool) -> dict[str, str] | None:
 
 
 def floor_program(count: int):
-    """The SDK floor: `count` bare ConfigMaps (plain inputs, no component, the program's GC
-    tuning), what registering that many resources costs the Pulumi SDK itself under the same mocks."""
+    """The SDK floor: a bare program of `count` ConfigMaps (plain inputs, no component, Python's
+    default collector), what registering that many resources costs a program under the same mocks
+    (issue 33's measure: the program per model against it)."""
 
     def program() -> None:
         import pulumi_kubernetes as k8s
 
-        from stacks.program import GC_THRESHOLDS
-
-        gc.set_threshold(*GC_THRESHOLDS)
         for i in range(count):
-            k8s.core.v1.ConfigMap(
-                f"floor-{i}", metadata={"name": f"floor-{i}", "namespace": "default"}, data={"k": "v"}
-            )
-        gc.freeze()
+            k8s.core.v1.ConfigMap(f"floor-{i}", metadata={"name": f"floor-{i}", "namespace": "default"}, data={"k": "v"})
 
     return program
 

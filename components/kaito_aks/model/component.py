@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks.cluster.access import ClusterAccess, access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
-from kaito_aks.endpoints import network_policy, service_manifest
+from kaito_aks.endpoints import declare_network_policy, network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
 from kaito_aks.model.names import endpoint_of
@@ -131,7 +131,11 @@ class KaitoModel(pulumi.ComponentResource):
         serving = child_options(self, opts, depends_on=prerequisites, delete_before_replace=True)
         manifests = plan.manifests()
         autoscaled = plan.autoscale is not None
-        self.kaito_objects = [_kaito_object(name, m, serving, autoscaled) for m in manifests]
+        # (loops, not comprehensions: each registration records the Python stack it was made
+        # from, and a comprehension's frame is one more to read for every object)
+        self.kaito_objects: list[KubernetesObject] = []
+        for m in manifests:
+            self.kaito_objects.append(_kaito_object(name, m, serving, autoscaled))
         self.ready: ModelReady | None = None
         if plan.readiness is not None and args.wait_for_ready and waits:
             assert access is not None
@@ -170,15 +174,10 @@ class KaitoModel(pulumi.ComponentResource):
         self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
     ) -> list[pulumi.Resource]:
         """The ConfigMaps the Workspaces read, and the Hugging Face token's Secret."""
-        made: list[pulumi.Resource] = [
-            k8s.core.v1.ConfigMap(
-                f"{name}/{cm.key or cm.name}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace),
-                data=cm.data,
-                opts=child,
-            )
-            for cm in plan.config_maps
-        ]
+        made: list[pulumi.Resource] = []
+        for cm in plan.config_maps:
+            meta = k8s.meta.v1.ObjectMetaArgs(name=cm.name, namespace=plan.namespace)
+            made.append(k8s.core.v1.ConfigMap(f"{name}/{cm.key or cm.name}", metadata=meta, data=cm.data, opts=child))
         if plan.hf_token_secret and args.hf_token is not None:
             made.append(
                 k8s.core.v1.Secret(
@@ -222,9 +221,7 @@ class KaitoModel(pulumi.ComponentResource):
             planned.load_balancer,
             planned.target_port,
         )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
-        )
+        declare_network_policy(f"{name}/{policy['metadata']['name']}", policy, child)
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
 

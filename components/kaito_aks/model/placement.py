@@ -387,18 +387,6 @@ def cpu_node_labels(args: KaitoModelArgs) -> dict[str, str]:
     return {**match_labels(args), **(args.node_selector or {})}
 
 
-def off_gpu_by_default(args: KaitoModelArgs) -> bool:
-    """Whether the model is a CPU model on bring-your-own nodes that says nothing of where it
-    runs: on AKS it then takes AKS_SYSTEM_POOL_LABELS as `node_selector` (the stack does so)."""
-    return (
-        not is_gpu(args)
-        and bool(args.image)
-        and args.node_provisioning == "byo"
-        and args.label_selector is None
-        and args.node_selector is None
-    )
-
-
 def cpu_on_gpu_pools(args: KaitoModelArgs, groups: list[NodeGroup]) -> Iterator[Problem]:
     """A CPU model must not be able to land on the GPU pools: it would take a node a GPU model
     needs (its pod does not request GPUs, so a GPU preset's pod then stays Pending). `groups`:

@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from kaito_aks import policy
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
-from kaito_aks.endpoints import network_policy, service_manifest
+from kaito_aks.endpoints import declare_network_policy, network_policy, service_manifest
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.model.component import SKIP_AWAIT
 from kaito_aks.operators.release import operator_problems
@@ -222,9 +222,7 @@ class RagEngine(pulumi.ComponentResource):
             plan.load_balancer,
             kaito.ENGINE_PORT,
         )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
-        )
+        declare_network_policy(f"{name}/{policy['metadata']['name']}", policy, child)
         if plan.load_balancer is not None:
             manifest = service_manifest(
                 plan.load_balancer_service,
