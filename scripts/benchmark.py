@@ -77,7 +77,9 @@ def floor_program(count: int):
         import pulumi_kubernetes as k8s
 
         for i in range(count):
-            k8s.core.v1.ConfigMap(f"floor-{i}", metadata={"name": f"floor-{i}", "namespace": "default"}, data={"k": "v"})
+            k8s.core.v1.ConfigMap(
+                f"floor-{i}", metadata={"name": f"floor-{i}", "namespace": "default"}, data={"k": "v"}
+            )
 
     return program
 

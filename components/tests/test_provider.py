@@ -75,7 +75,8 @@ def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_
     assert inputs["replicas"] == {
         "type": "integer",
         "plain": True,
-        "description": "Serving instances behind the one endpoint. (1-1000; default: 1)",
+        "description": "Serving instances behind the one endpoint. Each takes whole nodes of its own (KAITO's pod\n"
+        "requests every GPU of its node): N replicas need N times one's nodes, at once. (1-1000; default: 1)",
         "default": 1,
     }
     assert inputs["hfToken"]["secret"] is True

@@ -155,7 +155,8 @@ class KaitoModelArgs:
     replicas: Annotated[
         int, Range(1, MAX_POOL_NODES, "a replica needs a node of its own; an AKS pool has at most 1000")
     ] = 1
-    """Serving instances behind the one endpoint."""
+    """Serving instances behind the one endpoint. Each takes whole nodes of its own (KAITO's pod
+    requests every GPU of its node): N replicas need N times one's nodes, at once."""
     label_selector: LabelSelectorArgs | None = None
     """Nodes to run on; default: nvidia.com/gpu.present=true (gpu) or kubernetes.io/os=linux (cpu)."""
     node_selector: Labels | None = None

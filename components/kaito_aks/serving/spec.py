@@ -46,7 +46,8 @@ class ModelAutoscaleArgs:
         int,
         Range(2, MAX_POOL_NODES, "keda-kaito-scaler ignores an InferenceSet whose max-replicas is below 2"),
     ]
-    """The most replicas (each needs its own nodes)."""
+    """The most replicas; each takes whole nodes of its own, and the pools must have room for all
+    of them at once."""
     min_replicas: Annotated[int, Range(1, MAX_POOL_NODES, "keda-kaito-scaler never scales below 1")] = 1
     """The fewest replicas; also how many the InferenceSet is created with."""
     metric: Annotated[str, PROMETHEUS_METRIC] = DEFAULT_METRIC
