@@ -24,7 +24,7 @@ from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, gate_at
 from kaito_aks.operators.karpenter import KarpenterArgs
 from kaito_aks.operators.ragengine_operator import RagEngineOperatorArgs
-from kaito_aks.problems import PathPart, Problem
+from kaito_aks.problems import Key, PathPart, Problem
 from kaito_aks.rag.spec import InferenceServiceArgs, RagEngineArgs
 from kaito_aks.schema import fields
 from kaito_aks.serving.dashboard import VllmDashboardArgs
@@ -32,6 +32,7 @@ from kaito_aks.serving.gateway import InferenceGatewayArgs
 from kaito_aks.serving.keda import KedaAutoscalingArgs, keda_namespace
 from kaito_aks.serving.spec import DEFAULT_SCALER_NAMESPACE, GatewayRefArgs, ModelMetricsArgs
 from stacks.config import (
+    PROJECT,
     CpuPoolConfig,
     ModelConfig,
     Placed,
@@ -40,7 +41,6 @@ from stacks.config import (
     StackConfig,
 )
 from stacks.decide import Decisions, Written
-from stacks.errors import secret_key
 from stacks.nested_secrets import SECRET_PRESENT
 
 # A model's own serving keys in the stack file (not KaitoModelArgs fields: the stack fills those).
@@ -258,7 +258,7 @@ def _stack_wide_paths(written: Written, decided: Decisions) -> dict[str, tuple[P
         "node_provisioning": ("kaito", "node_provisioning"),
         "node_provisioner": ("kaito", "node_provisioner"),
         **{k: ("kaito", k) for k in WAITS},
-        "hf_token": (secret_key("hfToken"),),
+        "hf_token": (Key(f"{PROJECT}:hfToken"),),  # (the secret config key)
     }
     if decided.forced_runtime is not None:
         paths["runtime"] = ("kaito", *gate_at(written.kaito.get("values", {}), "vLLM"))

@@ -625,5 +625,5 @@ class StackConfig:
         return self.aks_cluster is not None
 
     def pod_security(self, namespace: str) -> str:
-        """The Pod Security level a namespace this stack creates enforces."""
+        """The Pod Security level a namespace this stack creates enforces (the program's: stacks/program.py)."""
         return namespace_level(w.args for w in self.workspaces if w.args.namespace == namespace)

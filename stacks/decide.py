@@ -368,6 +368,7 @@ def _written_settings(written: Written) -> frozenset[str]:
         and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
         "ragEngineOperator": any(k != "install" for k in written.rag_engine_operator),
+        "ragEngines": bool(written.rag_engines),
     }
     return frozenset(k for k, v in present.items() if v)
 

@@ -15,8 +15,9 @@ from kaito_aks.azure.cpu_node_pool import cpu_node_pool_problems
 from kaito_aks.azure.gpu_node_pool import gpu_node_pool_problems
 from kaito_aks.cluster.kubeconfig_cluster import kubeconfig_cluster_problems
 from kaito_aks.model.component import judge_model
-from kaito_aks.model.placement import cpu_on_gpu_pools, cpu_on_no_pool
+from kaito_aks.model.placement import cpu_on_gpu_pools, cpu_on_no_pool, match_labels
 from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.nodes import selects
 from kaito_aks.operators.gpu_operator import gpu_operator_problems
 from kaito_aks.operators.gpu_provisioner import gpu_provisioner_problems
 from kaito_aks.operators.kaito_operator import kaito_operator_problems
@@ -30,6 +31,49 @@ from kaito_aks.together import check_together
 from stacks import rules
 from stacks.config import Placed, StackConfig
 from stacks.decide import Written
+
+# The stack's hints on a few of the components' problems, by code, appended to the component's
+# message (which names its arg and the fix in a component's terms): the command to run, the key
+# of the stack file that fills the arg.
+ESTIMATE = "see `python -m stacks models estimate {model}{pool} --version {version}`"
+HF_TOKEN = "in this stack: run `pulumi config set --secret hfToken <token>` (or set modelAccessSecret)"
+HINTS = {
+    "unknown-preset": "`python -m stacks models list --version {version}` lists them",
+    "admission": ESTIMATE,
+    "fit-one-node": ESTIMATE,
+    "estimator": ESTIMATE,
+    "tuning-fit": ESTIMATE,
+    "replicas-fit": ESTIMATE,
+    "gated": HF_TOKEN,
+    "gated-secret": HF_TOKEN,
+    "no-pools": "in this stack: add a gpuNodePools entry (" + ESTIMATE + ")",
+    "kubeconfig-twice": "the secret kaito-aks:kubeconfig gives the contents already: remove one of them",
+    "unsized": "a cluster.kubeconfig stack does not know the cluster's GPU pools, so `pulumi up`'s GPU-node wait "
+    "checks them (" + ESTIMATE + ")",
+    "gpu-driver": "in this stack: enable gpuOperator (gpuOperator.enabled)",
+    "discovery": "in this stack: remove kaito.gpuDiscovery (external is its default with gpuOperator)",
+    "node-provisioning": "in this stack: remove kaito.nodeProvisioning (auto is the add-on's), or drop the cluster's "
+    "aiToolchainOperator",
+    "gateway-routes": "the stack's gateway routes no workspace (it routes vLLM presets; each other workspace says "
+    "gateway: false or is no vLLM preset): add one, or remove gateway",
+}
+
+
+def hinted(problem: Problem, args: KaitoModelArgs | None = None) -> Problem:
+    """A component's problem with the stack's hint appended (before its way past, if it says
+    one); `args`: the model's, for a model's problem."""
+    hint = HINTS.get(problem.code)
+    if hint is None:
+        return problem
+    facts = {"model": "", "version": "", "name": "", "pool": ""}
+    if args is not None:
+        sizes = {g.vm_size for g in args.node_groups or [] if selects(match_labels(args), g)}
+        pool = f" --pool {sizes.pop()}" if len(sizes) == 1 else ""
+        facts = {"model": args.model or "", "version": args.kaito_version, "name": args.name or "", "pool": pool}
+    past = policy.way_past(problem.code)
+    if past and problem.message.endswith(past):  # the hint goes before the way past
+        return dataclasses.replace(problem, message=f"{problem.message[: -len(past)]}; {hint.format(**facts)}{past}")
+    return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
 
 
 def once(problems: list[Problem]) -> list[Problem]:
@@ -71,8 +115,7 @@ def judge(
         found += [where(p, e.placed, cfg) for p in errors]
         warned += [where(p, e.placed, cfg) for p in warnings]
     found += [_together_at(p, cfg) for p in together.problems]
-    found += rules.check(cfg, written)
-    own = rules.warnings(cfg, written, stack)
+    errors, own, warnings = rules.verdict(cfg, written, stack, found)
     cfg = dataclasses.replace(
         cfg,
         workspaces=tuple(
@@ -81,9 +124,9 @@ def judge(
         rag_engines=tuple(
             dataclasses.replace(e, warnings=tuple(m[1])) for e, m in zip(cfg.rag_engines, engines, strict=True)
         ),
-        warnings=tuple(once([*own, *warned, *rules.warnings_of(found)])),
+        warnings=tuple(once([*own, *warned, *warnings])),
     )
-    return once(rules.errors_of(found)), cfg
+    return once(errors), cfg
 
 
 # ---------------------------------------------------------------- where a component's problem was written
@@ -99,11 +142,11 @@ def where(problem: Problem, placed: Placed, cfg: StackConfig, model: KaitoModelA
         rest = path[2:]
         if rest and rest[0] in ("min_nodes", "max_nodes"):
             rest = ()  # (a pool's count or autoscale)
-        return rules.hinted(dataclasses.replace(problem, path=(*cfg.pools[path[1]].placed.at, *rest)), model)
+        return hinted(dataclasses.replace(problem, path=(*cfg.pools[path[1]].placed.at, *rest)), model)
     head = path[0] if path else None
     if isinstance(head, str) and head in placed.filled:
-        return rules.hinted(dataclasses.replace(problem, path=(*placed.filled[head], *path[1:])), model)
-    return rules.hinted(problem.under(*placed.at), model)
+        return hinted(dataclasses.replace(problem, path=(*placed.filled[head], *path[1:])), model)
+    return hinted(problem.under(*placed.at), model)
 
 
 def _together_at(problem: Problem, cfg: StackConfig) -> Problem:
@@ -122,7 +165,7 @@ def _together_at(problem: Problem, cfg: StackConfig) -> Problem:
 def _cluster(cfg: StackConfig, written: Written, base_dir: Path | None) -> list[Problem]:
     if cfg.kubeconfig_cluster is not None:
         found = kubeconfig_cluster_problems(cfg.kubeconfig_cluster, base=base_dir)
-        return [rules.hinted(p.under("cluster", "kubeconfig")) for p in found]
+        return [hinted(p.under("cluster", "kubeconfig")) for p in found]
     if cfg.aks_cluster is not None:
         return [p.under("cluster", written.cluster_kind or "aks") for p in aks_cluster_problems(cfg.aks_cluster)]
     return []

@@ -31,7 +31,7 @@ from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
 from kaito_aks.operators.karpenter import Karpenter
 from kaito_aks.operators.ragengine_operator import RagEngineOperator
-from kaito_aks.pod_security import pod_security_labels
+from kaito_aks.pod_security import namespace_level, pod_security_labels
 from kaito_aks.rag.component import RagEngine, watched_object
 from kaito_aks.serving.dashboard import VllmDashboard
 from kaito_aks.serving.gateway import InferenceGateway
@@ -72,7 +72,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     namespaces = {
         ns: k8s.core.v1.Namespace(
             f"namespace/{ns}",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=pod_security_labels(cfg.pod_security(ns))),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=ns, labels=pod_security_labels(_level(cfg, ns))),
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
         )
         for ns in cfg.namespaces
@@ -102,6 +102,11 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     _export(cfg, cluster, group, operators.provisioner, rag_engines)
     _export_serving(cfg, group, serving)
     _export_karpenter(operators.karpenter)
+
+
+def _level(cfg: StackConfig, namespace: str) -> str:
+    """The Pod Security level a namespace this stack creates enforces: the strictest its models pass."""
+    return namespace_level(w.args for w in cfg.workspaces if w.args.namespace == namespace)
 
 
 def _cluster(cfg: StackConfig) -> AksCluster | KubeconfigCluster:
@@ -228,7 +233,7 @@ def kaito_kinds(cfg: StackConfig) -> list[KaitoKind]:
     serving models), RAGEngines (unless the stack installs their chart: its release waits for the CRD)."""
     chart = catalog.kaito_charts()[cfg.kaito.version]
     kinds: set[KaitoKind] = set()
-    for m in cfg.models:
+    for m in (w.args for w in cfg.workspaces):
         kinds.add(KaitoKind.of(WORKSPACE_API_VERSION, "Workspace"))
         if m.tuning is None and chart.replicas == "inferenceSet":
             kinds.add(KaitoKind.of(chart.inference_set_api_version or "", "InferenceSet"))

@@ -6,7 +6,6 @@ components' problems (the config key, the command to run)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator
 
 from kaito_aks import catalog, policy
@@ -14,9 +13,8 @@ from kaito_aks.azure.aks_cluster import aks_cluster_warnings
 from kaito_aks.azure.aks_security import is_production
 from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of
 from kaito_aks.model.names import RESERVED_NAMESPACES
-from kaito_aks.model.placement import match_labels
-from kaito_aks.model.spec import KaitoModelArgs, vllm_preset
-from kaito_aks.nodes import SYSTEM_POOL, selects
+from kaito_aks.model.spec import vllm_preset
+from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
 from kaito_aks.operators.kaito_operator import effective_gates, gate_at
 from kaito_aks.operators.karpenter import KarpenterArgs
@@ -134,51 +132,18 @@ def _is_warning(problem: Problem) -> bool:
     return policy.is_warning(problem) if rule is None else problem.bypassed or not rule.error
 
 
-# The stack's hints on a few of the components' problems, by code, appended to the component's
-# message (which names its arg and the fix in a component's terms): the command to run, the key
-# of the stack file that fills the arg.
-ESTIMATE = "see `python -m stacks models estimate {model}{pool} --version {version}`"
-HF_TOKEN = "in this stack: run `pulumi config set --secret hfToken <token>` (or set modelAccessSecret)"
-HINTS = {
-    "unknown-preset": "`python -m stacks models list --version {version}` lists them",
-    "admission": ESTIMATE,
-    "fit-one-node": ESTIMATE,
-    "estimator": ESTIMATE,
-    "tuning-fit": ESTIMATE,
-    "replicas-fit": ESTIMATE,
-    "gated": HF_TOKEN,
-    "gated-secret": HF_TOKEN,
-    "no-pools": "in this stack: add a gpuNodePools entry (" + ESTIMATE + ")",
-    "kubeconfig-twice": "the secret kaito-aks:kubeconfig gives the contents already: remove one of them",
-    "unsized": "a cluster.kubeconfig stack does not know the cluster's GPU pools, so `pulumi up`'s GPU-node wait "
-    "checks them (" + ESTIMATE + ")",
-    "gpu-driver": "in this stack: enable gpuOperator (gpuOperator.enabled)",
-    "discovery": "in this stack: remove kaito.gpuDiscovery (external is its default with gpuOperator)",
-    "node-provisioning": "in this stack: remove kaito.nodeProvisioning (auto is the add-on's), or drop the cluster's "
-    "aiToolchainOperator",
-    "gateway-routes": "the stack's gateway routes no workspace (it routes vLLM presets; each other workspace says "
-    "gateway: false or is no vLLM preset): add one, or remove gateway",
-}
+def verdict(
+    cfg: StackConfig, written: Written, stack: str, found: list[Problem]
+) -> tuple[list[Problem], list[Problem], list[Problem]]:
+    """The stack's own rules with the components' problems (`found`, at config paths), judged by
+    the stack's table and the library's: the errors, the stack's own warnings (what it allows but
+    says), and the other warnings."""
+    checked, said = serving.problems(cfg, written)
+    every = [*found, *check(cfg), *checked]
+    return errors_of(every), [*warnings(cfg, written, stack), *said], warnings_of(every)
 
 
-def hinted(problem: Problem, args: KaitoModelArgs | None = None) -> Problem:
-    """A component's problem with the stack's hint appended (before its way past, if it says
-    one); `args`: the model's, for a model's problem."""
-    hint = HINTS.get(problem.code)
-    if hint is None:
-        return problem
-    facts = {"model": "", "version": "", "name": "", "pool": ""}
-    if args is not None:
-        sizes = {g.vm_size for g in args.node_groups or [] if selects(match_labels(args), g)}
-        pool = f" --pool {sizes.pop()}" if len(sizes) == 1 else ""
-        facts = {"model": args.model or "", "version": args.kaito_version, "name": args.name or "", "pool": pool}
-    past = policy.way_past(problem.code)
-    if past and problem.message.endswith(past):  # the hint goes before the way past
-        return dataclasses.replace(problem, message=f"{problem.message[: -len(past)]}; {hint.format(**facts)}{past}")
-    return dataclasses.replace(problem, message=f"{problem.message}; {hint.format(**facts)}")
-
-
-def check(cfg: StackConfig, written: Written) -> list[Problem]:
+def check(cfg: StackConfig) -> list[Problem]:
     """The stack's own rules (its keys, settings that contradict each other across its sections),
     each problem at its config path; serving's in stacks/serving.py."""
     return [
@@ -188,14 +153,13 @@ def check(cfg: StackConfig, written: Written) -> list[Problem]:
         *_karpenter(cfg),
         *_add_on(cfg),
         *_gates(cfg),
-        *_rag(cfg, written),
+        *_rag(cfg),
         *_pools(cfg),
         *_created_namespaces(cfg),
-        *serving.check(cfg, written),
     ]
 
 
-def _rag(cfg: StackConfig, written: Written) -> Iterator[Problem]:
+def _rag(cfg: StackConfig) -> Iterator[Problem]:
     """RAG engines next to the models: their operator, no tokens in the file (their names beside
     the models' are the library's to check: kaito_aks.check_together)."""
     if "ragEngineOperator" in cfg.decided.written and cfg.rag_operator is None:
@@ -205,7 +169,7 @@ def _rag(cfg: StackConfig, written: Written) -> Iterator[Problem]:
             "installs KAITO, or with ragEngineOperator.install: true), so it has no effect: remove it",
             "rag-operator",
         )
-    if cfg.add_on and (written.rag_engines or cfg.rag_operator is not None):
+    if cfg.add_on and ("ragEngines" in cfg.decided.written or cfg.rag_operator is not None):
         no_chart = cfg.kaito.version not in catalog.ragengine_charts()
         yield Problem(
             ("ragEngines",),
@@ -419,7 +383,7 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     adopts_anywhere = (
         chart.replicas == "workspacePerReplica" and chart.feature_gates.get("enableInferenceSetController") is False
     )
-    if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.models:
+    if adopts_anywhere and gates.get("enableInferenceSetController") is True and cfg.workspaces:
         yield Problem(
             ("kaito", "feature_gates", Key("enableInferenceSetController")),
             f"with KAITO {chart.version} this program serves replicas as Workspaces labelled "
@@ -528,7 +492,6 @@ def warnings(cfg: StackConfig, written: Written, stack: str) -> list[Problem]:
         *found,
         *_provisioner_warnings(cfg.gpu_provisioner, cfg.kaito.version),
         *_karpenter_warnings(written, cfg.karpenter),
-        *serving.warnings(cfg, written),
     ]
 
 

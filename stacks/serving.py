@@ -34,14 +34,11 @@ WARNINGS = frozenset(
 # ---------------------------------------------------------------- what only the whole stack can get wrong
 
 
-def check(cfg: StackConfig, written: Written) -> list[Problem]:
-    """The stack's serving rules, at config paths (the gateway's and KEDA's own: stacks/judge.py)."""
-    return [
-        *_gateway(cfg, written),
-        *_autoscaling(cfg, written),
-        *_metrics(cfg, written),
-        *own_key_problems(cfg, written),
-    ]
+def problems(cfg: StackConfig, written: Written) -> tuple[list[Problem], list[Problem]]:
+    """The stack's serving rules, at config paths (the gateway's and KEDA's own: stacks/judge.py),
+    and what it allows about serving but says."""
+    found = [*_gateway(cfg, written), *_autoscaling(cfg, written), *_metrics(cfg, written)]
+    return [*found, *own_key_problems(cfg, written)], warnings(cfg, written)
 
 
 def _refusal(cfg: StackConfig) -> str | None:
@@ -69,7 +66,7 @@ def _gateway(cfg: StackConfig, written: Written) -> Iterator[Problem]:
 
 
 def _autoscaling(cfg: StackConfig, written: Written) -> Iterator[Problem]:
-    if written.autoscaling is not None and not any(m.autoscale is not None for m in cfg.models):
+    if written.autoscaling is not None and not any(w.args.autoscale is not None for w in cfg.workspaces):
         yield Problem(
             ("autoscaling",),
             "configures KEDA for autoscaled workspaces, and no workspace has autoscale: remove it, or give one autoscale",
