@@ -146,6 +146,19 @@ def model_demand(args: KaitoModelArgs, groups: Sequence[NodeGroup], who: str) ->
         need = preset.tuning_gib or preset.model_gib
         nodes = max(1, math.ceil(need / sku.gpu_mem_gib))
         return Demand(who, pools, nodes, f"a tuning job on {_nodes(nodes)} while it runs")
+    return _serving_demand(args, preset, sku, chart, who, pools)
+
+
+def _serving_demand(
+    args: KaitoModelArgs,
+    preset: catalog.Preset,
+    sku: catalog.GpuSku,
+    chart: catalog.KaitoChart,
+    who: str,
+    pools: frozenset[int],
+) -> Demand | None:
+    """A serving model's nodes at its most replicas: per replica, the transformers runtime's one
+    node or KAITO's vLLM estimate on the pools' size."""
     bypassed = "pool-budget" in args.bypass_checks  # the model's own choice: it leaves the budget, said
     replicas = serving_replicas(args)
     scaled = " (`autoscale.max_replicas`)" if args.autoscale is not None else ""
@@ -212,33 +225,44 @@ def engine_demand(
     size = (sku.name if sku is not None else compute.instance_type).lower()
     pools = frozenset(j for j, g in enumerate(groups) if selects(wanted, g) and g.vm_size.lower() == size)
     labelled = [g.name for g in groups if selects(wanted, g)]
-    named = {wanted.get(k) for k in AGENTPOOL_LABELS} - {None}
-    cpu = _cpu_pools(system) or []
-    on_cpu = next((p for p in cpu if named == {p[0]}), None)
-    # not a GPU size: a CPU pool of it, or nodes this stack does not model (labels it cannot see)
-    cpu_elsewhere = not named or not cpu or (on_cpu is not None and on_cpu[1].lower() == size)
+    on_cpu, cpu_elsewhere = _on_cpu(wanted, size, system)
     if sku is None and not labelled and cpu_elsewhere:
         return None, None
     if not pools:
-        if labelled:
-            found = f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
-        elif on_cpu is not None:
-            found = f"the {'system pool' if on_cpu[0] == SYSTEM_POOL else 'CPU pool ' + on_cpu[0]} with those labels is of {on_cpu[1]}"
-        else:
-            found = "no pool carries those labels"
-        return None, Problem(
-            ("compute",),
-            f"KAITO admits this, but it runs the engine on a node with `compute.label_selector`'s labels and of "
-            "`instance_type` "
-            f"{compute.instance_type}, and {found}; it would ask for a new node, which nothing provisions with "
-            "bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: <its name>}), or use its size",
-            "rag-no-pool",
-        )
+        return None, _no_pool(compute.instance_type, labelled, on_cpu)
     gpus = rag_rules.gpu_request(args)
     if gpus == 0:
         return None, None
     why = f"KAITO {chart.version} gives an engine that embeds locally every GPU of its instanceType ({gpus})"
     return Demand(who, pools, 1, why, engine=True, bypassed="pool-budget" in args.bypass_checks), None
+
+
+def _on_cpu(wanted: dict[str, str], size: str, system: CpuPools) -> tuple[tuple[str, str] | None, bool]:
+    """The CPU pool (name, size) an engine's labels name, if any; and whether its compute may run
+    on CPU nodes (a CPU pool of its size, or nodes the program does not model: no pool named, or
+    none known)."""
+    named = {wanted.get(k) for k in AGENTPOOL_LABELS} - {None}
+    cpu = _cpu_pools(system) or []
+    on_cpu = next((p for p in cpu if named == {p[0]}), None)
+    return on_cpu, not named or not cpu or (on_cpu is not None and on_cpu[1].lower() == size)
+
+
+def _no_pool(instance_type: str, labelled: list[str], on_cpu: tuple[str, str] | None) -> Problem:
+    """An engine's compute that no pool gives: none with its labels and its size."""
+    if labelled:
+        found = f"the pools with those labels ({', '.join(labelled)}) are of other sizes"
+    elif on_cpu is not None:
+        pool = "system pool" if on_cpu[0] == SYSTEM_POOL else f"CPU pool {on_cpu[0]}"
+        found = f"the {pool} with those labels is of {on_cpu[1]}"
+    else:
+        found = "no pool carries those labels"
+    return Problem(
+        ("compute",),
+        f"KAITO admits this, but it runs the engine on a node with `compute.label_selector`'s labels and of "
+        f"`instance_type` {instance_type}, and {found}; it would ask for a new node, which nothing provisions with "
+        "bring-your-own nodes: select a GPU pool of that size (e.g. {agentpool: <its name>}), or use its size",
+        "rag-no-pool",
+    )
 
 
 def overflows(
@@ -257,26 +281,30 @@ def overflows(
         if len(inside) == 1 and not inside[0].engine:
             continue
         over.append(pools)
-        names = ", ".join(groups[j].name for j in sorted(pools))
-        size = groups[min(pools)].vm_size
-        shares = "; ".join(f"{d.who} takes {d.nodes} ({d.why})" for d in inside)
-        engines = [d for d in inside if d.engine]
-        one = len(pools) == 1
-        fix = f"give {'the pool' if one else 'the pools'} {_nodes(need - most)} more ({grow})"
-        if engines and len(inside) > len(engines):
-            fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
-        elif any(d.replicas > 1 for d in inside):
-            fix += ", or lower `autoscale.max_replicas`" if all(d.scaled for d in inside) else ", or lower replicas"
-        else:
-            fix += ", or select another pool for one of them (`label_selector`)"
-        problem = Problem(
-            ("node_groups", min(pools)),
-            f"KAITO admits each of these, but {'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most "
-            f"{_nodes(most)} of {size}, and {need} are needed at once: {shares}. Each KAITO pod takes every GPU of "
-            f"its node, so the rest would stay Pending: {fix}",
-            "pool-budget",
-        )
-        yield problem, inside
+        yield _overflow(inside, [groups[j] for j in sorted(pools)], min(pools), need, most, grow), inside
+
+
+def _overflow(inside: list[Demand], pools: list[NodeGroup], first: int, need: int, most: int, grow: str) -> Problem:
+    """A set of pools that cannot give its entries their nodes at once: who takes what, and the
+    count that makes every one of them fit (or what else would)."""
+    one = len(pools) == 1
+    shares = "; ".join(f"{d.who} takes {d.nodes} ({d.why})" for d in inside)
+    fix = f"give {'the pool' if one else 'the pools'} {_nodes(need - most)} more ({grow})"
+    engines = [d for d in inside if d.engine]
+    if engines and len(inside) > len(engines):
+        fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
+    elif any(d.replicas > 1 for d in inside):
+        fix += ", or lower `autoscale.max_replicas`" if all(d.scaled for d in inside) else ", or lower replicas"
+    else:
+        fix += ", or select another pool for one of them (`label_selector`)"
+    names = ", ".join(g.name for g in pools)
+    return Problem(
+        ("node_groups", first),
+        f"KAITO admits each of these, but {'pool' if one else 'pools'} {names} {'has' if one else 'have'} at most "
+        f"{_nodes(most)} of {pools[0].vm_size}, and {need} are needed at once: {shares}. Each KAITO pod takes every "
+        f"GPU of its node, so the rest would stay Pending: {fix}",
+        "pool-budget",
+    )
 
 
 def _nodes(n: int) -> str:

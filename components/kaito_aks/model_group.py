@@ -25,7 +25,7 @@ from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.problems import Problem, raise_if, shown
 from kaito_aks.serving.spec import GatewayRefArgs
-from kaito_aks.together import check_together
+from kaito_aks.together import Together, check_together
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -129,19 +129,8 @@ def _checked(
     together = check_together(checked, own=own)
     for i, (n, _) in enumerate(checked):
         problems += [p.under(n) for p in together.own(i, own[i])]
-    group: list[Problem] = []  # what the models together refuse nothing of (bypassed), said by the group
-    for problem in together.problems:
-        at, rest = problem.path[:2], problem.path[2:]
-        if at[:1] == ("models",) and len(at) == 2 and isinstance(at[1], int):
-            n = checked[at[1]][0]
-            if policy.is_warning(problem):  # the model's own to say (its args.<path>)
-                warnings[n].append(dataclasses.replace(problem, path=rest))
-            else:
-                problems.append(dataclasses.replace(problem, path=(n, *rest)))
-        elif policy.is_warning(problem):
-            group.append(problem)
-        else:
-            problems.append(problem)
+    refused, group = _together(together, checked, warnings)
+    problems += refused
     if checked:
         problems += operator_problems(checked[0][1].kaito_version, opts, at="opts")
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
@@ -153,6 +142,27 @@ def _checked(
     for warning in group:
         pulumi.log.warn(f"deploy_models {name!r}: {warning.under('args').text()}")
     return checked, warnings
+
+
+def _together(
+    together: Together, checked: list[Named], warnings: dict[str, list[Problem]]
+) -> tuple[list[Problem], list[Problem]]:
+    """What the models together refuse, each model's at its resource name; and what they refuse
+    nothing of (bypassed): a model's is its own to say (added to `warnings`, at its args' path),
+    the rest the group's."""
+    refused: list[Problem] = []
+    group: list[Problem] = []
+    for problem in together.problems:
+        at, rest = problem.path[:2], problem.path[2:]
+        if at[:1] == ("models",) and len(at) == 2 and isinstance(at[1], int):
+            n = checked[at[1]][0]
+            if policy.is_warning(problem):
+                warnings[n].append(dataclasses.replace(problem, path=rest))
+            else:
+                refused.append(dataclasses.replace(problem, path=(n, *rest)))
+        else:
+            (group if policy.is_warning(problem) else refused).append(problem)
+    return refused, group
 
 
 def _call_problems(name: object, models: object, access: object, opts: object) -> list[Problem]:
