@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
+from stacks import declared
 from stacks.errors import StackConfigError
 from stacks.evaluate import Evaluation, ProgramMocks, RecordingMonitor, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
+# The repository's example stacks (stacks.yaml), the stacks tests about the examples iterate: any
+# other Pulumi.<stack>.yaml is a user's, checked by tests/test_user_stacks.py.
+EXAMPLES = list(declared.read(ROOT).examples)
 
 BYO_CLUSTER = {"kubeconfig": {"context": "test"}}
 

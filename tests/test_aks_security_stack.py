@@ -10,13 +10,13 @@ import pytest
 from kaito_aks import catalog
 from stacks.evaluate import evaluate
 from stacks.load import parse_stack_file
-from stacks.stackfile import read_stack_file, stack_names
-from tests.conftest import errors_of, run
+from stacks.stackfile import read_stack_file
+from tests.conftest import EXAMPLES, errors_of, run
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 ROLE = "azure-native:authorization:RoleAssignment"
 WINDOW = "azure-native:containerservice:MaintenanceConfiguration"
-CREATED = [s for s in stack_names() if "aks" in (read_stack_file(s).config.get("kaito-aks:cluster") or {})]
+CREATED = [s for s in EXAMPLES if "aks" in (read_stack_file(s).config.get("kaito-aks:cluster") or {})]
 AKS = {"aks": {"resourceGroup": "rg", "name": "kaito-test", "kubernetesVersion": "1.33"}}
 
 
@@ -68,7 +68,7 @@ def test_prod_has_a_restricted_api_server_and_the_standard_tier_the_others_keep_
             assert "apiServerAccessProfile" not in c
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", EXAMPLES)
 def test_no_role_assignment_in_any_render_names_contributor_or_owner(stack: str):
     f = read_stack_file(stack)
     ev = evaluate(f.config, stack=stack, secrets=f.secrets)
