@@ -41,6 +41,7 @@ from stacks.config import (
     StackConfig,
 )
 from stacks.defaults import Written
+from stacks.hf_token import gets_hf_token
 from stacks.nested_secrets import SECRET_PRESENT
 
 
@@ -348,11 +349,12 @@ def _models(
     for i, entry in enumerate(written.workspaces):
         if entry is None:
             continue
-        given = {k: v for k, v in entry.items() if v is not None and k not in serving.OWN_KEYS}
+        given = {k: v for k, v in entry.items() if v is not None and k not in (*serving.OWN_KEYS, "use_hf_token")}
         given["allow_from"] = defaults.allowed_callers(written.endpoints, given)
+        token = hf_token if gets_hf_token(entry, kaito.version, written.generation) else None
         args = KaitoModelArgs(
             **defaults.model_defaults(stack_wide, given) | given,
-            hf_token=hf_token,
+            hf_token=token,
             node_groups=list(node_groups) if node_groups is not None else None,
         )
         args = serving.model_serving(entry, args, written, metrics)

@@ -232,6 +232,7 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
     from stacks.cost import stack_cost
     from stacks.defaults import generation_note
     from stacks.errors import StackConfigError, located
+    from stacks.hf_token import note as hf_token_note
     from stacks.load import foreign_keys, parse_stack_file
 
     failed = 0
@@ -253,9 +254,9 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
-        note = generation_note(cfg)
-        if note is not None:
-            print(f"{stack}: {note}")
+        for note in (generation_note(cfg), hf_token_note(cfg)):
+            if note is not None:
+                print(f"{stack}: {note}")
         nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools"

@@ -49,8 +49,8 @@ DEFAULT_KAITO_VERSION = "0.8.1"
 # The generations of the program's defaults (`kaito-aks:defaults`): a stack file without the key
 # keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
 # lists what each generation changes.
-Generation = Literal[1, 2]
-NEWEST_GENERATION = 2
+Generation = Literal[1, 2, 3]
+NEWEST_GENERATION = 3
 # Stand in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"
@@ -71,7 +71,9 @@ NESTED_SECRET_DOCS = {
     "--secret 'kaito-aks:gateway.tls.key' < key.pem`",
 }
 SECRET_DOCS = {
-    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
+    "hfToken": "Hugging Face token for the models that need one (gated: `models list` says which) and those whose "
+    "workspace asks (useHfToken); before `kaito-aks:defaults: 3`, every model whose weights are downloaded at start-up; "
+    "`pulumi config set --secret hfToken <token>`",
     "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
     "`pulumi config set --secret kubeconfig < file`",
 }
@@ -203,9 +205,10 @@ TOP = Section(
         "defaults": Own(
             Generation,
             "The generation of this program's defaults the stack was made with: 1 (no key: the stacks made before "
-            "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), or 2 (a new stack: Karpenter "
-            "is KAITO 0.12's auto-mode provisioner on a cluster the stack creates); docs/upgrading.md lists what "
-            "each changes. Upgrading this program never changes a stack's generation.",
+            "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), 2 (Karpenter is KAITO 0.12's "
+            "auto-mode provisioner on a cluster the stack creates) or 3 (a new stack: as 2, and `hfToken` goes only "
+            "to the models that need it, or ask for it with useHfToken); docs/upgrading.md lists what each "
+            "changes. Upgrading this program never changes a stack's generation.",
             1,
         ),
     },
@@ -413,6 +416,14 @@ WORKSPACE = Section(
             bool | None,
             "Have Prometheus scrape the model's vLLM metrics; default: true for a vLLM preset when the stack has "
             "metrics.",
+        ),
+        "use_hf_token": Own(
+            bool | None,
+            "Give the model the stack's `hfToken` (a Secret `<name>-hf-token`, its modelAccessSecret), e.g. for a "
+            "private Hugging Face repository; false: never. Default: from `kaito-aks:defaults: 3`, only the models "
+            "that need one (a gated repository, a preset KAITO's webhook denies without one; `models list` says "
+            "which), so adding or rotating the token replaces no other model; before generation 3, every model "
+            "whose weights are downloaded at start-up.",
         ),
     },
 )

@@ -54,6 +54,7 @@ _EXPORTS = {
     "Judged": "kaito_aks.validation",
     "KaitoModelArgs": "kaito_aks.model.spec",
     "deploy_models": "kaito_aks.model_group",
+    "needs_hf_token": "kaito_aks.model.rules",
     "pool_budget": "kaito_aks.budget",
     "ModelGroup": "kaito_aks.model_group",
     "AdapterArgs": "kaito_aks.model.spec",
@@ -134,6 +135,7 @@ if TYPE_CHECKING:
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
     from kaito_aks.model.component import KaitoModel, check_model
+    from kaito_aks.model.rules import needs_hf_token
     from kaito_aks.model.spec import (
         AdapterArgs,
         KaitoModelArgs,
@@ -234,5 +236,6 @@ __all__ = [
     "check_model",
     "deploy_models",
     "karpenter_cluster_args",
+    "needs_hf_token",
     "pool_budget",
 ]

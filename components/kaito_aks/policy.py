@@ -679,6 +679,7 @@ SERVING_RULES: dict[str, Rule] = {
     "gateway-gate": _program("a gateway with KAITO's gateway extension turned off"),
     "gateway": _program("a workspace asking for a gateway the stack does not have"),
     "metrics": _program("a workspace asking for metrics the stack does not have"),
+    "hf-token-missing": _program("a workspace asking for the stack's hfToken, which is not set"),
     "autoscaling-unused": _program("KEDA configured with no autoscaled workspace"),
     "metrics-unused": _program("metrics configured with no scraped workspace"),
     "keda-addon": _program("the KEDA add-on on a cluster this stack does not create"),

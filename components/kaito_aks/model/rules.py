@@ -84,6 +84,25 @@ def model_warnings(args: KaitoModelArgs) -> list[Problem]:
     return model_verdict(args)[1]
 
 
+def needs_hf_token(model: str, kaito_version: str) -> bool:
+    """Whether serving `model` on a KAITO release needs a Hugging Face token: a preset KAITO's
+    webhook denies without one (supported_models.yaml downloadAuthRequired: llama-3.1-8b-instruct
+    and llama-3.3-70b-instruct, lines 25 and 35 at v0.8.1, 42 and 52 at v0.11.0, 49 and 59 at
+    v0.12.0), a gated Hugging Face repository (catalog/hugging_face_models.yaml `gated`), or any
+    preset that downloads its weights on a release whose webhook asks a secret of every download
+    (0.6). A program with one token for many models gives it to these, and to a private
+    repository's model: a Workspace's preset is replaced, not patched, so a model given a token it
+    does not need is replaced when the token is first added."""
+    chart = catalog.kaito_charts().get(kaito_version)
+    if chart is None:
+        return False
+    preset = catalog.find_preset(model, chart.preset_catalog)
+    if preset is None:  # (0.11+) a Hugging Face id KAITO sizes itself: gated if its repository is known to be
+        return chart.accepts_hugging_face_ids and model.lower() in catalog.gated_models()
+    needed = preset.auth_required or preset.gated or chart.secret_for_every_download
+    return preset.download_at_runtime and needed
+
+
 def _unchecked(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
     """What cannot be checked here: a Hugging Face id KAITO sizes itself, a GPU preset on
     bring-your-own nodes the model was not told of, a CPU model whose pools are not known."""
