@@ -184,7 +184,7 @@ def _positive(text: str) -> float:
 def _render(stacks: list[str], out: Path, root: Path, against: str | None = None) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError, located
-    from stacks.load import foreign_keys, parse_stack_file
+    from stacks.load import parse_stack_file
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
@@ -192,8 +192,6 @@ def _render(stacks: list[str], out: Path, root: Path, against: str | None = None
         target = out / stack
         try:
             f = read_stack_file(stack, root)
-            for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
             written, warnings = render_stack(stack, target, root, f)
             for warning in warnings:
                 print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
@@ -233,14 +231,12 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
     from stacks.defaults import generation_note
     from stacks.errors import StackConfigError, located
     from stacks.hf_token import note as hf_token_note
-    from stacks.load import foreign_keys, parse_stack_file
+    from stacks.load import parse_stack_file
 
     failed = 0
     for stack in stacks:
         try:
             f = read_stack_file(stack, root)
-            for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {located(warning, f)}")
             cfg = parse_stack_file(f)
         except (FileNotFoundError, StackFileError) as err:
             print(f"{stack}: {err}")

@@ -211,7 +211,7 @@ def render_stack(
     cfg = parse_stack_file(f)  # what `validate` checks, with the file's lines
 
     def program() -> None:
-        build_stack(*load_stack(f, warn=False))  # the caller reports the file's warnings
+        build_stack(*load_stack(f))
 
     # The components log their warnings through the mock engine; the caller says them with the
     # file's lines instead (cfg.warnings), so they are not printed twice, once without a place.

@@ -619,7 +619,10 @@ STACK_RULES: dict[str, Rule] = {
     ),
     "cluster": _program("not exactly one kind of cluster"),
     "engine": _program("engine config that is not JSON"),
-    "foreign-key": _warning("a config key outside the namespace that looks like ours"),
+    "foreign-key": _program(
+        "a config key whose namespace is a near-miss of the program's",
+        "the program would not read it: the section dropped, a deployed stack's models deleted",
+    ),
     "node-subnet": _program(
         "a nodes' subnet with gpu-provisioner",
         'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',

@@ -15,6 +15,7 @@ from kaito_aks.azure.aks_security import MAX_SURGE, Zone
 from kaito_aks.azure.node_pool import (
     NODES,
     POOL_NAME,
+    VM_SIZE,
     AutoscaleArgs,
     default_name,
     initial_nodes,
@@ -45,7 +46,7 @@ class CpuNodePoolArgs:
     """The AKS cluster the pool joins (e.g. `AksCluster.cluster_name`)."""
     resource_group_name: Input[str]
     """The cluster's resource group (e.g. `AksCluster.resource_group_name`)."""
-    vm_size: str
+    vm_size: Annotated[str, VM_SIZE]
     """A CPU VM size, e.g. Standard_D8s_v5 (a GPU size is GpuNodePool's). Set at creation: a
     change replaces the pool."""
     name: Annotated[str, POOL_NAME] | None = None

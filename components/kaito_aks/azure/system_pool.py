@@ -10,6 +10,7 @@ from typing import Annotated
 from pulumi_azure_native import containerservice
 
 from kaito_aks.azure.aks_security import MAX_SURGE, Zone
+from kaito_aks.azure.node_pool import VM_SIZE
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.schema import MaxItems, Range, args_class
 
@@ -20,7 +21,7 @@ class SystemPoolArgs:
     kubernetes.azure.com/mode: system) unless a CPU pool takes them. Applied when the cluster is
     created; later edits are checked against the live pool at `pulumi up`, not applied."""
 
-    vm_size: str = "Standard_D4s_v5"
+    vm_size: Annotated[str, VM_SIZE] = "Standard_D4s_v5"
     """VM size of the system nodes; applied when the cluster is created; later edits are checked
     against the live pool at `pulumi up`, not applied (AKS cannot resize a pool: add a System-mode
     CpuNodePool instead)."""
