@@ -182,7 +182,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_release_in_a_comment():
             if ref.startswith("$/"):  # this repository's own, at the workflow's commit
                 continue
             assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", ref), f"{path.name}: {line.strip()}"
-            assert release and re.fullmatch(r"v\d+(\.\d+)*", release), f"{path.name}: {line.strip()} (the release?)"
+            assert re.fullmatch(r"v\d+(\.\d+)*", release or ""), f"{path.name}: {line.strip()} (the release?)"
     assert found >= 15
 
 

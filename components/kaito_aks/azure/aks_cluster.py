@@ -442,8 +442,8 @@ class AksCluster(pulumi.ComponentResource):
     node_subnet_id: pulumi.Output[str]
     """The subnet the system pool's nodes are in, as Azure reports it; empty: AKS's managed VNet."""
     vnet_guid: pulumi.Output[str]
-    """The resource GUID of node_subnet_id's VNet (Azure CNI overlay nodes carry it); empty
-    without node_subnet."""
+    """The resource GUID of the VNet of `node_subnet_id` (Azure CNI overlay nodes carry it); empty
+    without `node_subnet`."""
 
     provider: ClusterProvider
     access_granted: AccessGranted | None

@@ -90,7 +90,7 @@ class NodeBootstrapToken(pulumi.ComponentResource):
     holds the token can join a node to the cluster: `token` is a Pulumi secret end to end."""
 
     token_id: pulumi.Output[str]
-    """The token's public half (its Secret is bootstrap-token-<token_id>)."""
+    """The token's public half (its Secret is `bootstrap-token-<this id>`)."""
     token: pulumi.Output[str]
     """<id>.<secret>, as a kubelet presents it (secret)."""
 

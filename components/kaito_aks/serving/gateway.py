@@ -430,9 +430,9 @@ def authorino_manifest(args: InferenceGatewayArgs) -> dict[str, Any]:
 
 class InferenceGateway(pulumi.ComponentResource):
     """One OpenAI-compatible gateway for many models, with authentication. Deploy it through the
-    cluster's Kubernetes provider; give each model `gateway=GatewayRefArgs(name=gateway.gateway_name,
-    namespace=gateway.namespace)` (KAITO 0.12, its feature gate gatewayAPIInferenceExtension on:
-    KaitoOperator `feature_gates`), and call `url` with `Authorization: Bearer <key or token>`."""
+    cluster's Kubernetes provider; give each model a `gateway` naming this one's `gateway_name` and
+    `namespace` (KAITO 0.12, its feature gate gatewayAPIInferenceExtension on: KaitoOperator
+    `feature_gates`), and call `url` with `Authorization: Bearer <key or token>`."""
 
     url: pulumi.Output[str]
     """The gateway's URL (http:// or https:// and the address Istio reports): POST
