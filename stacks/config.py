@@ -26,7 +26,7 @@ from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs, cpu_nodes
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.endpoints import AllowFromArgs
-from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.model.spec import READY_TIMEOUT_MINUTES, KaitoModelArgs
 from kaito_aks.nodes import CpuNodes, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
@@ -278,7 +278,9 @@ KAITO = Section(
             KaitoModelArgs,
             only=WAITS,
             docs={
-                "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
+                "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace "
+                f"too. Default: {READY_TIMEOUT_MINUTES['byo']} minutes, {READY_TIMEOUT_MINUTES['auto']} with "
+                "nodeProvisioning auto (KAITO's new node takes about 7 minutes to be ready)."
             },
         ),
     ),
@@ -397,7 +399,8 @@ WORKSPACE = Section(
             docs={
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
-                "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
+                "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes "
+                f"({READY_TIMEOUT_MINUTES['byo']} minutes, {READY_TIMEOUT_MINUTES['auto']} with nodeProvisioning auto).",
                 "node_selector": "Labels a custom image's nodes must carry too (KAITO keeps its pod's nodeSelector); "
                 "default on AKS for a CPU model without labelSelector: kubernetes.azure.com/mode: system, the system "
                 "pool, so it never takes a GPU node.",

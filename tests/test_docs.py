@@ -18,6 +18,7 @@ CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"(?<!!)\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.M)
 EXPLICIT = re.compile(r"<a id=\"([^\"]+)\"")
+FENCE_BODY = re.compile(r"^```[a-z]*\n(.*?)^```", re.M | re.S)
 
 
 def prose(text: str) -> str:
@@ -100,3 +101,35 @@ def test_a_broken_link_or_anchor_is_found(tmp_path: Path):
 )
 def test_anchors_are_githubs(heading: str, anchor: str):
     assert slug(heading) == anchor
+
+
+def test_a_link_that_names_a_config_section_lands_on_it():
+    """serving.md's gateway, autoscaling and metrics links all landed at the top of the
+    reference; each section has its anchor (configuration.md#workspaces-autoscale)."""
+    reference = ROOT / "docs" / "configuration.md"
+    sections = anchors(reference)
+    assert {"gateway", "autoscaling", "metrics", "workspaces", "workspaces-autoscale", "cluster-aks"} <= sections
+    unanchored = []
+    for page in PAGES:
+        for text, target in re.findall(r"\[([^\]]+)\]\(([^)#\s]*configuration\.md)\)", prose(page.read_text())):
+            if text.strip("`").replace("[]", "").replace(".", "-").lower() in sections:
+                unanchored.append(f"{page.name}: [{text}]({target})")
+    assert unanchored == []
+
+
+def test_the_reference_says_every_wait_default():
+    from kaito_aks.model.spec import READY_TIMEOUT_MINUTES
+
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    byo, auto = READY_TIMEOUT_MINUTES["byo"], READY_TIMEOUT_MINUTES["auto"]
+    assert f"Default: {byo} minutes, {auto} with nodeProvisioning auto" in text  # kaito.readyTimeoutMinutes
+    assert f"default: kaito.readyTimeoutMinutes ({byo} minutes, {auto} with nodeProvisioning auto)" in text
+
+
+def test_installing_from_git_is_a_command_that_runs_as_written():
+    """No `<owner>` to fill in: the URL is the clone's own origin, pinned to its commit."""
+    readme = (ROOT / "components" / "README.md").read_text()
+    installs = [line for line in FENCE_BODY.findall(readme) for line in line.splitlines() if "install" in line]
+    assert installs
+    assert not [line for line in installs if re.search(r"<[a-z ]+>", line)]
+    assert "<this repository>" not in (ROOT / "components" / "pyproject.toml").read_text()
