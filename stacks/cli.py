@@ -30,7 +30,8 @@ AGAINST_HELP = (
 )
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The command line `python -m stacks` takes (the docs' commands are parsed with it in the tests)."""
     assert __doc__ is not None
     parser = argparse.ArgumentParser(prog="python -m stacks", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -100,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
                 "--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version"
             )
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
     if args.command == "render":
         return _render(args.stacks or stack_names(args.dir), args.out, args.dir, args.against)
     if args.command == "validate":
