@@ -154,20 +154,19 @@ class _Walk:
                 continue
             if w.kind == "InferenceSet":
                 self.inference_set(w, obj, subject)
-            elif w.kind in ("Workspace", "RAGEngine"):
+            elif w.kind == "Workspace":
                 self.workspace(w, obj, subject)
 
     def add_kaito_object(self, w: Watched, subject: Subject) -> dict[str, Any] | None:
-        holder: list[dict[str, Any] | None] = [None]
-
-        def judge() -> Link:
-            holder[0] = self.get(w.path, f"{w.kind.lower()}s.kaito.sh in {w.namespace}")
-            if holder[0] is not None:
-                return Link("kaito", "ok")
-            return self.missing(w, subject)
-
-        self.add("kaito", judge)
-        return holder[0]
+        """The KAITO object (its own links judge it); when it is missing, why."""
+        try:
+            obj = self.get(w.path, f"{w.kind.lower()}s.kaito.sh in {w.namespace}")
+        except _UnreadError as err:
+            self.links.append(Link("kaito", "unread", str(err)))
+            return None
+        if obj is None:
+            self.add("kaito", lambda: self.missing(w, subject))
+        return obj
 
     def missing(self, w: Watched, subject: Subject) -> Link:
         """Why a KAITO object is not there: KAITO's webhook does not answer, or denies it (the
@@ -221,6 +220,7 @@ class _Walk:
         instance_type = text_at(obj, "resource", "instanceType")
         conditions = {str(c.get("type")): c for c in conditions_of(obj)}
         claims: list[dict[str, Any]] = []
+        before = len(self.links)
         if instance_type:
             self.add("nodeclaims", lambda: self.nodeclaims(w, conditions, claims))
             if isinstance(self.arm, str):
@@ -244,10 +244,11 @@ class _Walk:
                 )
 
             self.add("nodes", judge_nodes)
-        pods = self.add("pods", lambda: self.pods(w, conditions))
+        self.add("pods", lambda: self.pods(w, conditions))
         if "ModelMirrorReady" in conditions:
             self.add("weights", lambda: self.weights(obj, conditions["ModelMirrorReady"]))
-        self.add("kaito", lambda: self.kaito_conditions(obj, w, pods))
+        mine = self.links[before:]
+        self.add("kaito", lambda: self.kaito_conditions(obj, w, mine))
 
     # ------------------------------------------------------------ the Azure side
 
@@ -414,7 +415,10 @@ class _Walk:
         hit = workload.weights_download(mine, condition)
         return found(hit, "weights") if hit is not None else Link("weights", "ok")
 
-    def kaito_conditions(self, obj: dict[str, Any], w: Watched, pods: Link) -> Link:
+    def kaito_conditions(self, obj: dict[str, Any], w: Watched, others: list[Link]) -> Link:
+        """KAITO's word on a Workspace, after its other links: a failure KAITO reports that no
+        other link explains is broken here; a condition that only waits for a link that is
+        broken or in progress (its nodes, pods, weights) leaves this link holding."""
         silent = cluster.kaito_silent(
             obj, w.kind, seconds_since(field_at(obj, "metadata", "creationTimestamp"), self.now)
         )
@@ -423,11 +427,14 @@ class _Walk:
         c = next((c for c in conditions_of(obj) if c.get("type") == w.condition), None)
         if c is not None and c.get("status") == "True":
             return Link("kaito", "ok")
-        if c is not None and cluster.pod_reason(c) and pods.state == "broken":
-            return Link("kaito", "waiting", f"{w.condition}={c.get('status')} ({c.get('reason')}): see its pods")
+        said = f"{w.condition}={c.get('status')} ({c.get('reason')})" if c is not None else f"no {w.condition} yet"
+        explained = [link for link in others if link.state in ("broken", "waiting")]
+        pods_broken = any(link.name == "pods" and link.state == "broken" for link in others)
         hit = cluster.kaito_inference_failed(c) if c is not None else None
-        if hit is not None and pods.state != "broken":
+        if hit is not None and not (pods_broken and cluster.pod_reason(c)):
             return found(hit, "kaito")
+        if explained:
+            return Link("kaito", "ok", f"{said}: waits for its {explained[0].title}")
         return self.own_condition(obj, w)
 
     # ------------------------------------------------------------ serving
