@@ -215,12 +215,15 @@ class Arm:
         return self.pools.get(name)
 
 
+NOT_YET = (cond("ResourceReady", "False", "NodeClaimNotReady", "Ready NodeClaims are not enough"),)
+
+
 def _auto(
     claims: list[dict[str, Any]], *conditions: dict[str, Any], karpenter: list[dict[str, Any]] | None = None
 ) -> FakeApi:
     return FakeApi(
         {
-            WS.path: workspace("phi-0", *conditions, instance_type=A100),
+            WS.path: workspace("phi-0", *(conditions or NOT_YET), instance_type=A100),
             CLAIMS_GP: {"items": claims},
             CLAIMS_K: {"items": karpenter or []},
             NODES: {"items": []},
@@ -317,7 +320,9 @@ def _byo(
     ready_node = node("aks-a100-0", {"apps": "phi", **GFD_LABELS})
     return LoggingApi(
         {
-            WS.path: workspace("phi-0", *conditions),
+            WS.path: workspace(
+                "phi-0", *(conditions or (cond("InferenceReady", "False", "WorkspaceInferenceStatusPending"),))
+            ),
             NODES: {"items": nodes if nodes is not None else [ready_node]},
             PODS: {"items": pods or []},
         }
@@ -524,7 +529,8 @@ ROUTE = {
     "endpointPicker": "phi-inferencepool-epp",
 }
 POOL = "/apis/inference.networking.k8s.io/v1/namespaces/default/inferencepools/phi-inferencepool"
-PICKERS = q(f"/api/v1/namespaces/{NS}/pods", labelSelector="llm-d-router-gateway=phi-inferencepool-epp")
+PICKERS = q(f"/api/v1/namespaces/{NS}/pods", labelSelector="llm-d-router-gateway")
+EPP = {"llm-d-router-gateway": "phi-inferencepool-epp"}
 HTTPROUTE = "/apis/gateway.networking.k8s.io/v1/namespaces/default/httproutes/phi"
 GATEWAY = "/apis/gateway.networking.k8s.io/v1/namespaces/gw/gateways/kaito-gateway"
 AUTH = "/apis/authorino.kuadrant.io/v1beta3/namespaces/gw/authconfigs/kaito-gateway"
@@ -534,7 +540,7 @@ SCALED = "/apis/keda.sh/v1alpha1/namespaces/default/scaledobjects/phi"
 def _routed(**changes: Any) -> FakeApi:
     answers: dict[str, Any] = {
         POOL: {"metadata": {"name": "phi-inferencepool"}, "status": {"parents": [{"conditions": [cond("Accepted", "True"), cond("ResolvedRefs", "True")]}]}},
-        PICKERS: {"items": [pod("phi-inferencepool-epp-7d9f", phase="Running", conditions=[cond("Ready", "True")])]},
+        PICKERS: {"items": [pod("phi-inferencepool-epp-7d9f", labels=EPP, phase="Running", conditions=[cond("Ready", "True")]), pod("other-epp-1", labels={"llm-d-router-gateway": "other-epp"}, conditions=unschedulable("Insufficient cpu"))]},
         GATEWAY: {"status": {"conditions": [cond("Programmed", "True")]}},
         HTTPROUTE: {"metadata": {"name": "phi"}, "status": {"parents": [{"conditions": [cond("Accepted", "True"), cond("ResolvedRefs", "True")]}]}},
         AUTH: {"status": {"conditions": [cond("Available", "True"), cond("Ready", "True")]}},
@@ -576,7 +582,7 @@ def test_a_serving_routed_model_with_every_link_up_has_nothing_to_say():
 @pytest.mark.parametrize(
     ("change", "link", "detector"),
     [
-        ({PICKERS: {"items": [pod("phi-inferencepool-epp-7d9f", conditions=unschedulable("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {sku: gpu}."))]}}, "picker", "pod-pending-resources"),
+        ({PICKERS: {"items": [pod("phi-inferencepool-epp-7d9f", labels=EPP, conditions=unschedulable("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {sku: gpu}."))]}}, "picker", "pod-pending-resources"),
         ({POOL: None, PICKERS: {"items": []}, "/apis/helm.toolkit.fluxcd.io/v2/namespaces/default/helmreleases/phi-inferencepool": {"status": {"conditions": [cond("Ready", "False", "InstallFailed", "failed to pull chart")]}}}, "picker", "picker-not-made"),
         ({HTTPROUTE: {"metadata": {"name": "phi"}, "status": {"parents": [{"conditions": [cond("Accepted", "False", "NotAllowedByListeners", "no listener allows the route's namespace")]}]}}}, "route", "route-not-accepted"),
         ({GATEWAY: {"status": {"conditions": [cond("Programmed", "False", "AddressNotAssigned", "no address")]}}}, "route", "gateway-not-programmed"),

@@ -219,6 +219,9 @@ class _Walk:
         """A Workspace (a replica): its NodeClaims, nodes, pods, weights, then KAITO's word on it."""
         instance_type = text_at(obj, "resource", "instanceType")
         conditions = {str(c.get("type")): c for c in conditions_of(obj)}
+        if not conditions:  # KAITO has not reconciled it: nothing else is made yet
+            self.add("kaito", lambda: self.kaito_conditions(obj, w, []))
+            return
         claims: list[dict[str, Any]] = []
         before = len(self.links)
         if instance_type:
@@ -257,6 +260,8 @@ class _Walk:
         for query in (nodeclaims_query(w.namespace, w.name), karpenter_nodeclaims_query(w.namespace, w.name)):
             out.extend(self.items(NODECLAIMS, what, **query))
         looks = [self.nodeclaim(claim) for claim in out]
+        if not out and conditions.get("ResourceReady", {}).get("status") == "True":
+            return Link("nodeclaims", "ok")  # KAITO has its nodes (their NodeClaims are not labelled for it)
         if not out:
             kaito = next((conditions[k] for k in ("NodeClaimReady", "ResourceReady") if k in conditions), None)
             said = str((kaito or {}).get("message") or "")
@@ -460,11 +465,11 @@ class _Walk:
             f"/apis/{api}/namespaces/{segment(namespace)}/inferencepools/{segment(pool_name)}", "inferencepools"
         )
         picker = str(route.get("endpointPicker") or "")
-        pods = self.items(
-            f"/api/v1/namespaces/{segment(namespace)}/pods",
-            f"pods in {namespace}",
-            labelSelector=f"{r.picker_label}={picker}",
+        # every picker of the namespace in one list: one look serves all its routed models
+        every = self.items(
+            f"/api/v1/namespaces/{segment(namespace)}/pods", f"pods in {namespace}", labelSelector=r.picker_label
         )
+        pods = [p for p in every if labels_of(p).get(r.picker_label) == picker]
         if pool is None or not pods:
             path = f"/apis/{HELM_RELEASES}/namespaces/{segment(namespace)}/helmreleases/{segment(pool_name)}"
             try:

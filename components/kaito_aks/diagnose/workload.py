@@ -68,7 +68,8 @@ def _unscheduled(pod: dict[str, Any]) -> dict[str, Any] | None:
 def pod_pending_resources(pod: dict[str, Any], what: str = "the model") -> Finding | None:
     """A pod the scheduler cannot place because no node it may use has room for what it requests:
     PodScheduled False, reason Unschedulable (k8s.io/api core/v1/types.go:3355,3379@v0.33.3), the
-    scheduler's "0/N nodes are available: ... Insufficient cpu" (KAITO 0.12 surfaces it as
+    scheduler's "0/N nodes are available: ... Insufficient cpu" (its NodeResourcesFit reasons:
+    k8s pkg/scheduler/framework/plugins/noderesources/fit.go:702-723@v1.36.3; KAITO 0.12 surfaces it as
     InferenceReady Unschedulable: workspace_controller.go:1078-1093@v0.12.0). The endpoint picker
     asks 1 CPU and 2 GiB with no tolerations (pkg/workspace/manifests/manifests.go:436-447@v0.12.0),
     so with tainted GPU pools it needs room on the system or a CPU pool."""
@@ -119,7 +120,8 @@ def pod_pending_placement(pod: dict[str, Any]) -> Finding | None:
 @detector("image-pull-failed", "pods")
 def image_pull_failed(pod: dict[str, Any]) -> Finding | None:
     """A container whose image cannot be pulled: state.waiting.reason ErrImagePull,
-    ImagePullBackOff, InvalidImageName... and the kubelet's message (KAITO 0.12's ImagePullError:
+    ImagePullBackOff, InvalidImageName... (k8s pkg/kubelet/images/types.go:29-35@v1.36.3) and the
+    kubelet's message (KAITO 0.12's ImagePullError:
     pkg/workspace/controllers/workspace_controller.go:1005-1012@v0.12.0, the reasons it reads:
     workspace_controller.go:1097-1104@v0.12.0)."""
     for s in statuses(pod):
@@ -217,7 +219,8 @@ def container_crash(pod: dict[str, Any], log: str | None) -> Finding | None:
     its reason, exit code and message (the kubelet's termination message: /dev/termination-log,
     or the log's tail with terminationMessagePolicy FallbackToLogsOnError; k8s.io/api
     core/v1/types.go:3113,3164,2909@v0.33.3), and the last lines of its previous run's log
-    (GET pods/<pod>/log?previous=true); OOMKilled first, as KAITO 0.12 orders them
+    (GET pods/<pod>/log?previous=true, which the API server proxies to the node's kubelet:
+    k8s pkg/registry/core/pod/strategy.go:625-670@v1.36.3); OOMKilled first, as KAITO 0.12 orders them
     (ContainerOOMKilled, ContainerCrashLoopBackOff: workspace_controller.go:986-1036@v0.12.0).
     `log`: the previous run's log (None: not read)."""
     hit = crashed(pod)
