@@ -358,16 +358,18 @@ def test_a_crashing_container_is_told_with_the_last_lines_of_its_log_and_no_toke
     assert isinstance(api, LoggingApi)
     api.texts["/api/v1/namespaces/default/pods/phi-0-0/log"] = (
         "INFO loading weights\nHF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123\n"
-        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Access to model meta-llama/Llama-3.1-8B-Instruct "
+        "is restricted (token hf_abcdefghijklmnopqrstuvwxyz0123)\n"
+        "INFO shutting down\n"
     )
     found = diagnose(OneLook(api), Subject("default/phi", (WS,)))
     f = found.first.finding  # type: ignore[union-attr]
     assert f is not None
     assert f.detector == "container-crash"
-    assert "CUDA out of memory" in f.said
+    assert "GatedRepoError: 401 Client Error" in f.said  # the line that tells, not the last
     assert "hf_abcdef" not in f.said
-    assert "<redacted>" in f.said
-    assert f.means == "the model does not fit in the GPU memory"
+    assert "(token <redacted>)" in f.said
+    assert f.means.startswith("Hugging Face refuses to give the weights")
     assert "/api/v1/namespaces/default/pods/phi-0-0/log" in api.seen
 
 

@@ -199,7 +199,8 @@ class _KubeletHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         stand_in: StandInKubelet = self.server.stand_in  # type: ignore[attr-defined]
         stand_in.asked.append(self.path)
-        body = stand_in.logs.get(self.path.split("?", 1)[0], "").encode()
+        path = self.path.split("?", 1)[0]
+        body = next((log for prefix, log in stand_in.logs.items() if path.startswith(prefix)), "").encode()
         self.send_response(200 if body else 404)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -212,8 +213,9 @@ class _KubeletHandler(BaseHTTPRequestHandler):
 
 class StandInKubelet(_StandInHttps):
     """Stands in for a node's kubelet (none runs here): answers the API server's
-    /containerLogs/<namespace>/<pod>/<container> with the log set in `logs`. `node`: a node whose
-    status points the API server at it (InternalIP 127.0.0.1, kubeletEndpoint its port)."""
+    /containerLogs/<namespace>/<pod>/<container> with the log of the first path prefix in `logs`
+    that matches. `register`: a node whose status points the API server at it (InternalIP
+    127.0.0.1, kubeletEndpoint its port)."""
 
     handler = _KubeletHandler
 
@@ -225,7 +227,7 @@ class StandInKubelet(_StandInHttps):
     def register(self, cluster: Cluster, node: str) -> None:
         cluster.create_gpu_node(node, {"apps": "diag-kubelet"})
         status = {
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": node}],
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],  # (a Hostname would be dialled first)
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
         }
         cluster.api("PATCH", f"/api/v1/nodes/{node}/status", {"status": status})

@@ -1064,10 +1064,15 @@ class StandInServing(StandIn):
                 config["metadata"]["name"],
                 {
                     "conditions": conditions,
-                    "summary": {
+                    "summary": {  # (every field the CRD requires)
                         "ready": status == "True",
                         "hostsReady": ["*"] if status == "True" else [],
                         "numHostsReady": "1/1" if status == "True" else "0/1",
+                        "numIdentitySources": 1,
+                        "numMetadataSources": 0,
+                        "numAuthorizationPolicies": 0,
+                        "numResponseItems": 0,
+                        "festivalWristbandEnabled": False,
                     },
                 },
             )

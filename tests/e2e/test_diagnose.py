@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
-from diagnose_stand_ins import StandInKubelet, StandInTrouble, StandInWebhook
+from diagnose_stand_ins import CRASH_LOG, StandInKubelet, StandInTrouble, StandInWebhook
 from harness import TOKEN, Cluster, Project, StandInKaito, StandInKaito012, StandInServing, stack_project, wait_for
 
 import upstream_facts
@@ -60,6 +60,7 @@ def serving(cluster_0_12: Cluster, kaito_0_12: StandInKaito012, work: Path) -> I
     cluster_0_12.kubectl("create", "namespace", NS)
     kubelet = StandInKubelet(work / "why-certs")
     kubelet.register(cluster_0_12, LOG_NODE)
+    kubelet.logs[f"/containerLogs/{NS}/crash-"] = CRASH_LOG
     models = StandInServing(cluster_0_12, NS)
     gateway = StandInServing(cluster_0_12, GW_NS)
     trouble = StandInTrouble(cluster_0_12, NS, {"pull": "pull", "crash": "crash", "cpu": "cpu"}, LOG_NODE)
@@ -116,6 +117,12 @@ def why(
     p.pulumi("destroy", "--yes", "--skip-preview", check=False, quiet=True)
 
 
+def _ready(cluster: Cluster, name: str) -> bool:
+    iset = cluster.api("GET", f"/apis/kaito.sh/v1beta1/namespaces/{NS}/inferencesets/{name}")
+    conditions = (iset.get("status") or {}).get("conditions", [])
+    return any(c["type"] == "InferenceSetReady" and c["status"] == "True" for c in conditions)
+
+
 def blocks(out: str) -> dict[str, str]:
     """`status`'s text by model: from its line to the next model's."""
     found: dict[str, str] = {}
@@ -135,6 +142,15 @@ def test_status_names_each_models_first_broken_link_and_its_fix(
     why.pulumi("up", "--yes", "--skip-preview", quiet=True)
     trouble: StandInTrouble = serving["trouble"]
     wait_for(lambda: len(trouble.done) == 3, "the stand-ins' troubles in place", 60)
+    wait_for(
+        lambda: all(_ready(cluster_0_12, m) for m in ("picker", "route", "scaled")), "KAITO serving the others", 120
+    )
+    auth = f"/apis/authorino.kuadrant.io/v1beta3/namespaces/{GW_NS}/authconfigs/kaito-gateway"
+    wait_for(
+        lambda: "HostsNotLinked" in json.dumps(cluster_0_12.api("GET", auth).get("status") or {}),
+        "Authorino's status",
+        60,
+    )
     status = why.status()
     out = status.stdout
     print(out)
@@ -151,7 +167,7 @@ def test_status_names_each_models_first_broken_link_and_its_fix(
     # the crashed container's last lines came through the API server from its (stand-in) kubelet
     kubelet: StandInKubelet = serving["kubelet"]
     assert any(path.startswith(f"/containerLogs/{NS}/crash-") for path in kubelet.asked), kubelet.asked
-    assert "(stand-in log)" in by_model["crash"]
+    assert "(16.00 GiB KV cache is needed" in by_model["crash"]  # a line of the log, not of the pod
     assert "the model's context length (max-model-len) does not fit" in by_model["crash"]
 
     doc = json.loads(why.status("--json").stdout)

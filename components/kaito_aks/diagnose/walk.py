@@ -191,8 +191,9 @@ class _Walk:
 
         def judge() -> Link:
             children.extend(self.items(path, f"workspaces.kaito.sh in {w.namespace}", **query))
-            if children:
-                return self.own_condition(obj, w)
+            if children:  # its Workspaces say how each replica goes
+                own = self.own_condition(obj, w)
+                return Link("kaito", "ok", "" if own.state == "ok" else f"{own.brief}: see its Workspaces")
             silent = cluster.kaito_silent(
                 obj, w.kind, seconds_since(field_at(obj, "metadata", "creationTimestamp"), self.now)
             )

@@ -37,7 +37,8 @@ CONTAINER_START = frozenset(
     }
 )
 RESOURCES = re.compile(r"Insufficient (cpu|memory|nvidia\.com/gpu|ephemeral-storage|pods)")
-LOG_LINES = 3  # of a crashed container's log, shown
+LOG_LINES = 3  # of a crashed container's log, read for its cause
+_ERROR_LINE = re.compile(r"Error|Exception|Traceback|FATAL|fatal|error:")  # the line that tells, of those
 
 
 def _pod_name(pod: dict[str, Any]) -> str:
@@ -232,7 +233,8 @@ def container_crash(pod: dict[str, Any], log: str | None) -> Finding | None:
     lines = last_lines(log) if log else []
     if not lines and isinstance(t.get("message"), str):
         lines = last_lines(t["message"])
-    said = f"container {name} exited ({reason}, exit code {code})" + (": " + " | ".join(lines) if lines else "")
+    telling = next((line for line in reversed(lines) if _ERROR_LINE.search(line)), lines[-1] if lines else "")
+    said = f"container {name} exited ({reason}, exit code {code})" + (f": {telling}" if telling else "")
     if reason == "OOMKilled":
         return Finding(
             "container-crash",
