@@ -219,6 +219,7 @@ def test_the_waits_give_up_with_the_same_diagnosis(why: Project) -> None:
             why.config_path(f"workspaces[{i}].readyTimeoutMinutes", "1")
     result = why.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
     output = result.stdout + result.stderr
+    print("\n".join(line for line in output.splitlines() if "first broken link" in line))
     assert result.returncode != 0
     assert "first broken link: pods (pod pull-" in output, output[-4000:]
     assert "the node cannot pull the container's image" in output, output[-4000:]
@@ -290,6 +291,7 @@ def test_a_node_without_gpu_labels_ends_the_gpu_wait_with_why(byo: tuple[Project
     project.config_path("workspaces[1].labelSelector.matchLabels.agentpool", "whya100")
     result = project.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
     output = result.stdout + result.stderr
+    print("\n".join(line for line in output.splitlines() if "first broken link" in line))
     assert result.returncode != 0
     assert "node(s) why-a100-0 matching {agentpool=whya100} do not carry nvidia.com/gpu.product after 1m" in output, (
         output[-3000:]

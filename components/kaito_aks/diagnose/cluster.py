@@ -240,14 +240,20 @@ def kaito_silent(obj: dict[str, Any], kind: str, age_seconds: float | None) -> F
     if conditions_of(obj):
         return None
     late = age_seconds is not None and age_seconds >= KAITO_SILENT_SECONDS
+    where = "kubectl -n kaito-workspace get pods (the AKS add-on: kubectl -n kube-system get deploy | grep kaito)"
+    if not late:
+        return Finding(
+            "kaito-silent",
+            f"KAITO has not reported on the {kind} yet",
+            "KAITO's controller has not reconciled it yet",
+            f"wait; if it stays silent, is KAITO's controller running? {where}",
+            broken=False,
+        )
     return Finding(
         "kaito-silent",
-        f"KAITO has not reported on the {kind}"
-        + (f" in {int(age_seconds // 60)} minutes" if late and age_seconds else ""),
-        "KAITO's controller has not reconciled it: it is not running, or crashing",
-        "kubectl -n kaito-workspace get pods (the AKS add-on: kubectl -n kube-system get deploy | grep kaito) and the "
-        "controller's log",
-        broken=late,
+        f"KAITO has not reported on the {kind} in {int((age_seconds or 0) // 60)} minutes",
+        "KAITO's controller does not reconcile it: it is not running, crashing, or not watching the namespace",
+        f"{where} and the controller's log",
     )
 
 
