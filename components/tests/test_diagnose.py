@@ -259,7 +259,7 @@ def test_without_azure_credentials_the_nodeclaim_carries_what_azure_said():
     claim = nodeclaim("ws1a2b3c4", GPU_PROVISIONER_LABELS, cond("Launched", "Unknown", "LaunchFailed", SKU_ERROR))
     found = diagnose(_auto([claim]), Subject("default/phi", (WS,)), arm="the Azure CLI (az) is not on PATH")
     assert found.link("azure").state == "unread"  # type: ignore[union-attr]
-    assert "az) is not on PATH" in found.link("azure").brief  # type: ignore[union-attr]
+    assert found.link("azure").brief == "the Azure CLI (az) is not on PATH"  # type: ignore[union-attr]
     assert found.first.finding.detector == "azure-sku-unavailable"  # type: ignore[union-attr]
 
 

@@ -17,6 +17,7 @@ from kaito_aks.problems import bounded
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, Reader
 
 ARM = "https://management.azure.com"
+RESOURCE = "https://management.azure.com/"  # the token's audience
 # The ARM API of the agent pools' shape the library reads (status.provisioningError): the
 # version pulumi-azure-native 3.29.0's containerservice module is generated from.
 API_VERSION = "2025-09-01"
@@ -57,7 +58,7 @@ def azure_cli_reader(
     az = shutil.which("az")
     if az is None:
         return "the Azure CLI (az) is not on PATH"
-    cmd = [az, "account", "get-access-token", "--resource", f"{ARM}/", "--output", "json"]
+    cmd = [az, "account", "get-access-token", "--resource", RESOURCE, "--output", "json"]
     if subscription:
         cmd += ["--subscription", subscription]
     try:

@@ -228,7 +228,7 @@ class _Walk:
         if instance_type:
             self.add("nodeclaims", lambda: self.nodeclaims(w, conditions, claims))
             if isinstance(self.arm, str):
-                self.links.append(Link("azure", "unread", f"the Azure side is not read: {self.arm}"))
+                self.links.append(Link("azure", "unread", self.arm))
             elif self.arm is not None:
                 arm = self.arm
                 self.add("azure", lambda: self.agent_pools(arm, claims))
@@ -437,7 +437,7 @@ class _Walk:
         explained = [link for link in others if link.state in ("broken", "waiting")]
         pods_broken = any(link.name == "pods" and link.state == "broken" for link in others)
         hit = cluster.kaito_inference_failed(c) if c is not None else None
-        if hit is not None and not (pods_broken and cluster.pod_reason(c)):
+        if hit is not None and not pods_broken:  # (its pods say more of its workload than KAITO does)
             return found(hit, "kaito")
         if explained:
             return Link("kaito", "ok", f"{said}: waits for its {explained[0].title}")
