@@ -13,7 +13,7 @@ from typing import Any
 
 from kaito_aks.diagnose.chain import Finding
 from kaito_aks.diagnose.registry import detector
-from kaito_aks.waits.answers import conditions_of, field_at, text_at
+from kaito_aks.waits.answers import field_at, text_at
 
 # An ARM error code as it appears in an error's text: azcore's ResponseError ("ERROR CODE:
 # QuotaExceeded"), ARM's JSON ("code": "QuotaExceeded"), the older SDKs (Code="QuotaExceeded").
@@ -225,7 +225,9 @@ def nodeclaim_launch_failed(name: str, reason: str, message: str) -> Finding | N
         "nodeclaim-launch-failed",
         f"Launched: {reason}: {message}" if reason else message,
         "the node provisioner could not create the node",
-        f"read the error (`kubectl describe nodeclaim {name}`; the provisioner's log: gpu-provisioner or karpenter)",
+        f"read the error: `kubectl describe nodeclaim {name}`; Karpenter cuts it at 300 characters, the whole of it is "
+        f"in the provisioner's log (`kubectl -n gpu-provisioner logs deploy/gpu-provisioner | grep {name}`, or "
+        "Karpenter's)",
         where=f"NodeClaim {name}",
     )
 
@@ -295,9 +297,3 @@ def karpenter_insufficient_capacity(event: dict[str, Any]) -> Finding | None:
 def nodeclaim_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The newest first, as the API server keeps them (up to an hour)."""
     return sorted(events, key=lambda e: str(text_at(e, "lastTimestamp") or text_at(e, "eventTime") or ""), reverse=True)
-
-
-def launched_said(claim: dict[str, Any]) -> tuple[str, str]:
-    """A NodeClaim's Launched reason and message ('' when it has none)."""
-    c = next((c for c in conditions_of(claim) if c.get("type") == "Launched"), None) or {}
-    return str(c.get("reason") or ""), str(c.get("message") or "")
