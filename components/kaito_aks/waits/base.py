@@ -203,9 +203,10 @@ class ClusterWaitProvider(dynamic.ResourceProvider):
 
 
 # The wait's last look comes at its limit; its calls, and the failure library's walk of the chain
-# that explains it, get this long to end (a server that answers at all answers in milliseconds),
-# so the error names what the cluster last said and its first broken link.
-LAST_LOOK_SECONDS = 15.0
+# that explains it, get this long to end (a server that answers at all answers in milliseconds:
+# the walk's dozen reads take a fraction of it), so the error names what the cluster last said and
+# its first broken link; a server too slow for them leaves the error without the link.
+LAST_LOOK_SECONDS = 5.0
 
 
 def cluster_client(props: dict[str, Any], limit_seconds: float, doing: str = "") -> KubeClient:
