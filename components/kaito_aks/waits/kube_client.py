@@ -72,6 +72,7 @@ from kaito_aks.waits.kubeconfig import (
 REQUEST_TIMEOUT_SECONDS = 30.0  # one call, from connecting to the answer's last byte
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # a list of 1,000 nodes is about 20 MiB
 ERROR_BODY_BYTES = 64 * 1024  # read of an error answer, for its message
+MAX_TEXT_BYTES = 64 * 1024  # of a text answer (a container's log tail)
 EXPIRY_MARGIN_SECONDS = 10  # an exec credential is renewed this long before it expires
 _CHUNK = 64 * 1024
 
@@ -503,17 +504,27 @@ class KubeClient:
     def get(self, path: str, **query: str) -> dict[str, Any]:
         """GET a path (with its query), as a JSON object; KubeApiError otherwise. An expired
         exec credential is renewed first; a 401 renews a renewable one (token file, exec) once."""
+        body, content_type = self._renewed(path, query, self.max_bytes)
+        return _json_object(body, f"GET {path}", content_type)
+
+    def get_text(self, path: str, **query: str) -> str:
+        """GET a path whose answer is text (a container's log), at most MAX_TEXT_BYTES of it (the
+        rest is not read), decoded, with the same guarantees as `get`."""
+        body, _ = self._renewed(path, query, MAX_TEXT_BYTES, cut=True)
+        return body.decode("utf-8", errors="replace")
+
+    def _renewed(self, path: str, query: dict[str, str], limit: int, cut: bool = False) -> tuple[bytes, str]:
         if self.expires is not None and time.time() >= self.expires - EXPIRY_MARGIN_SECONDS:
             self._log_in()
         try:
-            return self._get(path, query)
+            return self._get(path, query, limit, cut)
         except KubeApiError as err:
             if err.status != 401 or not self.renewable:
                 raise
         self._log_in()
-        return self._get(path, query)
+        return self._get(path, query, limit, cut)
 
-    def _get(self, path: str, query: dict[str, str]) -> dict[str, Any]:
+    def _get(self, path: str, query: dict[str, str], limit: int, cut: bool) -> tuple[bytes, str]:
         what = f"GET {path}"
         start = time.monotonic()
         deadline = start + self.timeout_seconds
@@ -546,10 +557,10 @@ class KubeClient:
             if not 200 <= resp.status < 300:
                 message = _status_message(_read(resp, ERROR_BODY_BYTES, cut=True), resp.reason)
                 raise KubeApiError(resp.status, message)
-            body = _read(resp, self.max_bytes)
+            body = _read(resp, limit, cut=cut)
             content_type = resp.getheader("Content-Type") or ""
-            if resp.will_close:
-                self._close()
+            if resp.will_close or cut:
+                self._close()  # (a cut answer leaves bytes unread on the connection)
         except KubeApiError:
             self._close()
             raise
@@ -557,8 +568,7 @@ class KubeClient:
             self._close()
             raise KubeApiError(
                 0,
-                f"the API server's answer to {what} is larger than {self.max_bytes // 2**20} MiB, which kaito-aks "
-                "does not read",
+                f"the API server's answer to {what} is larger than {limit // 2**20} MiB, which kaito-aks does not read",
                 fatal=True,
             ) from None
         except TimeoutError:
@@ -583,7 +593,7 @@ class KubeClient:
         except OSError as err:
             self._close()
             raise KubeApiError(0, f"cannot reach {self.server}: {os_reason(err)}") from None
-        return _json_object(body, what, content_type)
+        return body, content_type
 
     def _ask(self, deadline: float, target: str, headers: list[tuple[str, str]]) -> http.client.HTTPResponse:
         """Send the GET on the open connection (re-armed with this call's deadline) or a new one."""
