@@ -513,6 +513,14 @@ COMPONENT_RULES: dict[str, Rule] = {
         "0.11.0:163, 0.12.0:166)",
     ),
     "gates": _INVALID,
+    "quota-short": _broken(
+        "a VM family (or the region's total or Spot vCPUs) whose quota cannot hold what the deployment needs",
+        "Azure refuses the VMs past the quota (QuotaExceeded); read at preview, Microsoft.Compute usages 2024-07-01",
+    ),
+    "vm-size-unavailable": _broken(
+        "a VM size the region does not offer the subscription",
+        "Azure refuses it (SkuNotAvailable); read at preview, Microsoft.Compute resource SKUs 2021-07-01",
+    ),
     "managed-value": _program("a value the component sets itself"),
     "karpenter": _program("a node provisioner the component does not install"),
     "mixed-drivers": _program(

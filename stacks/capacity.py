@@ -1,0 +1,144 @@
+"""The VMs a stack runs at most, by size: what its quota is checked against before anything is
+created (`pulumi preview`/`up`, `validate --online`) and what it costs (cost.py).
+
+- the system pool and every CPU pool of a cluster the stack creates, at their most nodes, plus
+  the surge nodes an AKS upgrade adds (max_surge, AKS's default 10%, at least one);
+- every GPU pool at its maximum, plus its surge (Spot pools count against Spot vCPUs);
+- with auto-provisioning, each model's instance type: KAITO's node estimate per replica times
+  its most replicas (autoscale's maximum), and each RAG engine's compute node."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pulumi
+
+from kaito_aks import catalog
+from kaito_aks.azure.arm import ArmError, NotCheckedError, arm_reader
+from kaito_aks.azure.node_pool import most_nodes
+from kaito_aks.azure.quota import CapacityVerdict, VmDemand, capacity_verdict, surge_nodes
+from kaito_aks.kaito import sizing as kaito_sizing
+from kaito_aks.model.config import max_model_len
+from kaito_aks.model.placement import find_instance_type
+from kaito_aks.model.spec import serving_replicas
+from stacks.config import StackConfig
+from stacks.errors import StackConfigError
+
+
+def stack_region(cfg: StackConfig) -> str | None:
+    """Where the stack's VMs run: cluster.aks.location, else azure-native:location."""
+    aks = cfg.aks_cluster
+    location = aks.location if aks is not None and not aks.existing else None
+    return (location if isinstance(location, str) else None) or cfg.azure_location
+
+
+def kaito_nodes_per_replica(cfg: StackConfig, index: int) -> int:
+    """The nodes KAITO makes for one replica of workspaces[index] in auto mode (its estimator's
+    answer for the instance type; 1 where it does not size: tuning, transformers, unknown)."""
+    m = cfg.workspaces[index].args
+    chart = catalog.kaito_charts()[cfg.kaito.version]
+    preset = catalog.find_preset(m.model or "", chart.preset_catalog)
+    sku = find_instance_type(m.instance_type or "", chart)
+    if preset is None or sku is None or m.tuning is not None or m.runtime == "transformers":
+        return 1
+    with contextlib.suppress(kaito_sizing.SizingError):  # refused by the rules already
+        return kaito_sizing.nodes_on_instance_type(preset, sku, chart.preset_catalog, max_model_len(m))
+    return 1
+
+
+def vm_demands(cfg: StackConfig) -> list[VmDemand]:
+    """Every VM size the stack runs, at its most at once."""
+    out: list[VmDemand] = []
+    aks = cfg.aks_cluster
+    if aks is not None and not aks.existing:
+        system = aks.system_pool
+        out.append(
+            VmDemand(
+                "the system pool",
+                system.vm_size,
+                system.count + surge_nodes(system.max_surge, system.count),
+                path=("cluster", "aks", "system_pool", "vm_size"),
+            )
+        )
+    for p in cfg.cpu_pools:
+        most = most_nodes(p.args)
+        out.append(
+            VmDemand(
+                f"CPU pool {p.args.name}",
+                p.args.vm_size,
+                most + surge_nodes(p.args.max_surge, most),
+                path=(*p.placed.at, "vm_size"),
+            )
+        )
+    for p in cfg.pools:
+        most = most_nodes(p.args)
+        out.append(
+            VmDemand(
+                f"GPU pool {p.args.name}",
+                p.args.vm_size,
+                most + surge_nodes(p.args.max_surge, most),
+                spot=p.args.spot,
+                path=(*p.placed.at, "vm_size"),
+            )
+        )
+    if cfg.kaito.node_provisioning == "auto":  # KAITO (the add-on too) makes these VMs in the subscription
+        for i, w in enumerate(cfg.workspaces):
+            m = w.args
+            if not m.instance_type:
+                continue
+            nodes = kaito_nodes_per_replica(cfg, i) * serving_replicas(m)
+            out.append(
+                VmDemand(
+                    f"model {m.namespace}/{m.name} (KAITO's nodes)",
+                    m.instance_type,
+                    nodes,
+                    path=(*w.placed.at, "instance_type"),
+                )
+            )
+        for e in cfg.rag_engines:
+            compute = e.args.compute
+            size = compute.instance_type if compute is not None else None
+            if size:
+                out.append(
+                    VmDemand(
+                        f"RAG engine {e.args.namespace}/{e.args.name} (KAITO's node)",
+                        size,
+                        1,
+                        path=(*e.placed.at, "compute", "instance_type"),
+                    )
+                )
+    return out
+
+
+def _cluster_key(cfg: StackConfig) -> tuple[str, str] | None:
+    aks = cfg.aks_cluster
+    return (aks.resource_group, aks.name) if aks is not None else None
+
+
+def check_capacity(cfg: StackConfig) -> CapacityVerdict | str:
+    """The stack's capacity read from Azure (quota, sizes), or why it was not checked."""
+    region = stack_region(cfg)
+    if cfg.aks_cluster is None:
+        return "quota not checked: the cluster is not on Azure as far as this stack knows (a kubeconfig)"
+    if region is None:
+        return "quota not checked: no region (cluster.aks.location or azure-native:location)"
+    demands = vm_demands(cfg)
+    try:
+        arm, subscription = arm_reader()
+        return capacity_verdict(demands, region, arm, subscription, cluster=_cluster_key(cfg))
+    except NotCheckedError as why:
+        return f"quota not checked: {why}"
+    except ArmError as err:
+        return f"quota not checked: Azure answered {err}"
+
+
+def refuse_short_capacity(cfg: StackConfig) -> None:
+    """In the Pulumi program, before any resource is registered: stop with every capacity
+    problem (a family short of quota, a size the region lacks), or say what was checked."""
+    verdict = check_capacity(cfg)
+    if isinstance(verdict, str):
+        pulumi.log.info(verdict)
+        return
+    if verdict.problems:
+        raise StackConfigError(verdict.problems)
+    pulumi.log.info(verdict.summary())
