@@ -23,14 +23,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "components" / "kaito_aks" / "catalog"
 sys.path.insert(0, str(ROOT / "components"))
-from kaito_aks.catalog.prices import prices_from_items  # noqa: E402
+from kaito_aks.catalog.retail_prices import prices_from_items  # noqa: E402
 
 SOURCE = "Azure Retail Prices API (prices.azure.com/api/retail/prices)"
 
 
 def import_prices(exports: list[dict[str, Any]], known: set[str], region: str | None) -> dict[str, dict[str, Any]]:
     """{region: {vmSize: {usdPerHour, effectiveDate, source}}} from API pages, by the library's rule
-    for which meter is a Linux pay-as-you-go one (kaito_aks.catalog.prices.meter_kind); the newest
+    for which meter is a Linux pay-as-you-go one (kaito_aks.catalog.retail_prices.meter_kind); the newest
     meter wins."""
     items = [item for page in exports for item in page.get("Items", [])]
     out: dict[str, dict[str, Any]] = {}

@@ -10,11 +10,12 @@ created (`pulumi preview`/`up`, `validate --online`) and what it costs (cost.py)
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import pulumi
 
 from kaito_aks import catalog
-from kaito_aks.azure.arm import ArmError, NotCheckedError, arm_reader
+from kaito_aks.azure.arm import ArmError, ArmReader, NotCheckedError, arm_reader
 from kaito_aks.azure.node_pool import most_nodes
 from kaito_aks.azure.quota import CapacityVerdict, VmDemand, capacity_verdict, surge_nodes
 from kaito_aks.kaito import sizing as kaito_sizing
@@ -115,8 +116,10 @@ def _cluster_key(cfg: StackConfig) -> tuple[str, str] | None:
     return (aks.resource_group, aks.name) if aks is not None else None
 
 
-def check_capacity(cfg: StackConfig) -> CapacityVerdict | str:
-    """The stack's capacity read from Azure (quota, sizes), or why it was not checked."""
+def check_capacity(cfg: StackConfig, reader: Callable[[], tuple[ArmReader, str]] = arm_reader) -> CapacityVerdict | str:
+    """The stack's capacity read from Azure (quota, sizes), or why it was not checked. `reader`:
+    how Azure is read (in the Pulumi program: azure-native's login; `validate --online`: the
+    Azure CLI's)."""
     region = stack_region(cfg)
     if cfg.aks_cluster is None:
         return "quota not checked: the cluster is not on Azure as far as this stack knows (a kubeconfig)"
@@ -124,7 +127,7 @@ def check_capacity(cfg: StackConfig) -> CapacityVerdict | str:
         return "quota not checked: no region (cluster.aks.location or azure-native:location)"
     demands = vm_demands(cfg)
     try:
-        arm, subscription = arm_reader()
+        arm, subscription = reader()
         return capacity_verdict(demands, region, arm, subscription, cluster=_cluster_key(cfg))
     except NotCheckedError as why:
         return f"quota not checked: {why}"

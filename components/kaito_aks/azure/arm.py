@@ -220,3 +220,31 @@ def arm_reader() -> tuple[ArmReader, str]:
 
 def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+
+
+def az_cli_reader(subscription: str | None = None, environment: str | None = None) -> tuple[ArmReader, str]:
+    """Outside a Pulumi program (`validate --online`): the Azure CLI's login, as azure-native uses
+    it by default (`az account get-access-token`); raises NotCheckedError without one."""
+    import shutil
+    import subprocess
+
+    az = shutil.which("az")
+    if az is None:
+        raise NotCheckedError("no Azure CLI (az) to sign in with")
+    command = [az, "account", "get-access-token", "--resource", "https://management.azure.com/", "-o", "json"]
+    if subscription:
+        command += ["--subscription", subscription]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise NotCheckedError(f"az account get-access-token failed: {err}") from None
+    if done.returncode != 0:
+        raise NotCheckedError(f"az account get-access-token: {_first_line(RuntimeError(done.stderr or done.stdout))}")
+    try:
+        answer = obj(json.loads(done.stdout))
+    except ValueError:
+        raise NotCheckedError("az account get-access-token did not answer JSON") from None
+    token, sub = text(answer.get("accessToken")), subscription or text(answer.get("subscription"))
+    if not token or not sub:
+        raise NotCheckedError("az account get-access-token gave no token or subscription")
+    return LiveArm(token, endpoint_for(environment)), sub

@@ -159,7 +159,9 @@ def fetch_items(
                 raise PricesUnavailableError(f"{SOURCE} answered without Items: {str(page)[:200]}")
             items += [i for i in page["Items"] if is_dict(i)]
             link = page.get("NextPageLink")
-            url, pages = (link if isinstance(link, str) and link else None), pages + 1
+            # the link as given, any character a URL cannot carry quoted (existing escapes kept)
+            url = urllib.parse.quote(link, safe="%/:=&?~#+!$,;'@()*[]") if isinstance(link, str) and link else None
+            pages += 1
     return items
 
 
