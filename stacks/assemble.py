@@ -42,6 +42,7 @@ from stacks.config import (
 )
 from stacks.defaults import Written
 from stacks.nested_secrets import SECRET_PRESENT
+from stacks.streaming import with_streaming
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +152,8 @@ def assemble(
         dashboard=served.dashboard,
     )
     cfg = dataclasses.replace(cfg, warnings=(*cfg.warnings, *serving.warnings(cfg, written)))
-    return cfg, tied
+    cfg, streaming_found = with_streaming(cfg, written)  # KAITO's ModelMirror/ModelStreaming (stacks/streaming.py)
+    return cfg, [*tied, *streaming_found]
 
 
 def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:

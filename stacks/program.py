@@ -26,6 +26,7 @@ from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.model_group import ModelGroup, deploy_models
+from kaito_aks.model_streaming import ModelStreaming
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -135,7 +136,8 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     serving = _serving(cfg, cluster)
-    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda) if r is not None)
+    streaming = _model_streaming(cfg, cluster, list(namespaces.values()))  # before the models it serves
+    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda, streaming) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
     # (and the CPU models for their CPU pools)
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else []), *cpu_pools]
@@ -162,6 +164,28 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
             },
         )
+
+
+def _model_streaming(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, namespaces: list[k8s.core.v1.Namespace]
+) -> ModelStreaming | None:
+    """KAITO's ModelMirror/ModelStreaming pieces, from the cluster's kubelet identity and OIDC issuer."""
+    if cfg.model_streaming is None or not isinstance(cluster, AksCluster):
+        return None
+    node_group = pulumi.Output.all(cluster.cluster_id, cluster.node_resource_group).apply(
+        lambda a: f"{a[0].split('/resourceGroups/')[0]}/resourceGroups/{a[1]}"
+    )
+    args = dataclasses.replace(
+        cfg.model_streaming,
+        kubelet_identity_resource_id=cluster.kubelet_identity_resource_id,
+        kubelet_identity_client_id=cluster.kubelet_identity_client_id,
+        kubelet_identity_object_id=cluster.kubelet_identity_object_id,
+        oidc_issuer_url=cluster.oidc_issuer_url,
+        node_resource_group_id=node_group,
+    )
+    return ModelStreaming(
+        "model-streaming", args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=namespaces)
+    )
 
 
 def _cpu_pools(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> list[CpuNodePool]:

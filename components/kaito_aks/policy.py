@@ -513,6 +513,15 @@ COMPONENT_RULES: dict[str, Rule] = {
         "0.11.0:163, 0.12.0:166)",
     ),
     "gates": _INVALID,
+    "model-streaming": _program(
+        "model streaming where KAITO has none",
+        "gates ModelMirror and ModelStreaming from 0.11.0 (pkg/featuregates/featuregates.go@v0.11.0); inference presets "
+        "only; Azure only (api/v1beta1/workspace_validation.go@v0.12.0 validateStreamingCSIDriver)",
+    ),
+    "streaming-runtime": _warning(
+        "model streaming with the transformers runtime",
+        "KAITO streams to vLLM only and downloads as before (modelstreaming.go@v0.12.0 ModelStreamingEnabled)",
+    ),
     "quota-short": _broken(
         "a VM family (or the region's total or Spot vCPUs) whose quota cannot hold what the deployment needs",
         "Azure refuses the VMs past the quota (QuotaExceeded); read at preview, Microsoft.Compute usages 2024-07-01",

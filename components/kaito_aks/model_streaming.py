@@ -1,0 +1,219 @@
+"""What KAITO's ModelMirror and ModelStreaming need on an AKS cluster besides their feature gates
+(KAITO 0.11+; website/docs/model-mirror-streaming.md@v0.12.0, "Environment Setup"): with the gates
+on, KAITO mirrors each vLLM preset's Hugging Face weights once into a blobfuse volume while the
+GPU node is made (a cluster-scoped ModelMirror, named by the first 6 hex characters of the
+model id's SHA-256) and the inference pod streams them (`--load-format=runai_streamer`).
+
+- the StorageClass KAITO's mirror volumes use (`blob.csi.azure.com`, BlobFuse2, block cache),
+  as KAITO's guide writes it; the cluster needs the Blob CSI driver (`AksClusterArgs.blob_csi_driver`);
+- in each namespace of a streaming model, the ServiceAccount the download Job and the inference
+  pod run as, annotated with the kubelet identity's client id, and the federated credential that
+  lets its tokens sign in as that identity (KAITO checks both before it mirrors:
+  pkg/workspace/inference/modelstreaming/azure/wiblob.go@v0.12.0 ValidateAuth);
+- Storage Blob Data Reader for the kubelet identity on the node resource group, where the CSI
+  driver creates the storage account.
+
+Point KAITO at them with the chart values `defaultModelMirrorStorageClass` and
+`defaultStreamingServiceAccount` (`chart_values`), or each model's annotations
+(`model_annotations`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import field
+from typing import Annotated
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_azure_native import authorization, managedidentity
+
+from kaito_aks import catalog
+from kaito_aks.azure.workload_identity import TOKEN_AUDIENCE, role_definition_id, subject_of
+from kaito_aks.options import child_options, component_type
+from kaito_aks.problems import Problem
+from kaito_aks.schema import DNS_LABEL, Input, MaxItems, args_class
+from kaito_aks.validation import checked_args
+
+TYPE = "kaito-aks:index:ModelStreaming"
+FORMER_TYPES: tuple[str, ...] = ()
+GATES = ("ModelMirror", "ModelStreaming")  # pkg/featuregates/featuregates.go@v0.11.0 (both off by default)
+FIRST_RELEASE = (0, 11)
+CSI_DRIVER = "blob.csi.azure.com"
+STORAGE_CLASS = "blob-fuse"  # KAITO's guide's names
+SERVICE_ACCOUNT = "kaito-model-streamer"
+READER_ROLE = "Storage Blob Data Reader"
+CLIENT_ID_ANNOTATION = "azure.workload.identity/client-id"
+# per-Workspace annotations (pkg/modelmirror/consts/consts.go@v0.12.0)
+STREAMING_ANNOTATION = "kaito.sh/model-streaming"  # "disabled": opt out; immutable once created
+STORAGE_CLASS_ANNOTATION = "kaito.sh/model-mirror-storage-class"
+SERVICE_ACCOUNT_ANNOTATION = "kaito.sh/streaming-service-account"
+# The StorageClass of KAITO's guide (website/docs/model-mirror-streaming.md@v0.12.0, Step 2)
+MOUNT_OPTIONS = [
+    "-o allow_other",
+    "-o attr_timeout=120",
+    "-o entry_timeout=120",
+    "-o negative_timeout=120",
+    "--cancel-list-on-mount-seconds=10",
+    "--use-attr-cache=true",
+    "--block-cache",
+    "--block-cache-block-size=16",
+    "--block-cache-pool-size=8192",
+    "--block-cache-prefetch=11",
+]
+_IDENTITY_ID = re.compile(
+    r"/subscriptions/[^/]+/resourceGroups/(?P<group>[^/]+)/providers/Microsoft\.ManagedIdentity/"
+    r"userAssignedIdentities/(?P<name>[^/]+)",
+    re.IGNORECASE,
+)
+
+
+def streaming_problem(version: str) -> str | None:
+    """Why a KAITO release cannot mirror and stream weights, or None."""
+    chart = catalog.kaito_charts().get(version)
+    if chart is None or chart.minor < FIRST_RELEASE or not all(g in chart.known_gates for g in GATES):
+        return (
+            f"KAITO {version} has no ModelMirror or ModelStreaming (the gates came in 0.11.0: "
+            "pkg/featuregates/featuregates.go@v0.11.0); use 0.11.0 or 0.12.0, or leave model streaming off"
+        )
+    return None
+
+
+def chart_values(storage_class: str = STORAGE_CLASS, service_account: str = SERVICE_ACCOUNT) -> dict[str, object]:
+    """The KAITO chart values that turn streaming on for every vLLM preset (charts/kaito/workspace/
+    values.yaml@v0.11.0+: featureGates, defaultModelMirrorStorageClass, defaultStreamingServiceAccount)."""
+    return {
+        "featureGates": dict.fromkeys(GATES, True),
+        "defaultModelMirrorStorageClass": storage_class,
+        "defaultStreamingServiceAccount": service_account,
+    }
+
+
+def model_annotations(storage_class: str = STORAGE_CLASS, service_account: str = SERVICE_ACCOUNT) -> dict[str, str]:
+    """A streaming model's annotations naming its StorageClass and ServiceAccount, so that it does
+    not depend on the defaults of a KAITO installed elsewhere."""
+    return {STORAGE_CLASS_ANNOTATION: storage_class, SERVICE_ACCOUNT_ANNOTATION: service_account}
+
+
+def model_mirror_name(model_id: str) -> str:
+    """The ModelMirror KAITO makes for a Hugging Face model id: the first 6 hex characters of its
+    SHA-256 (pkg/workspace/inference/modelstreaming/modelstreaming.go@v0.12.0 ModelMirrorCRName)."""
+    import hashlib
+
+    return hashlib.sha256(model_id.encode()).hexdigest()[:6]
+
+
+@args_class
+class ModelStreamingArgs:
+    """The StorageClass, the per-namespace ServiceAccounts and federated credentials, and the
+    blob read role that KAITO's model mirroring and streaming need on AKS."""
+
+    namespaces: Annotated[list[Annotated[str, DNS_LABEL]], MaxItems(500)]
+    """The namespaces of the models that stream (each gets the ServiceAccount and a federated credential)."""
+    kubelet_identity_resource_id: Input[str]
+    """The kubelet identity's resource id (`AksCluster.kubelet_identity_resource_id`): the
+    identity the pods sign in as."""
+    kubelet_identity_client_id: Input[str]
+    """Its client id (`AksCluster.kubelet_identity_client_id`), for the ServiceAccounts' annotation."""
+    kubelet_identity_object_id: Input[str]
+    """Its object id (`AksCluster.kubelet_identity_object_id`), for the role assignment."""
+    oidc_issuer_url: Input[str]
+    """The cluster's OIDC issuer (`AksCluster.oidc_issuer_url`)."""
+    node_resource_group_id: Input[str]
+    """The resource id of the cluster's node resource group, where the Blob CSI driver creates the
+    storage account (/subscriptions/<id>/resourceGroups/ and the AksCluster's node resource group)."""
+    kaito_version: str = "0.12.0"
+    """The KAITO release that mirrors and streams (0.11.0 or 0.12.0)."""
+    storage_class: Annotated[str, DNS_LABEL] = STORAGE_CLASS
+    """The StorageClass to create (KAITO's guide calls it blob-fuse)."""
+    service_account: Annotated[str, DNS_LABEL] = SERVICE_ACCOUNT
+    """The ServiceAccount to create in each namespace (KAITO's guide calls it kaito-model-streamer)."""
+    labels: dict[str, str] = field(default_factory=dict[str, str])
+    """Labels on the Kubernetes objects."""
+
+
+def model_streaming_problems(args: ModelStreamingArgs) -> list[Problem]:
+    problems: list[Problem] = []
+    why = streaming_problem(args.kaito_version)
+    if why is not None:
+        problems.append(Problem.at("kaito_version", why, "model-streaming"))
+    seen: set[str] = set()
+    for i, ns in enumerate(args.namespaces):
+        if ns in seen:
+            problems.append(Problem.at(("namespaces", i), f"{ns} is listed twice", "model-streaming"))
+        seen.add(ns)
+    return problems
+
+
+def _identity_part(resource_id: str, part: str) -> str:
+    match = _IDENTITY_ID.fullmatch(resource_id)
+    if match is None:  # known only at `up` under the mocks, or not a user-assigned identity
+        return resource_id if part == "name" else ""
+    return match[part]
+
+
+class ModelStreaming(pulumi.ComponentResource):
+    """The Azure and Kubernetes pieces of KAITO's ModelMirror and ModelStreaming (see the module).
+    Deploy the models after it: KAITO checks the ServiceAccount when it first mirrors a model."""
+
+    storage_class: pulumi.Output[str]
+    """The StorageClass's name."""
+    service_account: pulumi.Output[str]
+    """The ServiceAccount's name (in every namespace)."""
+
+    def __init__(self, name: str, args: ModelStreamingArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = checked_args("ModelStreaming", name, ModelStreamingArgs, args, model_streaming_problems)
+        super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
+        child = child_options(self, opts)
+        labels = {"app.kubernetes.io/managed-by": "pulumi", **checked.labels}
+        self.storage = k8s.storage.v1.StorageClass(
+            f"{name}/storageclass",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=checked.storage_class, labels=labels),
+            provisioner=CSI_DRIVER,
+            allow_volume_expansion=True,
+            parameters={"protocol": "fuse2", "skuName": "Premium_LRS"},
+            reclaim_policy="Retain",
+            mount_options=MOUNT_OPTIONS,
+            opts=child,
+        )
+        identity_id = pulumi.Output.from_input(checked.kubelet_identity_resource_id)
+        group = identity_id.apply(lambda i: _identity_part(i, "group"))
+        identity = identity_id.apply(lambda i: _identity_part(i, "name"))
+        self.service_accounts: list[k8s.core.v1.ServiceAccount] = []
+        self.credentials: list[managedidentity.FederatedIdentityCredential] = []
+        for ns in checked.namespaces:
+            self.service_accounts.append(
+                k8s.core.v1.ServiceAccount(
+                    f"{name}/{ns}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=checked.service_account,
+                        namespace=ns,
+                        labels=labels,
+                        annotations={CLIENT_ID_ANNOTATION: checked.kubelet_identity_client_id},
+                    ),
+                    opts=child,
+                )
+            )
+            self.credentials.append(
+                managedidentity.FederatedIdentityCredential(
+                    f"{name}-{ns}-federation",
+                    federated_identity_credential_resource_name=f"streaming-{ns}-{checked.service_account}",
+                    resource_name_=identity,
+                    resource_group_name=group,
+                    issuer=checked.oidc_issuer_url,
+                    subject=subject_of(ns, checked.service_account),
+                    audiences=[TOKEN_AUDIENCE],
+                    opts=child,
+                )
+            )
+        scope = pulumi.Output.from_input(checked.node_resource_group_id)
+        self.reader = authorization.RoleAssignment(
+            f"{name}-blob-reader",
+            principal_id=checked.kubelet_identity_object_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=scope.apply(lambda s: role_definition_id(s, READER_ROLE)),
+            scope=scope,
+            opts=child,
+        )
+        self.storage_class = pulumi.Output.from_input(checked.storage_class)
+        self.service_account = pulumi.Output.from_input(checked.service_account)
+        self.register_outputs({"storageClass": self.storage_class, "serviceAccount": self.service_account})

@@ -1,0 +1,103 @@
+"""KAITO's ModelMirror and ModelStreaming for a stack (kaito.modelStreaming): whether it is on
+(written, else the defaults generation: on only for new stacks, `defaults: 3`, with KAITO 0.12
+installed on a cluster the stack creates), where KAITO refuses it, and what it changes: the
+cluster's Blob CSI driver, KAITO's gates and defaults, each vLLM preset's annotations, and the
+StorageClass, ServiceAccounts, federated credentials and blob role (kaito_aks.model_streaming)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kaito_aks.model.spec import WeightsStreamingArgs
+from kaito_aks.model_streaming import ModelStreamingArgs, chart_values, streaming_problem
+from kaito_aks.problems import Problem
+from stacks.config import StackConfig
+from stacks.defaults import Written, kaito_installed, served_by_vllm
+
+AT = ("kaito", "model_streaming")
+AFTER_UP = "(known after pulumi up)"
+
+
+def streaming_on(written: Written, version: str, add_on: bool) -> bool:
+    """kaito.modelStreaming, else on for a stack of generation 3 that installs KAITO 0.12 on a
+    cluster it creates (not the add-on): every other stack keeps downloading as it did."""
+    given = written.kaito.get("model_streaming")
+    if given is not None:
+        return bool(given)
+    minor = ".".join(version.split(".")[:2])
+    return (
+        written.generation >= 3
+        and minor == "0.12"
+        and written.cluster_kind == "aks"
+        and kaito_installed(written.kaito, add_on)
+        and not add_on
+    )
+
+
+def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, list[Problem]]:
+    """The stack with model streaming wired in where it is on, and the problems of asking for it
+    where KAITO has none."""
+    if not streaming_on(written, cfg.kaito.version, cfg.add_on):
+        return cfg, []
+    why = streaming_problem(cfg.kaito.version)
+    if why is not None:
+        return cfg, [Problem(AT, why, "model-streaming")]
+    if cfg.add_on:
+        return cfg, [
+            Problem(AT, "the AKS add-on offers no feature gates: KAITO it runs cannot stream", "model-streaming")
+        ]
+    if cfg.aks_cluster is None:
+        return cfg, [
+            Problem(
+                AT,
+                "KAITO streams from Azure Blob storage on AKS only (its webhook refuses a streaming Workspace elsewhere: "
+                "api/v1beta1/workspace_validation.go@v0.12.0), and the federated credential and blob role need the "
+                "cluster's kubelet identity: use cluster.aks or cluster.existing",
+                "model-streaming",
+            )
+        ]
+    streamed = [i for i, w in enumerate(cfg.workspaces) if served_by_vllm(w.args) and not w.args.image]
+    workspaces = tuple(
+        dataclasses.replace(w, args=dataclasses.replace(w.args, weights_streaming=WeightsStreamingArgs()))
+        if i in streamed
+        else w
+        for i, w in enumerate(cfg.workspaces)
+    )
+    aks = cfg.aks_cluster
+    warnings: list[Problem] = []
+    if aks.existing:
+        warnings.append(
+            Problem(
+                AT,
+                "the cluster must run the Azure Blob CSI driver (az aks update --enable-blob-driver): this stack "
+                "does not manage an existing cluster's settings",
+                "streaming-runtime",
+            )
+        )
+    else:
+        aks = dataclasses.replace(aks, blob_csi_driver=True)
+    kaito = cfg.kaito
+    if cfg.kaito_install:
+        values = chart_values()
+        gates = {**dict.fromkeys(("ModelMirror", "ModelStreaming"), True), **kaito.feature_gates}
+        extra = {k: v for k, v in values.items() if k != "featureGates" and k not in kaito.values}
+        kaito = dataclasses.replace(kaito, feature_gates=gates, values={**kaito.values, **extra})
+    namespaces = sorted({workspaces[i].args.namespace for i in streamed})
+    streaming = ModelStreamingArgs(
+        namespaces=namespaces,
+        kubelet_identity_resource_id=AFTER_UP,
+        kubelet_identity_client_id=AFTER_UP,
+        kubelet_identity_object_id=AFTER_UP,
+        oidc_issuer_url=AFTER_UP,
+        node_resource_group_id=AFTER_UP,
+        kaito_version=cfg.kaito.version,
+    )
+    cfg = dataclasses.replace(
+        cfg,
+        aks_cluster=aks,
+        kaito=kaito,
+        workspaces=workspaces,
+        model_streaming=streaming if namespaces else None,
+        warnings=(*cfg.warnings, *warnings),
+    )
+    return cfg, []
