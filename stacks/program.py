@@ -26,7 +26,7 @@ from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.model_group import ModelGroup, deploy_models
-from kaito_aks.model_streaming import ModelStreaming
+from kaito_aks.model_streaming import ModelStreaming, mirrored_model_id, model_mirror_name
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -397,6 +397,11 @@ def _export(
                 "principalId": provisioner.principal_id,
             },
         )
+    mirrors = {  # the ModelMirror KAITO makes for each streaming model: what `status` reads
+        f"{w.args.namespace}/{w.args.name}": model_mirror_name(mirrored_model_id(w.args.model or "", cfg.kaito.version))
+        for w in cfg.workspaces
+        if w.args.weights_streaming is not None
+    }
     pulumi.export(
         "workspaces",
         {
@@ -411,6 +416,7 @@ def _export(
                 "kaito": [w.props() for w in watched_objects(m.plan)],
                 **({"route": m.route} if m.plan.route is not None else {}),
                 **({"autoscaling": m.autoscaling} if m.plan.autoscale is not None else {}),
+                **({"modelMirror": mirrors[key]} if key in mirrors else {}),
             }
             for key, m in group.models.items()
         },

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kaito_aks.model_streaming import MirrorStatus, read_mirror
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded, escaped
 from kaito_aks.serving.status import (
@@ -56,6 +57,7 @@ class Served:
     status: ModelStatus
     route: RouteStatus | None = None  # through the stack's gateway
     autoscaler: AutoscalerStatus | None = None
+    mirror: MirrorStatus | None = None  # KAITO's ModelMirror of its weights (model streaming)
 
     @property
     def ready(self) -> tuple[int, int]:
@@ -286,7 +288,16 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
     d.client.deadline = time.monotonic() + READ_SECONDS
     try:
         served = tuple(
-            Served(key, kind, entry, read_model(d.client, watched, clock=clock), *_serving(d, key, entry))
+            Served(
+                key,
+                kind,
+                entry,
+                read_model(d.client, watched, clock=clock),
+                *_serving(d, key, entry),
+                mirror=read_mirror(d.client, entry["modelMirror"])
+                if isinstance(entry.get("modelMirror"), str)
+                else None,
+            )
             for kind, key, entry, watched in d.entries
         )
         gateway = (
@@ -396,6 +407,8 @@ def text(status: StackStatus) -> list[str]:
             if obj.kind != "Workspace" or s.kind == "ragEngine":
                 lines.append("    " + _replica_line(obj))
         lines += ["    " + _replica_line(r) for r in s.status.replicas]
+        if s.mirror is not None:
+            lines.append("    " + s.mirror.text())
         if not s.status.objects:
             lines.append("    no KAITO objects known for it (its outputs name none, nor does the stack file)")
         if s.status.unreadable:
@@ -484,6 +497,7 @@ def as_json(status: StackStatus) -> dict[str, Any]:
                 "ready": "{}/{}".format(*s.ready),
                 **({"route": _route_json(s)} if s.route is not None else {}),
                 **({"autoscaling": _autoscaler_json(s)} if s.autoscaler is not None else {}),
+                **({"modelMirror": s.mirror.to_json()} if s.mirror is not None else {}),
             }
             for s in status.served
         ],

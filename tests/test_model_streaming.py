@@ -99,3 +99,41 @@ def test_it_is_refused_where_kaito_has_none() -> None:
 def test_it_can_be_turned_off_on_a_new_stack() -> None:
     ev = run(stack(modelStreaming=False))
     assert not ev.of_type("kaito-aks:index:ModelStreaming")
+
+
+class _Cluster:
+    """A reader answering one ModelMirror as KAITO 0.12's mirror controller reports it."""
+
+    def __init__(self, objects: dict[str, Any]) -> None:
+        self.objects = objects
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        from kaito_aks.waits.kube_client import KubeApiError
+
+        if path not in self.objects:
+            raise KubeApiError(404, f"{path} not found")
+        return self.objects[path]
+
+
+def test_status_shows_the_mirrors_download_progress() -> None:
+    from kaito_aks.model_streaming import MODEL_MIRRORS, mirrored_model_id, read_mirror
+
+    ev = run(stack())
+    name = ev.outputs["workspaces"]["llm/phi"]["modelMirror"]
+    assert name == model_mirror_name(MODEL)
+    # a legacy preset name is mirrored under KAITO's catalog id for it (lower case, plugin.go@v0.12.0)
+    assert mirrored_model_id("Phi-4-Mini-Instruct", "0.12.0") == "microsoft/phi-4-mini-instruct"
+    downloading = {
+        "metadata": {"name": name},
+        "spec": {"mode": "Managed", "source": {"registry": "huggingface", "modelID": MODEL}},
+        "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 52_400_000, "remainingSeconds": 95}},
+    }
+    said = read_mirror(_Cluster({f"{MODEL_MIRRORS}/{name}": downloading}), name).text()
+    assert said == f"ModelMirror {name}: Pending, downloading at 52.4 MB/s, about 1m35s left"
+    done = {**downloading, "status": {"phase": "Ready", "download": {"speedBytesPerSecond": 0, "remainingSeconds": 0}}}
+    assert (
+        read_mirror(_Cluster({f"{MODEL_MIRRORS}/{name}": done}), name)
+        .text()
+        .endswith("Ready, the weights are mirrored")
+    )
+    assert "not made yet" in read_mirror(_Cluster({}), name).text()
