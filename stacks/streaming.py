@@ -11,11 +11,10 @@ import dataclasses
 from kaito_aks.model.spec import WeightsStreamingArgs
 from kaito_aks.model_streaming import ModelStreamingArgs, chart_values, streaming_problem
 from kaito_aks.problems import Problem
-from stacks.config import StackConfig
+from stacks.config import FROM_CLUSTER, StackConfig
 from stacks.defaults import Written, kaito_installed, served_by_vllm
 
 AT = ("kaito", "model_streaming")
-AFTER_UP = "(known after pulumi up)"
 
 
 def streaming_on(written: Written, version: str, add_on: bool) -> bool:
@@ -85,11 +84,11 @@ def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, lis
     namespaces = sorted({workspaces[i].args.namespace for i in streamed})
     streaming = ModelStreamingArgs(
         namespaces=namespaces,
-        kubelet_identity_resource_id=AFTER_UP,
-        kubelet_identity_client_id=AFTER_UP,
-        kubelet_identity_object_id=AFTER_UP,
-        oidc_issuer_url=AFTER_UP,
-        node_resource_group_id=AFTER_UP,
+        kubelet_identity_resource_id=FROM_CLUSTER,
+        kubelet_identity_client_id=FROM_CLUSTER,
+        kubelet_identity_object_id=FROM_CLUSTER,
+        oidc_issuer_url=FROM_CLUSTER,
+        node_resource_group_id=FROM_CLUSTER,
         kaito_version=cfg.kaito.version,
     )
     cfg = dataclasses.replace(

@@ -15,13 +15,15 @@ model id's SHA-256) and the inference pod streams them (`--load-format=runai_str
 
 Point KAITO at them with the chart values `defaultModelMirrorStorageClass` and
 `defaultStreamingServiceAccount` (`chart_values`), or each model's annotations
-(`model_annotations`)."""
+(`model_annotations`). Where the identity's federation and roles are managed elsewhere,
+`azure_access=False` makes the Kubernetes objects alone (the kubelet identity's client id is all
+it needs)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -111,19 +113,30 @@ class ModelStreamingArgs:
     blob read role that KAITO's model mirroring and streaming need on AKS."""
 
     namespaces: Annotated[list[Annotated[str, DNS_LABEL]], MaxItems(500)]
-    """The namespaces of the models that stream (each gets the ServiceAccount and a federated credential)."""
-    kubelet_identity_resource_id: Input[str]
-    """The kubelet identity's resource id (`AksCluster.kubelet_identity_resource_id`): the
-    identity the pods sign in as."""
+    """The namespaces of the models that stream (each gets the ServiceAccount, and with
+    `azure_access` a federated credential)."""
     kubelet_identity_client_id: Input[str]
-    """Its client id (`AksCluster.kubelet_identity_client_id`), for the ServiceAccounts' annotation."""
-    kubelet_identity_object_id: Input[str]
-    """Its object id (`AksCluster.kubelet_identity_object_id`), for the role assignment."""
-    oidc_issuer_url: Input[str]
-    """The cluster's OIDC issuer (`AksCluster.oidc_issuer_url`)."""
-    node_resource_group_id: Input[str]
+    """The client id of the kubelet identity (`AksCluster.kubelet_identity_client_id`), the identity
+    the pods sign in as: the ServiceAccounts' azure.workload.identity/client-id annotation."""
+    kubelet_identity_resource_id: Input[str] | None = None
+    """Its resource id (`AksCluster.kubelet_identity_resource_id`), for the federated credentials.
+    Needed with `azure_access`."""
+    kubelet_identity_object_id: Input[str] | None = None
+    """Its object id (`AksCluster.kubelet_identity_object_id`), for the role assignment. Needed
+    with `azure_access`."""
+    oidc_issuer_url: Input[str] | None = None
+    """The cluster's OIDC issuer (`AksCluster.oidc_issuer_url`). Needed with `azure_access`."""
+    node_resource_group_id: Input[str] | None = None
     """The resource id of the cluster's node resource group, where the Blob CSI driver creates the
-    storage account (/subscriptions/<id>/resourceGroups/ and the AksCluster's node resource group)."""
+    storage account (/subscriptions/<id>/resourceGroups/ and the AksCluster's node resource group).
+    Needed with `azure_access`."""
+    azure_access: bool = True
+    """Also make the Azure side of the access: a federated identity credential on the kubelet
+    identity per namespace, and Storage Blob Data Reader on the node resource group (the four
+    inputs above). False: those are made elsewhere (KAITO's guide, Steps 3 and 4: `az identity
+    federated-credential create`, `az role assignment create`) and only the StorageClass and the
+    ServiceAccounts are made here; without them KAITO's download Job and the pods cannot read the
+    blobs."""
     kaito_version: str = "0.12.0"
     """The KAITO release that mirrors and streams (0.11.0 or 0.12.0)."""
     storage_class: Annotated[str, DNS_LABEL] = STORAGE_CLASS
@@ -134,11 +147,30 @@ class ModelStreamingArgs:
     """Labels on the Kubernetes objects."""
 
 
+AZURE_ACCESS_INPUTS = (
+    "kubelet_identity_resource_id",
+    "kubelet_identity_object_id",
+    "oidc_issuer_url",
+    "node_resource_group_id",
+)
+
+
 def model_streaming_problems(args: ModelStreamingArgs) -> list[Problem]:
     problems: list[Problem] = []
     why = streaming_problem(args.kaito_version)
     if why is not None:
         problems.append(Problem.at("kaito_version", why, "model-streaming"))
+    if args.azure_access:
+        for field_name in AZURE_ACCESS_INPUTS:
+            if getattr(args, field_name) is None:
+                problems.append(
+                    Problem.at(
+                        field_name,
+                        "needed to make the federated credentials and the blob role (azure_access); or set "
+                        "azure_access false where they are made elsewhere",
+                        "required",
+                    )
+                )
     seen: set[str] = set()
     for i, ns in enumerate(args.namespaces):
         if ns in seen:
@@ -178,11 +210,7 @@ class ModelStreaming(pulumi.ComponentResource):
             mount_options=MOUNT_OPTIONS,
             opts=child,
         )
-        identity_id = pulumi.Output.from_input(checked.kubelet_identity_resource_id)
-        group = identity_id.apply(lambda i: _identity_part(i, "group"))
-        identity = identity_id.apply(lambda i: _identity_part(i, "name"))
         self.service_accounts: list[k8s.core.v1.ServiceAccount] = []
-        self.credentials: list[managedidentity.FederatedIdentityCredential] = []
         for ns in checked.namespaces:
             self.service_accounts.append(
                 k8s.core.v1.ServiceAccount(
@@ -196,30 +224,41 @@ class ModelStreaming(pulumi.ComponentResource):
                     opts=child,
                 )
             )
+        self.credentials: list[managedidentity.FederatedIdentityCredential] = []
+        self.reader: authorization.RoleAssignment | None = None
+        if checked.azure_access:
+            self._azure_access(name, checked, child)
+        self.storage_class = pulumi.Output.from_input(checked.storage_class)
+        self.service_account = pulumi.Output.from_input(checked.service_account)
+        self.register_outputs({"storageClass": self.storage_class, "serviceAccount": self.service_account})
+
+    def _azure_access(self, name: str, args: ModelStreamingArgs, child: pulumi.ResourceOptions) -> None:
+        """Each namespace's federated credential on the kubelet identity, and its blob read role."""
+        identity_id = pulumi.Output.from_input(cast(Input[str], args.kubelet_identity_resource_id))
+        group = identity_id.apply(lambda i: _identity_part(i, "group"))
+        identity = identity_id.apply(lambda i: _identity_part(i, "name"))
+        for ns in args.namespaces:
             self.credentials.append(
                 managedidentity.FederatedIdentityCredential(
                     f"{name}-{ns}-federation",
-                    federated_identity_credential_resource_name=f"streaming-{ns}-{checked.service_account}",
+                    federated_identity_credential_resource_name=f"streaming-{ns}-{args.service_account}",
                     resource_name_=identity,
                     resource_group_name=group,
-                    issuer=checked.oidc_issuer_url,
-                    subject=subject_of(ns, checked.service_account),
+                    issuer=cast(Input[str], args.oidc_issuer_url),
+                    subject=subject_of(ns, args.service_account),
                     audiences=[TOKEN_AUDIENCE],
                     opts=child,
                 )
             )
-        scope = pulumi.Output.from_input(checked.node_resource_group_id)
+        scope = pulumi.Output.from_input(cast(Input[str], args.node_resource_group_id))
         self.reader = authorization.RoleAssignment(
             f"{name}-blob-reader",
-            principal_id=checked.kubelet_identity_object_id,
+            principal_id=cast(Input[str], args.kubelet_identity_object_id),
             principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
             role_definition_id=scope.apply(lambda s: role_definition_id(s, READER_ROLE)),
             scope=scope,
             opts=child,
         )
-        self.storage_class = pulumi.Output.from_input(checked.storage_class)
-        self.service_account = pulumi.Output.from_input(checked.service_account)
-        self.register_outputs({"storageClass": self.storage_class, "serviceAccount": self.service_account})
 
 
 def mirrored_model_id(model: str, kaito_version: str) -> str:
