@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pulumi
 
@@ -116,31 +117,53 @@ def _cluster_key(cfg: StackConfig) -> tuple[str, str] | None:
     return (aks.resource_group, aks.name) if aks is not None else None
 
 
-def check_capacity(cfg: StackConfig, reader: Callable[[], tuple[ArmReader, str]] = arm_reader) -> CapacityVerdict | str:
+@dataclass(frozen=True)
+class NotChecked:
+    """Why the capacity was not checked: nothing to read it with (offline, no login, not Azure),
+    or (`failed`) Azure was asked and did not answer, said as a warning with what to do."""
+
+    why: str
+    failed: bool = False
+
+    def text(self) -> str:
+        return f"quota not checked: {self.why}"
+
+
+READ_RIGHTS = (
+    "the deployment goes on unchecked; reading needs Microsoft.Compute/locations/usages/read, "
+    "Microsoft.Compute/skus/read and Microsoft.Resources/subscriptions/locations/read (the Reader role "
+    "on the subscription has them)"
+)
+
+
+def check_capacity(
+    cfg: StackConfig, reader: Callable[[], tuple[ArmReader, str]] = arm_reader
+) -> CapacityVerdict | NotChecked:
     """The stack's capacity read from Azure (quota, sizes), or why it was not checked. `reader`:
     how Azure is read (in the Pulumi program: azure-native's login; `validate --online`: the
     Azure CLI's)."""
     region = stack_region(cfg)
     if cfg.aks_cluster is None:
-        return "quota not checked: the cluster is not on Azure as far as this stack knows (a kubeconfig)"
+        return NotChecked("the cluster is not on Azure as far as this stack knows (a kubeconfig)")
     if region is None:
-        return "quota not checked: no region (cluster.aks.location or azure-native:location)"
+        return NotChecked("no region (cluster.aks.location or azure-native:location)")
     demands = vm_demands(cfg)
     try:
         arm, subscription = reader()
         return capacity_verdict(demands, region, arm, subscription, cluster=_cluster_key(cfg))
     except NotCheckedError as why:
-        return f"quota not checked: {why}"
+        return NotChecked(str(why))
     except ArmError as err:
-        return f"quota not checked: Azure answered {err}"
+        return NotChecked(f"Azure answered {err}: {READ_RIGHTS}", failed=True)
 
 
 def refuse_short_capacity(cfg: StackConfig) -> None:
     """In the Pulumi program, before any resource is registered: stop with every capacity
-    problem (a family short of quota, a size the region lacks), or say what was checked."""
+    problem (a family short of quota, a size the region lacks), or say what was checked (a
+    warning where Azure did not answer)."""
     verdict = check_capacity(cfg)
-    if isinstance(verdict, str):
-        pulumi.log.info(verdict)
+    if isinstance(verdict, NotChecked):
+        (pulumi.log.warn if verdict.failed else pulumi.log.info)(verdict.text())
         return
     if verdict.problems:
         raise StackConfigError(verdict.problems)

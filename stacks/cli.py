@@ -328,7 +328,7 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
     """What `--online` reads: the prices (said), the subscription's quota and the region's sizes
     (False: a problem, said with the file's lines)."""
     from kaito_aks.azure.arm import az_cli_reader
-    from stacks.capacity import check_capacity
+    from stacks.capacity import NotChecked, check_capacity
     from stacks.errors import located
 
     if cost.book is not None and cost.book.note:
@@ -342,8 +342,8 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
             environment if isinstance(environment, str) else None,
         ),
     )
-    if isinstance(verdict, str):
-        print(f"{stack}: {verdict}")
+    if isinstance(verdict, NotChecked):
+        print(f"{stack}: {verdict.text()}")
         return True
     if verdict.problems:
         print(f"{stack}: {len(verdict.problems)} problem(s)")

@@ -90,3 +90,18 @@ def test_offline_nothing_is_read_and_the_stack_says_it_did_not_check(caplog: pyt
         monitor = preview(dev_config(), arm=None)
     assert monitor.registrations
     assert "quota not checked: offline (the mock engine, no Azure)" in caplog.text
+
+
+def test_an_azure_that_does_not_answer_is_a_warning_with_the_rights_to_read_and_the_preview_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        monitor = preview(dev_config(), arm={**ANSWERS, USAGES: 403})
+    assert monitor.registrations
+    (said,) = [r for r in caplog.records if "quota not checked" in r.getMessage()]
+    assert said.levelno == logging.WARNING
+    assert said.getMessage() == (
+        f"quota not checked: Azure answered 403 (recorded): {USAGES}: the deployment goes on unchecked; reading "
+        "needs Microsoft.Compute/locations/usages/read, Microsoft.Compute/skus/read and "
+        "Microsoft.Resources/subscriptions/locations/read (the Reader role on the subscription has them)"
+    )

@@ -68,8 +68,8 @@ def test_a_size_the_region_restricts_names_the_nearest_regions_that_offer_it() -
     (problem,) = verdict.problems
     assert problem.code == "vm-size-unavailable"
     assert problem.message == (
-        "Standard_ND96isr_H100_v5 is restricted for this subscription in (NotAvailableForSubscription) eastus2 "
-        "(GPU pool h100); nearest regions that offer it to this subscription: eastus, southcentralus, westus3"
+        "Standard_ND96isr_H100_v5 is restricted for this subscription in eastus2 (NotAvailableForSubscription): "
+        "GPU pool h100; nearest regions that offer it to this subscription: eastus, southcentralus, westus3"
     )
     # the nearest first, and no further than needed: centralus (no H100) was read, westeurope not
     skus_read = [c for c in arm.calls if "/skus" in c]
@@ -81,6 +81,19 @@ def test_a_size_no_region_near_offers_says_so() -> None:
     (problem,) = verdict.problems
     assert "is not offered in eastus2" in problem.message
     assert "none of the 12 nearest regions offers it" in problem.message
+
+
+def test_a_size_the_region_lacks_is_refused_even_when_the_other_regions_cannot_be_read() -> None:
+    verdict = capacity_verdict(
+        [VmDemand("GPU pool h100", H100, 1, path=("h100",))],
+        "eastus2",
+        recorded(**{f"/subscriptions/{SUB}/locations": 403}),
+        SUB,
+    )
+    (problem,) = verdict.problems
+    assert problem.message.endswith(
+        f"GPU pool h100; the regions that offer it could not be read (403 (recorded): /subscriptions/{SUB}/locations)"
+    ), problem.message
 
 
 def test_what_the_deployment_already_runs_is_not_counted_twice() -> None:
@@ -176,3 +189,22 @@ def test_the_live_reader_sends_the_token_follows_next_links_and_reports_arms_err
     with pytest.raises(ArmError) as err:
         LiveArm("t0ken", "http://127.0.0.1:1").get("/x", "1")
     assert err.value.status == 0
+
+
+def test_the_token_goes_to_arm_alone_and_is_never_shown(arm_server: tuple[str, list[str]]) -> None:
+    """A next page on another host is not followed with the token, and the reader's repr (in a
+    traceback, a log) does not carry it."""
+    endpoint, seen = arm_server
+    assert "t0ken" not in repr(LiveArm("t0ken", endpoint))
+    with pytest.raises(ArmError) as err:  # every page, a nextLink too, is read through _get_url
+        LiveArm("t0ken", endpoint)._get_url("https://attacker.example/steal?page=2")
+    assert str(err.value) == f"a next page outside {endpoint} (attacker.example): not read"
+
+
+def test_the_check_takes_at_most_its_time_budget(arm_server: tuple[str, list[str]]) -> None:
+    endpoint, seen = arm_server
+    arm = LiveArm("t0ken", endpoint, budget=0.0)
+    with pytest.raises(ArmError) as err:
+        arm.get(f"/subscriptions/{SUB}/locations", "2022-12-01")
+    assert str(err.value) == f"reading {endpoint} took longer than 0 s (1 calls)"
+    assert seen == [], "a call was made past the budget"

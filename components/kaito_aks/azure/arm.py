@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -40,6 +41,8 @@ LOCATIONS_API = "2022-12-01"  # Microsoft.Resources subscriptions locations (Sub
 MANAGED_CLUSTER_API = "2025-09-01"  # Microsoft.ContainerService managedClusters, azure-native 3.29.0's default
 VIRTUAL_MACHINES_API = "2024-07-01"  # Microsoft.Compute virtualMachines (Virtual Machines - List)
 MAX_PAGES = 100
+# What a whole check may take, all its calls together: a preview waits no longer for Azure.
+READ_SECONDS = 60.0
 
 
 Json = dict[str, Any]
@@ -87,19 +90,34 @@ class ArmReader(Protocol):
 
 @dataclass
 class LiveArm:
-    """ARM's REST API with a bearer token (as azure-native's getClientToken gives it)."""
+    """ARM's REST API with a bearer token (as azure-native's getClientToken gives it). The token
+    goes to `endpoint` alone (a next page elsewhere is refused) and is never in its repr; all the
+    calls together take at most `budget` seconds."""
 
-    token: str
+    token: str = field(repr=False)
     endpoint: str = ARM_ENDPOINT
     timeout: float = 30.0
+    budget: float = READ_SECONDS
     calls: list[str] = field(default_factory=list[str])  # each GET's path and API version, in order
+    _deadline: float | None = field(default=None, repr=False)
+
+    def _seconds_left(self) -> float:
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self.budget
+        left = self._deadline - now
+        if left <= 0:
+            raise ArmError(0, f"reading {self.endpoint} took longer than {self.budget:.0f} s ({len(self.calls)} calls)")
+        return min(self.timeout, left)
 
     def _get_url(self, url: str) -> dict[str, Any]:
+        if not _same_origin(url, self.endpoint):
+            raise ArmError(0, f"a next page outside {self.endpoint} ({urllib.parse.urlsplit(url).netloc}): not read")
         request = urllib.request.Request(
             url, headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            with urllib.request.urlopen(request, timeout=self._seconds_left()) as answer:
                 body = json.load(answer)
         except urllib.error.HTTPError as err:
             raise ArmError(err.code, _arm_message(err.read(), err.code)) from None
@@ -127,6 +145,11 @@ class LiveArm:
             link = page.get("nextLink")
             url, pages = (link if isinstance(link, str) and link else None), pages + 1
         return items
+
+
+def _same_origin(url: str, endpoint: str) -> bool:
+    a, b = urllib.parse.urlsplit(url), urllib.parse.urlsplit(endpoint)
+    return (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
 
 
 def _arm_message(body: bytes, status: int) -> str:
@@ -215,7 +238,7 @@ def arm_reader() -> tuple[ArmReader, str]:
     except Exception as err:
         raise NotCheckedError(f"no ARM token from azure-native ({_first_line(err)})") from None
     environment = pulumi.Config("azure-native").get("environment")
-    return LiveArm(token, endpoint_for(environment)), subscription
+    return LiveArm(token, endpoint), subscription
 
 
 def _first_line(err: BaseException) -> str:
@@ -231,7 +254,8 @@ def az_cli_reader(subscription: str | None = None, environment: str | None = Non
     az = shutil.which("az")
     if az is None:
         raise NotCheckedError("no Azure CLI (az) to sign in with")
-    command = [az, "account", "get-access-token", "--resource", "https://management.azure.com/", "-o", "json"]
+    endpoint = endpoint_for(environment)
+    command = [az, "account", "get-access-token", "--resource", endpoint.rstrip("/") + "/", "-o", "json"]
     if subscription:
         command += ["--subscription", subscription]
     try:
@@ -247,4 +271,4 @@ def az_cli_reader(subscription: str | None = None, environment: str | None = Non
     token, sub = text(answer.get("accessToken")), subscription or text(answer.get("subscription"))
     if not token or not sub:
         raise NotCheckedError("az account get-access-token gave no token or subscription")
-    return LiveArm(token, endpoint_for(environment)), sub
+    return LiveArm(token, endpoint), sub

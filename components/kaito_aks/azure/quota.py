@@ -262,22 +262,26 @@ def capacity_verdict(
             usage_needs[usage] = usage_needs.get(usage, 0) + cpus
             who.setdefault(usage, []).append(f"{d.what}: {d.nodes} x {d.vm_size}")
     if missing:
-        nearest = nearest_regions_with(arm, subscription, region, sorted(missing))
+        unread = ""
+        try:
+            nearest = nearest_regions_with(arm, subscription, region, sorted(missing))
+        except ArmError as err:  # the size is still refused, without the regions
+            nearest, unread = {}, f"the regions that offer it could not be read ({err})"
         for size, ds in sorted(missing.items()):
             sku = skus.get(size.lower())
             why = (
-                "is not offered in"
+                f"is not offered in {region}"
                 if sku is None
-                else f"is restricted for this subscription in ({_restriction(sku, region)})"
+                else f"is restricted for this subscription in {region} ({_restriction(sku, region)})"
             )
-            elsewhere = nearest[size]
+            elsewhere = nearest.get(size, [])
             hint = (
-                f"nearest regions that offer it to this subscription: {', '.join(elsewhere)}"
-                if elsewhere
-                else f"none of the {MOST_REGIONS_READ} nearest regions offers it to this subscription"
+                unread
+                or (f"nearest regions that offer it to this subscription: {', '.join(elsewhere)}" if elsewhere else "")
+                or f"none of the {MOST_REGIONS_READ} nearest regions offers it to this subscription"
             )
             for d in ds:
-                problems.append(Problem(d.path, f"{size} {why} {region} ({d.what}); {hint}", "vm-size-unavailable"))
+                problems.append(Problem(d.path, f"{size} {why}: {d.what}; {hint}", "vm-size-unavailable"))
     ours = ours_running(arm, subscription, skus, cluster)
     usages = {
         text(obj(u.get("name")).get("value")).lower(): u
