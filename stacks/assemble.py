@@ -325,6 +325,7 @@ def _written_settings(written: Written) -> frozenset[str]:
         "karpenter.install": written.karpenter.get("install") is not None,
         "karpenter": any(k != "install" for k in written.karpenter),
         "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "kaito.modelStreaming": written.kaito.get("model_streaming") is not None,
         "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
         and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,

@@ -286,6 +286,7 @@ def _validate(stacks: list[str], root: Path, against: str | None = None, *, onli
     from stacks.defaults import generation_note
     from stacks.errors import StackConfigError, located
     from stacks.load import foreign_keys, parse_stack_file
+    from stacks.streaming import streaming_note
 
     failed = 0
     for stack in stacks:
@@ -306,9 +307,9 @@ def _validate(stacks: list[str], root: Path, against: str | None = None, *, onli
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
-        note = generation_note(cfg)
-        if note is not None:
-            print(f"{stack}: {note}")
+        for note in (generation_note(cfg), streaming_note(cfg)):
+            if note is not None:
+                print(f"{stack}: {note}")
         cost = stack_cost(cfg, online=online)
         nodes = "" if cfg.kaito.node_provisioning == "byo" else f"; {_kaito_nodes(cfg)}"
         if online and not _online_checks(stack, f, cfg, cost):

@@ -51,7 +51,7 @@ DEFAULT_KAITO_VERSION = "0.8.1"
 # keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
 # lists what each generation changes.
 Generation = Literal[1, 2, 3]
-NEWEST_GENERATION = 2
+NEWEST_GENERATION = 3
 # Stand in for outputs of resources the program creates later (the cluster's name and group),
 # so a pool's args can be checked before anything exists.
 FROM_CLUSTER = "(from the cluster)"

@@ -17,19 +17,43 @@ from stacks.defaults import Written, kaito_installed, served_by_vllm
 AT = ("kaito", "model_streaming")
 
 
+def generation_may_stream(version: str, created_aks: bool, installed: bool, add_on: bool) -> bool:
+    """Whether the generation of the defaults decides streaming for a stack: one that installs
+    KAITO 0.12 on a cluster it creates (not the add-on)."""
+    return ".".join(version.split(".")[:2]) == "0.12" and created_aks and installed and not add_on
+
+
 def streaming_on(written: Written, version: str, add_on: bool) -> bool:
-    """kaito.modelStreaming, else on for a stack of generation 3 that installs KAITO 0.12 on a
-    cluster it creates (not the add-on): every other stack keeps downloading as it did."""
+    """kaito.modelStreaming, else on for such a stack of generation 3 (generation_may_stream):
+    every other stack keeps downloading as it did."""
     given = written.kaito.get("model_streaming")
     if given is not None:
         return bool(given)
-    minor = ".".join(version.split(".")[:2])
+    installed = kaito_installed(written.kaito, add_on)
+    return written.generation >= 3 and generation_may_stream(version, written.cluster_kind == "aks", installed, add_on)
+
+
+def _streamed(cfg: StackConfig) -> list[int]:
+    """The workspaces KAITO streams the weights of: vLLM presets."""
+    return [i for i, w in enumerate(cfg.workspaces) if served_by_vllm(w.args) and not w.args.image]
+
+
+def streaming_note(cfg: StackConfig) -> str | None:
+    """What the stack's generation of defaults decides about its weights, where it decides it
+    (`validate` says it; None: kaito.modelStreaming is written, or nothing would stream)."""
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    if (
+        "kaito.modelStreaming" in cfg.given
+        or not generation_may_stream(cfg.kaito.version, created, cfg.kaito_install, cfg.add_on)
+        or not _streamed(cfg)
+    ):
+        return None
+    if cfg.generation >= 3:
+        return f"defaults generation {cfg.generation}: KAITO mirrors and streams the vLLM presets' weights (kaito.modelStreaming)"
     return (
-        written.generation >= 3
-        and minor == "0.12"
-        and written.cluster_kind == "aks"
-        and kaito_installed(written.kaito, add_on)
-        and not add_on
+        f"defaults generation {cfg.generation}: the models download their weights when they start, as they always "
+        "have for this stack; generation 3 (a new stack) mirrors and streams them (kaito.modelStreaming, "
+        "docs/upgrading.md)"
     )
 
 
@@ -55,7 +79,7 @@ def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, lis
                 "model-streaming",
             )
         ]
-    streamed = [i for i, w in enumerate(cfg.workspaces) if served_by_vllm(w.args) and not w.args.image]
+    streamed = _streamed(cfg)
     workspaces = tuple(
         dataclasses.replace(w, args=dataclasses.replace(w.args, weights_streaming=WeightsStreamingArgs()))
         if i in streamed

@@ -6,13 +6,16 @@ annotations); refused where KAITO has none; no existing stack changes."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import errors_of, run
 
 from kaito_aks.model_streaming import model_mirror_name
 from kaito_aks.testing import reveal
+from stacks.cli import main as cli
 
 MODEL = "microsoft/Phi-4-mini-instruct"  # in KAITO 0.12's Hugging Face catalog
 
@@ -137,3 +140,26 @@ def test_status_shows_the_mirrors_download_progress() -> None:
         .endswith("Ready, the weights are mirrored")
     )
     assert "not made yet" in read_mirror(_Cluster({}), name).text()
+
+
+@pytest.mark.parametrize(
+    ("defaults", "kaito", "said"),
+    [
+        (3, {}, "defaults generation 3: KAITO mirrors and streams the vLLM presets' weights (kaito.modelStreaming)"),
+        (2, {}, "defaults generation 2: the models download their weights when they start, as they always have"),
+        (3, {"modelStreaming": False}, None),  # written: the generation decides nothing
+    ],
+)
+def test_validate_says_what_the_generation_decides_of_the_weights(
+    defaults: int, kaito: dict[str, Any], said: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "Pulumi.s.yaml").write_text(yaml.safe_dump({"config": stack(defaults, **kaito)}))
+    (tmp_path / "Pulumi.yaml").write_text("name: kaito-aks\nruntime: python\n")
+    assert cli(["validate", "s", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    # the provisioner's note names the stack's own generation too
+    assert f"s: defaults generation {defaults}: KAITO 0.12's nodes come from Karpenter" in out, out
+    if said is None:
+        assert "weights" not in out, out
+    else:
+        assert f"s: {said}" in out, out
