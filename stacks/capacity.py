@@ -17,12 +17,13 @@ import pulumi
 
 from kaito_aks import catalog
 from kaito_aks.azure.arm import ArmError, ArmReader, NotCheckedError, arm_reader
-from kaito_aks.azure.node_pool import most_nodes
+from kaito_aks.azure.node_pool import initial_nodes, most_nodes
 from kaito_aks.azure.quota import CapacityVerdict, VmDemand, capacity_verdict, surge_nodes
 from kaito_aks.kaito import sizing as kaito_sizing
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.placement import find_instance_type
 from kaito_aks.model.spec import serving_replicas
+from kaito_aks.problems import PathPart
 from stacks.config import StackConfig
 from stacks.errors import StackConfigError
 
@@ -48,68 +49,60 @@ def kaito_nodes_per_replica(cfg: StackConfig, index: int) -> int:
     return 1
 
 
-def vm_demands(cfg: StackConfig) -> list[VmDemand]:
-    """Every VM size the stack runs, at its most at once."""
-    out: list[VmDemand] = []
+@dataclass(frozen=True)
+class VmLine:
+    """Something of the stack that runs VMs of one size: its fewest and most nodes, the extra
+    nodes an AKS upgrade adds to it (a pool's surge), whether they are Spot, and its config path."""
+
+    what: str
+    vm_size: str
+    min_nodes: int
+    max_nodes: int
+    surge: int = 0
+    spot: bool = False
+    path: tuple[PathPart, ...] = ()
+
+
+def vm_lines(cfg: StackConfig) -> list[VmLine]:
+    """Every VM size the stack runs: what its quota is checked against (vm_demands) and what it
+    costs (stacks/cost.py)."""
+    out: list[VmLine] = []
     aks = cfg.aks_cluster
     if aks is not None and not aks.existing:
         system = aks.system_pool
-        out.append(
-            VmDemand(
-                "the system pool",
-                system.vm_size,
-                system.count + surge_nodes(system.max_surge, system.count),
-                path=("cluster", "aks", "system_pool", "vm_size"),
-            )
-        )
+        surge = surge_nodes(system.max_surge, system.count)
+        at = ("cluster", "aks", "system_pool", "vm_size")
+        out.append(VmLine("the system pool", system.vm_size, system.count, system.count, surge, path=at))
     for p in cfg.cpu_pools:
         most = most_nodes(p.args)
-        out.append(
-            VmDemand(
-                f"CPU pool {p.args.name}",
-                p.args.vm_size,
-                most + surge_nodes(p.args.max_surge, most),
-                path=(*p.placed.at, "vm_size"),
-            )
-        )
+        surge = surge_nodes(p.args.max_surge, most)
+        at = (*p.placed.at, "vm_size")
+        out.append(VmLine(f"CPU pool {p.args.name}", p.args.vm_size, initial_nodes(p.args), most, surge, path=at))
     for p in cfg.pools:
         most = most_nodes(p.args)
-        out.append(
-            VmDemand(
-                f"GPU pool {p.args.name}",
-                p.args.vm_size,
-                most + surge_nodes(p.args.max_surge, most),
-                spot=p.args.spot,
-                path=(*p.placed.at, "vm_size"),
-            )
-        )
+        surge = surge_nodes(p.args.max_surge, most)
+        at = (*p.placed.at, "vm_size")
+        what = f"GPU pool {p.args.name}"
+        out.append(VmLine(what, p.args.vm_size, initial_nodes(p.args), most, surge, p.args.spot, at))
     if cfg.kaito.node_provisioning == "auto":  # KAITO (the add-on too) makes these VMs in the subscription
         for i, w in enumerate(cfg.workspaces):
             m = w.args
-            if not m.instance_type:
-                continue
-            nodes = kaito_nodes_per_replica(cfg, i) * serving_replicas(m)
-            out.append(
-                VmDemand(
-                    f"model {m.namespace}/{m.name} (KAITO's nodes)",
-                    m.instance_type,
-                    nodes,
-                    path=(*w.placed.at, "instance_type"),
-                )
-            )
+            if m.instance_type:
+                per = kaito_nodes_per_replica(cfg, i)
+                what = f"model {m.namespace}/{m.name} (KAITO's nodes)"
+                at = (*w.placed.at, "instance_type")
+                out.append(VmLine(what, m.instance_type, per * m.replicas, per * serving_replicas(m), path=at))
         for e in cfg.rag_engines:
-            compute = e.args.compute
-            size = compute.instance_type if compute is not None else None
+            size = e.args.compute.instance_type if e.args.compute is not None else None
             if size:
-                out.append(
-                    VmDemand(
-                        f"RAG engine {e.args.namespace}/{e.args.name} (KAITO's node)",
-                        size,
-                        1,
-                        path=(*e.placed.at, "compute", "instance_type"),
-                    )
-                )
+                what = f"RAG engine {e.args.namespace}/{e.args.name} (KAITO's node)"
+                out.append(VmLine(what, size, 1, 1, path=(*e.placed.at, "compute", "instance_type")))
     return out
+
+
+def vm_demands(cfg: StackConfig) -> list[VmDemand]:
+    """Every VM size the stack runs, at its most at once (an upgrade's surge nodes included)."""
+    return [VmDemand(v.what, v.vm_size, v.max_nodes + v.surge, v.spot, v.path) for v in vm_lines(cfg)]
 
 
 def _cluster_key(cfg: StackConfig) -> tuple[str, str] | None:

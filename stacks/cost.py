@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kaito_aks.azure.node_pool import initial_nodes, most_nodes
 from kaito_aks.catalog.retail_prices import HOURS_PER_MONTH, HOW_TO_PRICE, PriceBook, VmPrice, price_book
-from kaito_aks.model.spec import serving_replicas
-from stacks.capacity import kaito_nodes_per_replica, stack_region
+from stacks.capacity import stack_region, vm_lines
 from stacks.config import StackConfig
 
 DEFAULT_REGION = "eastus"
@@ -63,7 +61,14 @@ class StackCost:
 
     @property
     def unpriced(self) -> list[str]:
-        return sorted({line.vm_size for line in self.lines if line.usd_per_node_hour is None})
+        """The sizes without a price; `(Spot)` where only the Spot price is missing."""
+        return sorted(
+            {
+                f"{line.vm_size} (Spot)" if line.spot and line.price is not None else line.vm_size
+                for line in self.lines
+                if line.usd_per_node_hour is None
+            }
+        )
 
     def total(self) -> tuple[float, float] | None:
         """The hourly total (fewest nodes, most nodes), or None when a size is unpriced."""
@@ -103,31 +108,9 @@ class StackCost:
 
 
 def cost_lines(cfg: StackConfig) -> list[CostLine]:
-    """The stack's VMs, each pool and each model KAITO makes nodes for, with their fewest and most nodes."""
-    lines: list[CostLine] = []
-    aks = cfg.aks_cluster
-    if aks is not None and not aks.existing:
-        system = aks.system_pool
-        lines.append(CostLine("the system pool", system.vm_size, system.count, system.count))
-    lines += [
-        CostLine(f"CPU pool {p.args.name}", p.args.vm_size, initial_nodes(p.args), most_nodes(p.args))
-        for p in cfg.cpu_pools
-    ]
-    lines += [
-        CostLine(f"GPU pool {p.args.name}", p.args.vm_size, initial_nodes(p.args), most_nodes(p.args), spot=p.args.spot)
-        for p in cfg.pools
-    ]
-    if cfg.kaito.node_provisioning == "auto":
-        for i, w in enumerate(cfg.workspaces):
-            m = w.args
-            if m.instance_type:
-                per = kaito_nodes_per_replica(cfg, i)
-                lines.append(
-                    CostLine(
-                        f"model {m.namespace}/{m.name}", m.instance_type, per * m.replicas, per * serving_replicas(m)
-                    )
-                )
-    return lines
+    """The stack's VMs (capacity.vm_lines: each pool, each model and RAG engine KAITO makes nodes
+    for), with their fewest and most nodes."""
+    return [CostLine(v.what, v.vm_size, v.min_nodes, v.max_nodes, v.spot) for v in vm_lines(cfg)]
 
 
 def stack_cost(cfg: StackConfig, *, online: bool = False) -> StackCost:

@@ -105,3 +105,29 @@ def test_an_azure_that_does_not_answer_is_a_warning_with_the_rights_to_read_and_
         "needs Microsoft.Compute/locations/usages/read, Microsoft.Compute/skus/read and "
         "Microsoft.Resources/subscriptions/locations/read (the Reader role on the subscription has them)"
     )
+
+
+def test_what_the_quota_is_checked_against_is_what_the_cost_file_prices(tmp_path: Path) -> None:
+    """One list of the stack's VMs for both: a RAG engine's node KAITO makes is checked and
+    priced (the cost file left it out), at its fewest and most nodes and with a pool's surge."""
+    from stacks.cost import cost_lines
+
+    config = dict(read_stack_file("auto", ROOT).config)
+    config["kaito-aks:ragEngines"] = [
+        {
+            "name": "docs-rag",
+            "workspace": "phi-4-mini",
+            "contextWindowSize": 4096,
+            "compute": {"instanceType": "Standard_NC24ads_A100_v4", "labelSelector": {"matchLabels": {"apps": "r"}}},
+        }
+    ]
+    (tmp_path / "Pulumi.auto.yaml").write_text(yaml.safe_dump({"config": config}))
+    (tmp_path / "Pulumi.yaml").write_text("name: kaito-aks\nruntime: python\n")
+    cfg = parse_stack_file(read_stack_file("auto", tmp_path))
+    demands = [(d.what, d.vm_size) for d in vm_demands(cfg)]
+    priced = [(c.what, c.vm_size) for c in cost_lines(cfg)]
+    assert demands == priced
+    assert ("RAG engine default/docs-rag (KAITO's node)", "Standard_NC24ads_A100_v4") in priced
+    system = next(c for c in cost_lines(cfg) if c.what == "the system pool")
+    assert (system.min_nodes, system.max_nodes) == (2, 2)  # no surge in the price: it runs during upgrades only
+    assert next(d for d in vm_demands(cfg) if d.what == "the system pool").nodes == 3

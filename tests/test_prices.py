@@ -155,3 +155,15 @@ def test_the_stack_cost_file_carries_the_source_and_date_and_no_zero(
     assert after["usdPerHour"] == {"min": 6.976, "max": 6.976}  # 2 A10 + 2 system + 1 CPU node
     assert after["sources"][0].startswith(f"{SOURCE}, read 20")
     assert after["unpriced"] == []
+
+
+def test_a_spot_pool_whose_spot_price_is_unknown_is_unpriced_as_spot() -> None:
+    """Its pay-as-you-go price is known, its Spot price is not: said so, never counted as either."""
+    from kaito_aks.catalog.retail_prices import VmPrice
+    from stacks.cost import CostLine, StackCost
+
+    known = VmPrice("Standard_NV36ads_A10_v5", "eastus2", 3.2, None, "2026-01-01", "2026-01-01", "test")
+    cost = StackCost("eastus2", [CostLine("GPU pool spot", known.size, 1, 2, spot=True, price=known)])
+    assert cost.unpriced == ["Standard_NV36ads_A10_v5 (Spot)"]
+    assert cost.total() is None
+    assert cost.summary().startswith("cost unknown in eastus2: Standard_NV36ads_A10_v5 (Spot) unpriced")
