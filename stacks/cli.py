@@ -183,19 +183,16 @@ def _version_note(given: str | None, stack: str | None) -> str:
 
 
 def stack_region_of(stack: str, root: Path) -> str | None:
-    """The region a stack's VMs run in (cluster.aks.location, else azure-native:location)."""
+    """The region a stack's VMs run in (capacity.stack_region), or None when its file cannot be
+    read or has problems."""
+    from stacks.capacity import stack_region
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_file
+
     try:
-        f = read_stack_file(stack, root)
-    except (OSError, StackFileError):
+        return stack_region(parse_stack_file(read_stack_file(stack, root)))
+    except (OSError, StackFileError, StackConfigError):
         return None
-    aks = (
-        (f.config.get("kaito-aks:cluster") or {}).get("aks")
-        if isinstance(f.config.get("kaito-aks:cluster"), dict)
-        else None
-    )
-    location = aks.get("location") if isinstance(aks, dict) else None
-    given = location if isinstance(location, str) else f.config.get("azure-native:location")
-    return given if isinstance(given, str) else None
 
 
 def newest_kaito() -> str:
