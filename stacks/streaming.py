@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 from kaito_aks.model.spec import WeightsStreamingArgs
-from kaito_aks.model_streaming import ModelStreamingArgs, chart_values, streaming_problem
+from kaito_aks.model_streaming import GATES, ModelStreamingArgs, chart_values, streaming_problem
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 from stacks.config import FROM_CLUSTER, StackConfig
 from stacks.defaults import Written, kaito_installed, served_by_vllm
@@ -57,6 +58,13 @@ def streaming_note(cfg: StackConfig) -> str | None:
     )
 
 
+def _gates_written_off(cfg: StackConfig) -> list[str]:
+    """The streaming gates the stack file turns off (kaito.featureGates, kaito.values.featureGates)."""
+    extra = cfg.kaito.values.get("featureGates")
+    written = {**cfg.kaito.feature_gates, **(extra if is_dict(extra) else {})}
+    return [g for g in GATES if written.get(g) is False] if cfg.kaito_install else []
+
+
 def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, list[Problem]]:
     """The stack with model streaming wired in where it is on, and the problems of asking for it
     where KAITO has none."""
@@ -79,6 +87,10 @@ def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, lis
                 "model-streaming",
             )
         ]
+    off = _gates_written_off(cfg)
+    if off:  # a gate written off wins over the generation's default; against kaito.modelStreaming: true, refused
+        said = f"kaito.featureGates turns {' and '.join(off)} off, which model streaming needs: remove one of the two"
+        return cfg, [Problem(AT, said, "model-streaming")] if written.kaito.get("model_streaming") else []
     streamed = _streamed(cfg)
     workspaces = tuple(
         dataclasses.replace(w, args=dataclasses.replace(w.args, weights_streaming=WeightsStreamingArgs()))
@@ -94,7 +106,7 @@ def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, lis
                 AT,
                 "the cluster must run the Azure Blob CSI driver (az aks update --enable-blob-driver): this stack "
                 "does not manage an existing cluster's settings",
-                "streaming-runtime",
+                "streaming-elsewhere",
             )
         )
     else:
@@ -102,9 +114,18 @@ def with_streaming(cfg: StackConfig, written: Written) -> tuple[StackConfig, lis
     kaito = cfg.kaito
     if cfg.kaito_install:
         values = chart_values()
-        gates = {**dict.fromkeys(("ModelMirror", "ModelStreaming"), True), **kaito.feature_gates}
+        gates = {**dict.fromkeys(GATES, True), **kaito.feature_gates}
         extra = {k: v for k, v in values.items() if k != "featureGates" and k not in kaito.values}
         kaito = dataclasses.replace(kaito, feature_gates=gates, values={**kaito.values, **extra})
+    else:
+        warnings.append(
+            Problem(
+                AT,
+                f"KAITO is installed elsewhere (kaito.install: false): it must run with its {' and '.join(GATES)} "
+                "feature gates on, or it downloads the weights as before and the objects made for streaming go unused",
+                "streaming-elsewhere",
+            )
+        )
     namespaces = sorted({workspaces[i].args.namespace for i in streamed})
     streaming = ModelStreamingArgs(
         namespaces=namespaces,

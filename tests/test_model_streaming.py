@@ -163,3 +163,31 @@ def test_validate_says_what_the_generation_decides_of_the_weights(
         assert "weights" not in out, out
     else:
         assert f"s: {said}" in out, out
+
+
+def test_a_gate_written_off_wins_over_the_generation_and_contradicts_kaito_model_streaming() -> None:
+    """Nothing is made for streaming that KAITO would not use (the gate written off: before, the
+    StorageClass, identities and annotations were made all the same)."""
+    off = {"featureGates": {"ModelStreaming": False}}
+    ev = run(stack(**off))
+    assert not ev.of_type("kaito-aks:index:ModelStreaming")
+    sets = ev.of_type("kubernetes:kaito.sh/v1beta1:InferenceSet")
+    assert all("kaito.sh/model-mirror-storage-class" not in str(s.inputs) for s in sets)
+    (line,) = [x for x in errors_of(stack(modelStreaming=True, **off)) if x.startswith("kaito.modelStreaming")]
+    assert "kaito.featureGates turns ModelStreaming off, which model streaming needs: remove one of the two" in line
+
+
+def test_what_the_stack_cannot_manage_for_streaming_is_said() -> None:
+    """An existing cluster's Blob CSI driver, and the gates of a KAITO installed elsewhere."""
+    from conftest import warnings_of
+
+    existing = stack(modelStreaming=True, install=False) | {
+        "kaito-aks:cluster": {"existing": {"resourceGroup": "rg", "name": "aks"}}
+    }
+    said = [w for w in warnings_of(existing) if w.startswith("kaito.modelStreaming")]
+    assert any("must run the Azure Blob CSI driver (az aks update --enable-blob-driver)" in w for w in said), said
+    assert any(
+        "KAITO is installed elsewhere (kaito.install: false): it must run with its ModelMirror and ModelStreaming "
+        "feature gates on" in w
+        for w in said
+    ), said

@@ -704,6 +704,11 @@ SERVING_RULES: dict[str, Rule] = {
     "keda-addon-version": _warning("the KEDA add-on's version", "AKS chooses it for the Kubernetes minor"),
     "gateway-internal": _warning("an internal gateway on a cluster this stack does not know is AKS"),
     "gateway-gate-elsewhere": _warning("a gateway with KAITO installed elsewhere", "its gate cannot be checked"),
+    "streaming-elsewhere": _warning(
+        "model streaming on a cluster's driver or a KAITO's gates the stack does not manage",
+        "cannot be checked here: without the Blob CSI driver KAITO's webhook refuses the streaming Workspaces "
+        "(validateStreamingCSIDriver), without the gates KAITO downloads as before",
+    ),
     "not-routed": _warning("a model the gateway does not route"),
     "load-balancer-bypass": _warning("a routed model's own load balancer", "it passes by the gateway's authentication"),
 }
