@@ -299,12 +299,8 @@ class StandInKaito012Streaming(StandInKaito012):
         )
         self.mirror_ready_at[name] = time.time()
 
-    @staticmethod
-    def _mirror_condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
-        return {
-            "type": kind,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": now_rfc3339(),
-        }
+    def _mirror_condition(self, kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        """A ModelMirror condition as its controller's setCondition writes it: no observedGeneration."""
+        condition = self._condition(kind, status, reason, message, 0)
+        del condition["observedGeneration"]
+        return condition
