@@ -242,6 +242,9 @@ KAITO_CRDS = {
     "inferenceobjectives.inference.networking.x-k8s.io": (
         "charts/kaito/workspace/crds/inference.networking.x-k8s.io_inferenceobjectives.yaml",
     ),
+    # KAITO's ModelMirror (0.11+, cluster-scoped): what its workspace controller makes for each
+    # streaming model (the workspace chart's templates/ carry the same file)
+    "modelmirrors.kaito.sh": ("config/crd/bases/kaito.sh_modelmirrors.yaml",),
     # the ragengine chart's CRD: under its crds/ up to 0.9.0, a template since 0.9.1 (identical
     # to config/crd/bases, which the reference folders hold)
     "ragengines.kaito.sh": (

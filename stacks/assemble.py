@@ -43,6 +43,7 @@ from stacks.config import (
 from stacks.defaults import Written
 from stacks.hf_token import gets_hf_token
 from stacks.nested_secrets import SECRET_PRESENT
+from stacks.streaming import with_streaming
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +153,8 @@ def assemble(
         dashboard=served.dashboard,
     )
     cfg = dataclasses.replace(cfg, warnings=(*cfg.warnings, *serving.warnings(cfg, written)))
-    return cfg, tied
+    cfg, streaming_found = with_streaming(cfg, written)  # KAITO's ModelMirror/ModelStreaming (stacks/streaming.py)
+    return cfg, [*tied, *streaming_found]
 
 
 def _pod_security_warnings(workspaces: list[ModelConfig], create_namespaces: bool) -> list[Problem]:
@@ -324,6 +326,7 @@ def _written_settings(written: Written) -> frozenset[str]:
         "karpenter.install": written.karpenter.get("install") is not None,
         "karpenter": any(k != "install" for k in written.karpenter),
         "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "kaito.modelStreaming": written.kaito.get("model_streaming") is not None,
         "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
         and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,

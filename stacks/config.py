@@ -27,6 +27,7 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.endpoints import AllowFromArgs
 from kaito_aks.model.spec import READY_TIMEOUT_MINUTES, KaitoModelArgs
+from kaito_aks.model_streaming import ModelStreamingArgs
 from kaito_aks.nodes import CpuNodes, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
@@ -206,9 +207,10 @@ TOP = Section(
             Generation,
             "The generation of this program's defaults the stack was made with: 1 (no key: the stacks made before "
             "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), 2 (Karpenter is KAITO 0.12's "
-            "auto-mode provisioner on a cluster the stack creates) or 3 (a new stack: as 2, and `hfToken` goes only "
-            "to the models that need it, or ask for it with useHfToken); docs/upgrading.md lists what each "
-            "changes. Upgrading this program never changes a stack's generation.",
+            "auto-mode provisioner on a cluster the stack creates) or 3 (a new stack: as 2, `hfToken` goes only "
+            "to the models that need it, or ask for it with useHfToken, and KAITO 0.12 installed on a cluster the "
+            "stack creates mirrors and streams its vLLM presets' weights, kaito.modelStreaming); docs/upgrading.md "
+            "lists what each changes. Upgrading this program never changes a stack's generation.",
             1,
         ),
     },
@@ -294,6 +296,14 @@ KAITO = Section(
             bool,
             "false: KAITO is already installed (a platform team's release, the AKS add-on); only Workspaces are "
             "created. Default: true, false with the AKS add-on.",
+        ),
+        "model_streaming": Own(
+            bool | None,
+            "KAITO 0.11+'s ModelMirror and ModelStreaming on AKS: each vLLM preset's weights are downloaded once "
+            "into a Blob volume while its GPU node is made, and streamed into vLLM (the gates, the cluster's Blob CSI "
+            "driver, the blob-fuse StorageClass, a kaito-model-streamer ServiceAccount and federated credential per "
+            "namespace, Storage Blob Data Reader for the kubelet identity). Default: on for KAITO 0.12 installed on "
+            "cluster.aks in a stack of `defaults: 3`, off otherwise (no existing stack changes).",
         ),
     },
 )
@@ -669,6 +679,8 @@ class StackConfig:
     autoscaling: KedaAutoscalingArgs | None = None
     metrics: ModelMetricsArgs | None = None
     dashboard: VllmDashboardArgs | None = None
+    # KAITO's ModelMirror/ModelStreaming pieces (stacks/streaming.py); its cluster inputs: placeholders
+    model_streaming: ModelStreamingArgs | None = None
 
     @property
     def models(self) -> tuple[KaitoModelArgs, ...]:

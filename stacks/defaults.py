@@ -353,7 +353,7 @@ def generation_note(cfg: StackConfig) -> str | None:
     if cfg.generation == 1:
         return (
             "defaults generation 1 (the file has no kaito-aks:defaults): KAITO 0.12's nodes come from gpu-provisioner, "
-            "as they always have for this stack; a new stack writes `kaito-aks:defaults: 2` and gets Karpenter, "
+            "as they always have for this stack; a new stack writes `kaito-aks:defaults: 3` and gets Karpenter, "
             "KAITO's recommendation (docs/upgrading.md)"
         )
-    return "defaults generation 2: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"
+    return f"defaults generation {cfg.generation}: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"

@@ -26,6 +26,7 @@ from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.model_group import ModelGroup, deploy_models
+from kaito_aks.model_streaming import ModelStreaming, mirrored_model_id, model_mirror_name
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -39,6 +40,7 @@ from kaito_aks.serving.keda import KedaAutoscaling
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
+from stacks.capacity import refuse_short_capacity
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
 from stacks.serving import WARNINGS as SERVING_WARNINGS
@@ -61,6 +63,7 @@ def main() -> None:
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     """Declare the stack's resources; no process-wide side effects (usable from any host)."""
+    refuse_short_capacity(cfg)  # Azure's quota and sizes, before anything is registered
     cluster: AksCluster | KubeconfigCluster
     if cfg.aks_cluster is not None:
         cluster = AksCluster(
@@ -133,7 +136,8 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     serving = _serving(cfg, cluster)
-    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda) if r is not None)
+    streaming = _model_streaming(cfg, cluster, list(namespaces.values()))  # before the models it serves
+    operators = (r for r in (kaito, gpu_operator, provisioner, karpenter, serving.keda, streaming) if r is not None)
     kaito_ready = _kaito_ready(cfg, cluster)
     # (and the CPU models for their CPU pools)
     ready = [*pools, *operators, *namespaces.values(), *([kaito_ready] if kaito_ready else []), *cpu_pools]
@@ -160,6 +164,28 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
             },
         )
+
+
+def _model_streaming(
+    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, namespaces: list[k8s.core.v1.Namespace]
+) -> ModelStreaming | None:
+    """KAITO's ModelMirror/ModelStreaming pieces, from the cluster's kubelet identity and OIDC issuer."""
+    if cfg.model_streaming is None or not isinstance(cluster, AksCluster):
+        return None
+    node_group = pulumi.Output.all(cluster.cluster_id, cluster.node_resource_group).apply(
+        lambda a: f"{a[0].split('/resourceGroups/')[0]}/resourceGroups/{a[1]}"
+    )
+    args = dataclasses.replace(
+        cfg.model_streaming,
+        kubelet_identity_resource_id=cluster.kubelet_identity_resource_id,
+        kubelet_identity_client_id=cluster.kubelet_identity_client_id,
+        kubelet_identity_object_id=cluster.kubelet_identity_object_id,
+        oidc_issuer_url=cluster.oidc_issuer_url,
+        node_resource_group_id=node_group,
+    )
+    return ModelStreaming(
+        "model-streaming", args, opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=namespaces)
+    )
 
 
 def _cpu_pools(cfg: StackConfig, cluster: AksCluster | KubeconfigCluster) -> list[CpuNodePool]:
@@ -371,6 +397,11 @@ def _export(
                 "principalId": provisioner.principal_id,
             },
         )
+    mirrors = {  # the ModelMirror KAITO makes for each streaming model: what `status` reads
+        f"{w.args.namespace}/{w.args.name}": model_mirror_name(mirrored_model_id(w.args.model or "", cfg.kaito.version))
+        for w in cfg.workspaces
+        if w.args.weights_streaming is not None
+    }
     pulumi.export(
         "workspaces",
         {
@@ -385,6 +416,7 @@ def _export(
                 "kaito": [w.props() for w in watched_objects(m.plan)],
                 **({"route": m.route} if m.plan.route is not None else {}),
                 **({"autoscaling": m.autoscaling} if m.plan.autoscale is not None else {}),
+                **({"modelMirror": mirrors[key]} if key in mirrors else {}),
             }
             for key, m in group.models.items()
         },

@@ -10,7 +10,11 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
     <out>/waits/<name>.yaml                           what a wait (e.g. for GPU nodes) waits for
     <out>/order.yaml                                  creation waves and what waits on what, by file
     <out>/outputs.yaml                                stack outputs
-    <out>/cost.yaml                                   GPU pools per hour, from the price catalog
+    <out>/cost.yaml                                   each pool's and model's VMs per hour and month, with
+                                                      the prices' source and date (stacks/cost.py)
+
+Everything but cost.yaml depends on the stack file alone; cost.yaml's prices come from the price
+cache a `--online` run filled (~/.cache/kaito-aks/prices), else the committed catalog.
 
 `--out` folders carry a marker file; a folder without one is never replaced or deleted.
 """

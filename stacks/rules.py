@@ -389,14 +389,15 @@ def _gates(cfg: StackConfig) -> Iterator[Problem]:
                     "runtime-gate",
                 )
     streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
-    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing and not cfg.aks_cluster.blob_csi_driver
     if streaming and created and any(m.model and m.tuning is None and m.runtime != "transformers" for m in cfg.models):
         written = cfg.kaito.values.get("featureGates")
         in_values = isinstance(written, dict) and "ModelStreaming" in written
         yield Problem(
             ("kaito", *(("values", Key("featureGates")) if in_values else ("feature_gates",)), Key("ModelStreaming")),
             "KAITO's webhook then denies every vLLM preset unless the cluster has the blob.csi.azure.com CSI driver "
-            "(validateStreamingCSIDriver), which AKS clusters this stack creates do not enable: turn the gate off",
+            "(validateStreamingCSIDriver), which the cluster this stack creates runs only with kaito.modelStreaming: "
+            "set kaito.modelStreaming true (it wires the rest), or turn the gate off",
             "gate",
         )
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.diagnose import Diagnosis, OneLook
+from kaito_aks.model_streaming import MirrorStatus, read_mirror
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded, escaped
 from kaito_aks.serving.status import (
@@ -59,6 +60,7 @@ class Served:
     status: ModelStatus
     route: RouteStatus | None = None  # through the stack's gateway
     autoscaler: AutoscalerStatus | None = None
+    mirror: MirrorStatus | None = None  # KAITO's ModelMirror of its weights (model streaming)
     diagnosis: Diagnosis | None = None  # why it does not serve (None: not looked, it serves)
 
     @property
@@ -359,7 +361,8 @@ def _served(
         demands=plan.demands if plan is not None else (),
     )
     found = why.explain(look, subject, d.azure, deadline, clock) if kind == "model" else None
-    return Served(key, kind, entry, status, route, scaler, found)
+    mirror = read_mirror(look, entry["modelMirror"]) if isinstance(entry.get("modelMirror"), str) else None
+    return Served(key, kind, entry, status, route, scaler, mirror=mirror, diagnosis=found)
 
 
 def _serving(look: OneLook, key: str, entry: dict[str, Any]) -> tuple[RouteStatus | None, AutoscalerStatus | None]:
@@ -450,6 +453,8 @@ def text(status: StackStatus) -> list[str]:
             if obj.kind != "Workspace" or s.kind == "ragEngine":
                 lines.append("    " + _replica_line(obj))
         lines += ["    " + _replica_line(r) for r in s.status.replicas]
+        if s.mirror is not None:
+            lines.append("    " + s.mirror.text())
         if not s.status.objects:
             lines.append("    no KAITO objects known for it (its outputs name none, nor does the stack file)")
         if s.status.unreadable:
@@ -542,6 +547,7 @@ def as_json(status: StackStatus) -> dict[str, Any]:
                 **({"diagnosis": s.diagnosis.to_json()} if s.diagnosis is not None else {}),
                 **({"route": _route_json(s)} if s.route is not None else {}),
                 **({"autoscaling": _autoscaler_json(s)} if s.autoscaler is not None else {}),
+                **({"modelMirror": s.mirror.to_json()} if s.mirror is not None else {}),
             }
             for s in status.served
         ],

@@ -55,3 +55,12 @@ def warnings_of(
     checked = stack_config(raw, secrets=["hfToken"] if hf_token else [], azure_location="eastus2")
     skipped = {c for c, shown in (("unsized", unsized), ("pod-security-unlabelled", unlabelled)) if not shown}
     return [w.text("schema") for w in checked.warnings if w.code not in skipped]
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_prices(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prices a developer's `--online` run cached (~/.cache/kaito-aks/prices) stay out of the
+    tests: each test starts with an empty cache of its own, and no endpoint of the machine's."""
+    monkeypatch.setenv("KAITO_AKS_PRICE_CACHE", str(tmp_path_factory.mktemp("prices")))
+    monkeypatch.delenv("KAITO_AKS_RETAIL_PRICES_URL", raising=False)
+    monkeypatch.delenv("KAITO_AKS_ARM_ENDPOINT", raising=False)

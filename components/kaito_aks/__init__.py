@@ -29,6 +29,9 @@ _EXPORTS = {
     "AutoscaleArgs": "kaito_aks.azure.node_pool",
     "CpuNodePool": "kaito_aks.azure.cpu_node_pool",
     "CpuNodePoolArgs": "kaito_aks.azure.cpu_node_pool",
+    "ModelStreaming": "kaito_aks.model_streaming",
+    "ModelStreamingArgs": "kaito_aks.model_streaming",
+    "WeightsStreamingArgs": "kaito_aks.model.spec",
     "WorkloadIdentity": "kaito_aks.azure.workload_identity",
     "WorkloadIdentityArgs": "kaito_aks.azure.workload_identity",
     "RoleGrantArgs": "kaito_aks.azure.workload_identity",
@@ -144,8 +147,10 @@ if TYPE_CHECKING:
         TuningArgs,
         TuningInputArgs,
         TuningOutputArgs,
+        WeightsStreamingArgs,
     )
     from kaito_aks.model_group import ModelGroup, deploy_models
+    from kaito_aks.model_streaming import ModelStreaming, ModelStreamingArgs
     from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
@@ -211,6 +216,8 @@ __all__ = [
     "LabelSelectorRequirementArgs",
     "LocalEmbeddingArgs",
     "ModelGroup",
+    "ModelStreaming",
+    "ModelStreamingArgs",
     "NodeBootstrapToken",
     "NodeBootstrapTokenArgs",
     "NodeGroup",
@@ -230,6 +237,7 @@ __all__ = [
     "TuningInputArgs",
     "TuningOutputArgs",
     "VectorDbArgs",
+    "WeightsStreamingArgs",
     "WorkloadIdentity",
     "WorkloadIdentityArgs",
     "__version__",

@@ -513,6 +513,23 @@ COMPONENT_RULES: dict[str, Rule] = {
         "0.11.0:163, 0.12.0:166)",
     ),
     "gates": _INVALID,
+    "model-streaming": _program(
+        "model streaming where KAITO has none",
+        "gates ModelMirror and ModelStreaming from 0.11.0 (pkg/featuregates/featuregates.go@v0.11.0); inference presets "
+        "only; Azure only (api/v1beta1/workspace_validation.go@v0.12.0 validateStreamingCSIDriver)",
+    ),
+    "streaming-runtime": _warning(
+        "model streaming with the transformers runtime",
+        "KAITO streams to vLLM only and downloads as before (modelstreaming.go@v0.12.0 ModelStreamingEnabled)",
+    ),
+    "quota-short": _broken(
+        "a VM family (or the region's total or Spot vCPUs) whose quota cannot hold what the deployment needs",
+        "Azure refuses the VMs past the quota (QuotaExceeded); read at preview, Microsoft.Compute usages 2024-07-01",
+    ),
+    "vm-size-unavailable": _broken(
+        "a VM size the region does not offer the subscription",
+        "Azure refuses it (SkuNotAvailable); read at preview, Microsoft.Compute resource SKUs 2021-07-01",
+    ),
     "managed-value": _program("a value the component sets itself"),
     "karpenter": _program("a node provisioner the component does not install"),
     "mixed-drivers": _program(
@@ -691,6 +708,11 @@ SERVING_RULES: dict[str, Rule] = {
     "keda-addon-version": _warning("the KEDA add-on's version", "AKS chooses it for the Kubernetes minor"),
     "gateway-internal": _warning("an internal gateway on a cluster this stack does not know is AKS"),
     "gateway-gate-elsewhere": _warning("a gateway with KAITO installed elsewhere", "its gate cannot be checked"),
+    "streaming-elsewhere": _warning(
+        "model streaming on a cluster's driver or a KAITO's gates the stack does not manage",
+        "cannot be checked here: without the Blob CSI driver KAITO's webhook refuses the streaming Workspaces "
+        "(validateStreamingCSIDriver), without the gates KAITO downloads as before",
+    ),
     "not-routed": _warning("a model the gateway does not route"),
     "load-balancer-bypass": _warning("a routed model's own load balancer", "it passes by the gateway's authentication"),
 }

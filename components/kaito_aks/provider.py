@@ -69,6 +69,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.model.component import TYPE as MODEL
     from kaito_aks.model.component import KaitoModel
     from kaito_aks.model.spec import KaitoModelArgs
+    from kaito_aks.model_streaming import TYPE as STREAMING
+    from kaito_aks.model_streaming import ModelStreaming, ModelStreamingArgs
     from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import TYPE as GPU_PROVISIONER
@@ -101,6 +103,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs),
         KAITO: (KaitoOperator, KaitoOperatorArgs),
         MODEL: (KaitoModel, KaitoModelArgs),
+        STREAMING: (ModelStreaming, ModelStreamingArgs),
         RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs),
         RAG: (RagEngine, RagEngineArgs),
         GATEWAY: (InferenceGateway, InferenceGatewayArgs),

@@ -28,6 +28,7 @@ from kaito_aks import (
     RagEngineOperator,
     WorkloadIdentity,
 )
+from kaito_aks.model_streaming import ModelStreaming
 from kaito_aks.nodes import NodeGroup
 from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, components, schema, schema_text, to_wire
 from kaito_aks.schema import fields, walk_types
@@ -50,6 +51,7 @@ COMPONENTS = {
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
     "KaitoModel": KaitoModel,
+    "ModelStreaming": ModelStreaming,
     "RagEngineOperator": RagEngineOperator,
     "RagEngine": RagEngine,
     "InferenceGateway": InferenceGateway,
@@ -156,6 +158,7 @@ def test_outputs_are_declared():
         "apiServerEndpoint",
         "kubeletIdentityClientId",
         "kubeletIdentityResourceId",
+        "kubeletIdentityObjectId",
         "networkPlugin",
         "networkPluginMode",
         "networkPolicy",

@@ -326,6 +326,12 @@ class StandInKaito(StandIn):
                 if had.get("ResourceReady", {}).get("reason") != failed[-1]["reason"]:
                     self._patch(api, plural, meta, key, failed)
                 continue
+            held, weights = self._weights(plural, obj, generation)
+            if held:  # KAITO holds the inference back until the weights are there
+                said = ("status", "reason", "message")
+                if any([had.get(c["type"], {}).get(k) for k in said] != [c[k] for k in said] for c in weights):
+                    self._patch(api, plural, meta, key, weights)
+                continue
             conditions: list[dict[str, Any]] = []
             if auto:  # KAITO makes a node first; ResourceReady tells how that goes
                 if key not in self.node_made and self._node_ready(obj, waited):
@@ -351,7 +357,7 @@ class StandInKaito(StandIn):
             elif waited < self.delay:
                 continue
             if want == "True":
-                conditions.extend(self._ready_conditions(plural, ready_type, generation))
+                conditions.extend([*weights, *self._ready_conditions(plural, ready_type, generation)])
             else:
                 conditions.append(
                     self._condition(ready_type, want, "InferenceFailed", self.failing[meta["name"]], generation)
@@ -372,6 +378,11 @@ class StandInKaito(StandIn):
     def _node_failure(self, plural: str, obj: dict[str, Any], generation: int) -> list[dict[str, Any]] | None:
         """The conditions of an object whose node never comes (None: it comes). Last: ResourceReady."""
         return None
+
+    def _weights(self, plural: str, obj: dict[str, Any], generation: int) -> tuple[bool, list[dict[str, Any]]]:
+        """Whether KAITO holds the object back for its weights (0.12's model mirror), and the
+        conditions it reports about them (then, or beside the ready ones)."""
+        return False, []
 
     @staticmethod
     def _condition(kind: str, status: str, reason: str, message: str, generation: int) -> dict[str, Any]:

@@ -156,6 +156,11 @@ class AksClusterArgs:
     """Azure Monitor managed Prometheus for a created cluster: its metrics add-on, an Azure Monitor
     workspace (<name>-prometheus) and the data collection endpoint, rule and associations that
     send the metrics there; it scrapes azmonitoring.coreos.com ServiceMonitors."""
+    blob_csi_driver: bool = False
+    """The Azure Blob CSI driver (storageProfile.blobCSIDriver) on a created cluster: KAITO's
+    ModelMirror keeps the weights it downloads on a blobfuse volume, and its webhook refuses a
+    streaming Workspace without the driver (api/v1beta1/workspace_validation.go@v0.12.0
+    validateStreamingCSIDriver). Default: off (AKS's default)."""
     keda: bool = False
     """The AKS KEDA add-on for a created cluster (workloadAutoScalerProfile.keda): KEDA in
     kube-system, its version AKS's choice for the cluster's Kubernetes minor."""
@@ -351,6 +356,11 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
         )
         if args.managed_prometheus
         else None,
+        "storage_profile": containerservice.ManagedClusterStorageProfileArgs(
+            blob_csi_driver=containerservice.ManagedClusterStorageProfileBlobCSIDriverArgs(enabled=True)
+        )
+        if args.blob_csi_driver
+        else None,
         "workload_auto_scaler_profile": containerservice.ManagedClusterWorkloadAutoScalerProfileArgs(
             keda=containerservice.ManagedClusterWorkloadAutoScalerProfileKedaArgs(enabled=True)
         )
@@ -431,6 +441,8 @@ class AksCluster(pulumi.ComponentResource):
     """Client id of the identity AKS gives the nodes' kubelets."""
     kubelet_identity_resource_id: pulumi.Output[str]
     """Resource id of that identity."""
+    kubelet_identity_object_id: pulumi.Output[str]
+    """Object (principal) id of that identity, which role assignments name."""
     network_plugin: pulumi.Output[str]
     """The cluster's network plugin as Azure reports it (azure)."""
     network_plugin_mode: pulumi.Output[str]
@@ -554,6 +566,7 @@ class AksCluster(pulumi.ComponentResource):
                 "apiServerEndpoint": self.api_server_endpoint,
                 "kubeletIdentityClientId": self.kubelet_identity_client_id,
                 "kubeletIdentityResourceId": self.kubelet_identity_resource_id,
+                "kubeletIdentityObjectId": self.kubelet_identity_object_id,
                 "networkPlugin": self.network_plugin,
                 "networkPluginMode": self.network_plugin_mode,
                 "networkPolicy": self.network_policy,
@@ -736,6 +749,7 @@ class AksCluster(pulumi.ComponentResource):
         kubelet = identities.apply(lambda p: (p or {}).get(KUBELET_IDENTITY))
         self.kubelet_identity_client_id = kubelet.apply(lambda k: _field(k, "client_id"))
         self.kubelet_identity_resource_id = kubelet.apply(lambda k: _field(k, "resource_id"))
+        self.kubelet_identity_object_id = kubelet.apply(lambda k: _field(k, "object_id"))
         self.network_plugin = profile.apply(lambda p: _network_value(p.network_plugin if p else None))
         self.network_plugin_mode = profile.apply(lambda p: _network_value(p.network_plugin_mode if p else None))
         self.network_policy = profile.apply(lambda p: _network_value(p.network_policy if p else None))

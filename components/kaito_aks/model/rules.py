@@ -45,6 +45,7 @@ def model_findings(args: KaitoModelArgs) -> list[Problem]:
         *serving_problems(args),
         *serving_warnings(args),
         *_one_replica_served(args, chart),
+        *_streaming(args),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
@@ -333,3 +334,26 @@ def _runtime(args: KaitoModelArgs, chart: catalog.KaitoChart, preset: catalog.Pr
                 "strength",
             )
     yield from max_model_len_problems(args, preset)
+
+
+def _streaming(args: KaitoModelArgs) -> Iterator[Problem]:
+    """Weights streamed where KAITO streams them: a release with the gates, a preset (KAITO mirrors
+    inference presets only), served by vLLM (the transformers runtime silently downloads instead:
+    pkg/workspace/inference/modelstreaming/modelstreaming.go@v0.12.0 ModelStreamingEnabled)."""
+    if args.weights_streaming is None:
+        return
+    from kaito_aks.model_streaming import streaming_problem
+
+    why = streaming_problem(args.kaito_version)
+    if why is not None:
+        yield Problem.at("weights_streaming", why, "model-streaming")
+    elif not args.model or args.tuning is not None:
+        yield Problem.at(
+            "weights_streaming", "KAITO mirrors and streams the weights of an inference preset only", "model-streaming"
+        )
+    elif args.runtime == "transformers":
+        yield Problem.at(
+            "weights_streaming",
+            "KAITO streams weights to vLLM only: with the transformers runtime it downloads them at start as before",
+            "streaming-runtime",
+        )
