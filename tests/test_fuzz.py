@@ -80,6 +80,8 @@ def typo(rng: random.Random, word: str) -> str:
 def data_mutation(rng: random.Random, config: dict[str, Any]) -> None:
     """One realistic mistake in the parsed config."""
     ours = [k for k in config if k.startswith("kaito-aks:")]
+    if not ours:  # an earlier mistake took them all
+        return
     key = rng.choice(ours)
     paths = [p for p in leaves(config[key], (key,)) if len(p) > 1] or [(key,)]
     path = rng.choice(paths)
@@ -123,6 +125,8 @@ def raw_mutation(rng: random.Random, config: dict[str, Any]) -> dict[str, str]:
     """A value or key written in one of yaml.v3's forms, a map merged (`<<`), or a key written
     without its namespace. Returns what to write raw in place of each sentinel after dumping."""
     ours = [k for k in config if k.startswith("kaito-aks:")]
+    if not ours:  # an earlier mistake took them all
+        return {}
     key = rng.choice(ours)
     kind = rng.randrange(4)
     if kind == 2:

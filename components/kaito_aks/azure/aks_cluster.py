@@ -27,8 +27,9 @@ from kaito_aks.azure.aks_security import (
 )
 from kaito_aks.azure.cluster_admins import cluster_admin_assignments
 from kaito_aks.azure.monitoring import managed_prometheus
-from kaito_aks.azure.system_pool import SystemPoolArgs, system_pool_drift
+from kaito_aks.azure.system_pool import SystemPoolArgs, cluster_capacity, system_pool_drift
 from kaito_aks.azure.workload_identity import role_definition_id
+from kaito_aks.capacity import Capacity
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
 from kaito_aks.cluster.kubelogin import LoginMode, convert_kubeconfig, kubelogin_args
 from kaito_aks.nodes import SYSTEM_POOL
@@ -159,6 +160,9 @@ class AksClusterArgs:
     keda: bool = False
     """The AKS KEDA add-on for a created cluster (workloadAutoScalerProfile.keda): KEDA in
     kube-system, its version AKS's choice for the cluster's Kubernetes minor."""
+    bypass_checks: Annotated[list[str], MaxItems(10)] = field(default_factory=list[str])
+    """Refusals said as warnings instead: api-server-unroutable (an example's placeholder range,
+    to replace before `pulumi up`). Default: none."""
 
 
 # What an existing cluster may be given: where it is, and how to reach it.
@@ -210,7 +214,7 @@ def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
                 )
             )
     problems += kubernetes_version_problems(args.upgrade.channel, args.kubernetes_version)
-    problems += access_problems(args.entra, args.local_accounts, args.api_server)
+    problems += access_problems(args.entra, args.local_accounts, args.api_server, args.bypass_checks)
     ids = [a.object_id.lower() for a in args.entra.admins]
     for i, object_id in enumerate(ids):
         if object_id in ids[:i]:
@@ -446,6 +450,8 @@ class AksCluster(pulumi.ComponentResource):
     without node_subnet."""
 
     provider: ClusterProvider
+    capacity: Capacity
+    """A created cluster's system pool and AKS's own pods, for the capacity budget (`deploy_models`)."""
     access_granted: AccessGranted | None
     """The step that holds the provider and the waits until the cluster admins' grants work
     (None: no grant is made)."""
@@ -458,6 +464,9 @@ class AksCluster(pulumi.ComponentResource):
         for warning in aks_cluster_warnings(args, production):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         child = child_options(self, opts)
+        self.capacity = cluster_capacity(
+            args.system_pool, args.kubernetes_version, args.managed_prometheus, args.existing
+        )
         grants: list[pulumi.Resource] = []
         principals: pulumi.Output[list[str]] = pulumi.Output.from_input([])
         if not args.existing:
