@@ -218,7 +218,7 @@ def test_no_existing_stack_sees_its_cluster_pools_or_group_replaced(stack: str):
     assert replaced(before, after) == {}
     # and the cluster does change: the defaults that apply in place are in the update
     changes = {".".join(map(str, p)) for p, _ in diff(before["azure/containerservice_ManagedCluster-cluster.yaml"].inputs, after["azure/containerservice_ManagedCluster-cluster.yaml"].inputs)}  # fmt: skip
-    assert {"aadProfile", "disableLocalAccounts", "autoUpgradeProfile", "sku"} <= changes
+    assert {"aadProfile", "disableLocalAccounts", "autoUpgradeProfile"} <= changes
 
 
 def test_an_unchanged_stack_file_of_then_keeps_working_without_a_replacement(stack: str):
@@ -446,3 +446,16 @@ def test_the_simulation_catches_every_kind_of_replacement_of_any_type():
     ]
     assert found["helm/keda-keda.yaml"] == ["gone: a delete and a create"]
     assert set(found) == {secret, service, provider, "helm/keda-keda.yaml"}
+
+
+def test_a_tier_and_key_vault_add_on_the_stack_file_does_not_set_are_left_alone():
+    """Not written for a stack that does not set them, and ignored: the release that wrote them
+    (Free, the add-on off) sees no diff; one that never wrote them sends none."""
+    cluster = "azure/containerservice_ManagedCluster-cluster.yaml"
+    for before, after in ((released("serving")[cluster], rendered_all("serving")[cluster]), (deployed("dev")[CLUSTER], rendered("dev")[CLUSTER])):  # fmt: skip
+        sent = ignore_changes(before.inputs, after.inputs, after.options["ignoreChanges"])
+        assert sent.get("sku") == before.inputs.get("sku")
+        keyvault = "azureKeyvaultSecretsProvider"
+        assert sent["addonProfiles"].get(keyvault) == before.inputs.get("addonProfiles", {}).get(keyvault)
+    assert "sku" not in deployed("dev")[CLUSTER].inputs  # (8eca9d3 never wrote it)
+    assert released("prod")[cluster].inputs["sku"] == rendered_all("prod")[cluster].inputs["sku"]  # set: written

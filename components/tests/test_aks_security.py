@@ -72,8 +72,12 @@ def test_a_new_cluster_signs_in_through_entra_with_azure_rbac_and_no_local_accou
     assert c["securityProfile"]["imageCleaner"] == {"enabled": True, "intervalHours": 168}
     assert c["securityProfile"]["workloadIdentity"] == {"enabled": True}
     assert "defender" not in c["securityProfile"]
-    assert c["addonProfiles"] == {"azurepolicy": {"enabled": True}, "azureKeyvaultSecretsProvider": {"enabled": False}}
-    assert c["sku"] == {"name": "Base", "tier": "Free"}
+    # a tier and the Key Vault add-on the args do not set are not written, and ignored: AKS's
+    # defaults on a new cluster, what someone set by hand on an existing one
+    assert c["addonProfiles"] == {"azurepolicy": {"enabled": True}}
+    assert "sku" not in c
+    ignored = run(cluster_program()).named("c", CLUSTER).options["ignoreChanges"]
+    assert {"sku", "addonProfiles.azureKeyvaultSecretsProvider"} <= set(ignored)
     (system,) = c["agentPoolProfiles"]
     assert system["upgradeSettings"] == {"maxSurge": "33%"}
     assert "availabilityZones" not in system
@@ -526,7 +530,7 @@ def test_the_component_logs_its_warnings_production_by_stack_name_or_protection(
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             run(lambda opts=opts: AksCluster("c", args(), opts=opts), stack=stack)
-        assert "args.tier: a production cluster on the Free tier" in caplog.text
+        assert "args.tier: a production cluster without tier (a new one is created on the Free tier)" in caplog.text
 
 
 def test_an_existing_cluster_takes_only_where_it_is_and_how_to_reach_it():

@@ -15,6 +15,8 @@ import ipaddress
 from dataclasses import field
 from typing import Annotated, Literal
 
+from pulumi_azure_native import containerservice
+
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, args_class
 
@@ -343,7 +345,27 @@ def lowered_defaults(
     return found
 
 
-def production_warnings(api_server: ApiServerArgs, tier: str, defender: DefenderArgs | None) -> list[Problem]:
+KEY_VAULT_ADD_ON = "azureKeyvaultSecretsProvider"
+
+
+def key_vault_add_on(enabled: bool | None) -> dict[str, containerservice.ManagedClusterAddonProfileArgs]:
+    """The Key Vault secrets store add-on's profile when the args say it (none: left alone)."""
+    if enabled is None:
+        return {}
+    config = {"enableSecretRotation": "true", "rotationPollInterval": "2m"} if enabled else None
+    return {KEY_VAULT_ADD_ON: containerservice.ManagedClusterAddonProfileArgs(enabled=enabled, config=config)}
+
+
+def left_alone(tier: str | None, key_vault_secrets_provider: bool | None) -> list[str]:
+    """The cluster's settings someone may set by hand that the args do not set: never written, and
+    ignored, so a stack deployed when the program wrote them sees no change and sends what it sent."""
+    return [
+        *(["sku"] if tier is None else []),
+        *([f"addonProfiles.{KEY_VAULT_ADD_ON}"] if key_vault_secrets_provider is None else []),
+    ]
+
+
+def production_warnings(api_server: ApiServerArgs, tier: str | None, defender: DefenderArgs | None) -> list[Problem]:
     """What a production cluster (a stack named prod, or a protected cluster) should not lack."""
     found: list[Problem] = []
     if not api_server.private and not api_server.authorized_ip_ranges:
@@ -355,11 +377,12 @@ def production_warnings(api_server: ApiServerArgs, tier: str, defender: Defender
                 "api-server-public",
             )
         )
-    if tier == "Free":
+    if tier in ("Free", None):
+        free = "on the Free tier" if tier == "Free" else "without `tier` (a new one is created on the Free tier)"
         found.append(
             Problem.at(
                 ("tier",),
-                "a production cluster on the Free tier: no uptime SLA, and a control plane sized for tests; use Standard",
+                f"a production cluster {free}: no uptime SLA, and a control plane sized for tests; use Standard",
                 "tier",
             )
         )
