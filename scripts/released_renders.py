@@ -72,7 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     files = files_at(commit)
     prov = yaml.safe_dump(provenance(commit, files), sort_keys=False, width=120)
     if args.check:
-        drift = [rel for rel, (_, data) in files.items() if not (OUT / rel).is_file() or (OUT / rel).read_bytes() != data]
+        drift = [
+            rel for rel, (_, data) in files.items() if not (OUT / rel).is_file() or (OUT / rel).read_bytes() != data
+        ]
         if (OUT / "provenance.yaml").read_text() != prov:
             drift.append("provenance.yaml")
         for rel in drift:
