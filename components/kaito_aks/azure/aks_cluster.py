@@ -26,7 +26,7 @@ from kaito_aks.azure.aks_security import (
     production_warnings,
     ranges_warning,
 )
-from kaito_aks.azure.cluster_admins import cluster_admin_assignments
+from kaito_aks.azure.cluster_admins import cluster_admin_assignments, deployer_permission
 from kaito_aks.azure.monitoring import managed_prometheus
 from kaito_aks.azure.system_pool import SystemPoolArgs, cluster_capacity, system_pool_drift
 from kaito_aks.azure.workload_identity import role_definition_id
@@ -574,6 +574,7 @@ class AksCluster(pulumi.ComponentResource):
             opts=child,
         )
         subnet_id, vnet_guid = self._node_subnet(name, args, group, child)
+        check = deployer_permission(name, args.entra, args.local_accounts, args.resource_group, args.name, child)
         cluster = containerservice.ManagedCluster(
             name,
             resource_name_=args.name,
@@ -598,6 +599,7 @@ class AksCluster(pulumi.ComponentResource):
                     # (The engine replaces on a change at or under a path: turning it on for a cluster
                     # with no access profile adds the whole profile, so then the whole profile counts.)
                     replace_on_changes=[API_SERVER if args.api_server.private else PRIVATE_CLUSTER],
+                    depends_on=[check] if check is not None else None,  # the deployer keeps a way in
                 ),
             ),
         )
