@@ -214,14 +214,14 @@ def _render(stacks: list[str], out: Path, root: Path, against: str | None = None
 
 
 def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None) -> bool:
-    """Print the models on each pool and the non-GPU pools' capacity budget, and with `against`
-    the pools replaced since then; False:
+    """Print the models on each pool, the non-GPU pools' capacity budget and what upgrades do to
+    the models, and with `against` the pools replaced since then; False:
     `against` cannot be read (said on stderr)."""
-    from stacks import capacity
+    from stacks import capacity, upgrades
     from stacks.pool_changes import AgainstError, report
 
     try:
-        for line in [*report(f, cfg, against), *capacity.lines(cfg)]:
+        for line in [*report(f, cfg, against), *capacity.lines(cfg), *upgrades.lines(cfg)]:
             print(f"{stack}: {line}")
     except AgainstError as err:
         print(f"{stack}: {err}", file=sys.stderr)
