@@ -22,7 +22,7 @@ from kaito_aks.operators.karpenter import karpenter_problems
 from kaito_aks.operators.ragengine_operator import ragengine_operator_problems
 from kaito_aks.problems import Problem
 from kaito_aks.rag.component import judge_rag_engine
-from stacks import budget, capacity, rules, serving
+from stacks import budget, callers, capacity, rules, serving
 from stacks.config import (
     ModelConfig,
     PoolConfig,
@@ -62,6 +62,7 @@ def judge(
     found += engine_found
     found += rules.check(cfg)
     found += serving.check(cfg, written) + list(serving.own_key_problems(cfg, written))
+    found += callers.check(cfg, written)  # who a NetworkPolicy would cut on an adopted cluster
     sound = [w for w in workspaces if w.sizable]
     found += budget.check(cfg, [w.config for w in sound])
     if not policy.errors_of(found):  # the non-GPU pools' budget, of what is well formed

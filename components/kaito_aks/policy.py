@@ -650,6 +650,10 @@ STACK_RULES: dict[str, Rule] = {
     ),
     "pod-security": _warning("a namespace created privileged for a model that mounts a host path"),
     "load-balancer-cloud": _warning("an internal load balancer by Azure's annotation on another cloud"),
+    "byo-callers": _warning(
+        "NetworkPolicies on a cluster the stack does not create, without endpoints.allowFrom",
+        "callers from other namespaces are cut where the cluster enforces policies",
+    ),
 }
 
 SERVING_RULES: dict[str, Rule] = {

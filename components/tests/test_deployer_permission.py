@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kaito_aks import AksCluster, AksClusterArgs
+from kaito_aks.azure import deployer_permission
 from kaito_aks.azure.deployer_permission import (
     CLUSTER_ADMIN_DATA,
     ROLE_ASSIGNMENTS_WRITE,
@@ -101,13 +102,14 @@ def test_what_cannot_be_known_is_left_to_the_role_assignment():
     assert verdict(SCOPES, "t", answers()) is None  # nowhere: the grant's own answer says it
 
 
-def test_the_provider_refuses_or_records_without_the_token_and_runs_again_for_another_deployer():
-    refused = DeployerPermissionProvider(answers(cluster=listed(CONTRIBUTOR)))
+def test_the_provider_refuses_or_records_without_the_token_and_runs_again_for_another_deployer(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(deployer_permission, "_arm_get", answers(cluster=listed(CONTRIBUTOR)))
     with pytest.raises(RuntimeError, match="may not write role assignments"):
-        refused.create({"scopes": SCOPES, "principal": "p", "token": "t"})
-    made = DeployerPermissionProvider(answers(cluster=listed(RBAC_ADMIN))).create(
-        {"scopes": SCOPES, "principal": "p", "token": "t"}
-    )
+        DeployerPermissionProvider().create({"scopes": SCOPES, "principal": "p", "token": "t"})
+    monkeypatch.setattr(deployer_permission, "_arm_get", answers(cluster=listed(RBAC_ADMIN)))
+    made = DeployerPermissionProvider().create({"scopes": SCOPES, "principal": "p", "token": "t"})
     assert "token" not in made.outs
     provider = DeployerPermissionProvider()
     assert not provider.diff(

@@ -65,10 +65,11 @@ def _arm_get(url: str, token: str) -> tuple[int, Any]:
         return err.code, None
 
 
-def verdict(scopes: Sequence[str], token: str, fetch: Fetch = _arm_get) -> str | None:
+def verdict(scopes: Sequence[str], token: str, fetch: Fetch | None = None) -> str | None:
     """None when the deployer holds cluster admin on the cluster or may write role assignments
     at the first of `scopes` (the cluster, its resource group, its subscription) that exists;
-    else why not, with the fix."""
+    else why not, with the fix. (`fetch`: the ARM GET; default, Azure's.)"""
+    fetch = fetch or _arm_get
     for scope in scopes:
         status, body = fetch(
             f"{ARM}{scope}/providers/Microsoft.Authorization/permissions?api-version={PERMISSIONS_API}", token
@@ -93,13 +94,11 @@ def verdict(scopes: Sequence[str], token: str, fetch: Fetch = _arm_get) -> str |
 
 
 class DeployerPermissionProvider(dynamic.ResourceProvider):
-    """Checks once per deployer (its object id), never keeps the token."""
-
-    def __init__(self, fetch: Fetch = _arm_get) -> None:
-        self._fetch = fetch
+    """Checks once per deployer (its object id), never keeps the token. (No state of its own: the
+    provider is pickled into the stack's state.)"""
 
     def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
-        why = verdict(list(props["scopes"]), str(props["token"]), self._fetch)
+        why = verdict(list(props["scopes"]), str(props["token"]))
         if why is not None:
             raise RuntimeError(why)
         kept = {k: v for k, v in props.items() if k != "token"}
