@@ -25,6 +25,12 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     python scripts/upstream_data.py istiod --git <istio repo> --tag 1.29.6
     # self-hosted Azure Karpenter, KAITO's node provisioner from 0.11 (nodeProvisioner: karpenter)
     python scripts/upstream_data.py karpenter --git <karpenter-provider-azure repo> --tag v1.12.0
+    # the charts whose pods' requests the capacity budget counts (catalog/pod_requests.yaml)
+    python scripts/upstream_data.py keda-chart --git <kedacore/charts repo> --tag v2.20.2
+    python scripts/upstream_data.py keda-kaito-scaler --git <keda-kaito-scaler repo> --tag v0.6.2
+    python scripts/upstream_data.py node-feature-discovery --git <node-feature-discovery repo> --tag v0.17.3
+    python scripts/upstream_data.py local-csi-driver --git <local-csi-driver repo> --tag v0.3.0
+    python scripts/upstream_data.py llm-d-router --git <llm-d-router repo> --tag v0.9.0
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -90,6 +96,11 @@ REPOSITORIES = {
     "body-based-routing": "https://github.com/kubernetes-sigs/gateway-api-inference-extension",
     "istiod": "https://github.com/istio/istio",
     "karpenter": "https://github.com/Azure/karpenter-provider-azure",
+    "keda-chart": "https://github.com/kedacore/charts",
+    "keda-kaito-scaler": "https://github.com/kaito-project/keda-kaito-scaler",
+    "node-feature-discovery": "https://github.com/kubernetes-sigs/node-feature-discovery",
+    "local-csi-driver": "https://github.com/Azure/local-csi-driver",
+    "llm-d-router": "https://github.com/llm-d/llm-d-router",
 }
 
 
@@ -927,6 +938,14 @@ PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     # istiod's chart: the values the gateway sets on it
     "istiod": chart_deriver("manifests/charts/istio-control/istio-discovery"),
     "karpenter": derive_karpenter,
+    # the charts whose pods the capacity budget counts (kaito_aks.capacity, catalog/pod_requests.yaml):
+    # KEDA's and keda-kaito-scaler's, the NFD the GPU Operator and KAITO's GFD subchart bundle, the
+    # local CSI driver KAITO bundles, and the router library KAITO's endpoint picker is rendered from
+    "keda-chart": chart_deriver("keda"),
+    "keda-kaito-scaler": chart_deriver("charts/keda-kaito-scaler"),
+    "node-feature-discovery": chart_deriver("deployment/helm/node-feature-discovery"),
+    "local-csi-driver": chart_deriver("charts/latest"),
+    "llm-d-router": chart_deriver("config/charts/routerlib"),
 }
 
 

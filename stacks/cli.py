@@ -187,11 +187,11 @@ def _version_note(given: str | None, stack: str | None) -> str:
 
 
 def stack_region_of(stack: str, root: Path) -> str | None:
-    """The region a stack's VMs run in (capacity.stack_region), or None when its file cannot be
+    """The region a stack's VMs run in (quota.stack_region), or None when its file cannot be
     read or has problems."""
-    from stacks.capacity import stack_region
     from stacks.errors import StackConfigError
     from stacks.load import parse_stack_file
+    from stacks.quota import stack_region
 
     try:
         return stack_region(parse_stack_file(read_stack_file(stack, root)))
@@ -265,12 +265,14 @@ def _render(stacks: list[str], out: Path, root: Path, against: str | None = None
 
 
 def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None) -> bool:
-    """Print the models on each pool, and with `against` the pools replaced since then; False:
+    """Print the models on each pool, the non-GPU pools' capacity budget and what upgrades do to
+    the models, and with `against` the pools replaced since then; False:
     `against` cannot be read (said on stderr)."""
+    from stacks import capacity, upgrades
     from stacks.pool_changes import AgainstError, report
 
     try:
-        for line in report(f, cfg, against):
+        for line in [*report(f, cfg, against), *capacity.lines(cfg), *upgrades.lines(cfg)]:
             print(f"{stack}: {line}")
     except AgainstError as err:
         print(f"{stack}: {err}", file=sys.stderr)
@@ -327,14 +329,14 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
     """What `--online` reads: the prices (said), the subscription's quota and the region's sizes
     (False: a problem, said with the file's lines)."""
     from kaito_aks.azure.arm import az_cli_reader
-    from stacks.capacity import NotChecked, check_capacity
     from stacks.errors import located
+    from stacks.quota import NotChecked, check_quota
 
     if cost.book is not None and cost.book.note:
         print(f"{stack}: prices {cost.book.note}")
     subscription = f.config.get("azure-native:subscriptionId")
     environment = f.config.get("azure-native:environment")
-    verdict = check_capacity(
+    verdict = check_quota(
         cfg,
         lambda: az_cli_reader(
             subscription if isinstance(subscription, str) else None,

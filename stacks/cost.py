@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kaito_aks.catalog.retail_prices import HOURS_PER_MONTH, HOW_TO_PRICE, PriceBook, VmPrice, price_book
-from stacks.capacity import stack_region, vm_lines
 from stacks.config import StackConfig
+from stacks.quota import stack_region, vm_lines
 
 DEFAULT_REGION = "eastus"
 
@@ -108,7 +108,7 @@ class StackCost:
 
 
 def cost_lines(cfg: StackConfig) -> list[CostLine]:
-    """The stack's VMs (capacity.vm_lines: each pool, each model and RAG engine KAITO makes nodes
+    """The stack's VMs (quota.vm_lines: each pool, each model and RAG engine KAITO makes nodes
     for), with their fewest and most nodes."""
     return [CostLine(v.what, v.vm_size, v.min_nodes, v.max_nodes, v.spot) for v in vm_lines(cfg)]
 

@@ -22,7 +22,7 @@ from kaito_aks.operators.karpenter import karpenter_problems
 from kaito_aks.operators.ragengine_operator import ragengine_operator_problems
 from kaito_aks.problems import Problem
 from kaito_aks.rag.component import judge_rag_engine
-from stacks import budget, hf_token, rules, serving
+from stacks import budget, callers, capacity, hf_token, rules, serving
 from stacks.config import (
     ModelConfig,
     PoolConfig,
@@ -63,8 +63,11 @@ def judge(
     found += rules.check(cfg)
     found += serving.check(cfg, written) + list(serving.own_key_problems(cfg, written))
     found += hf_token.problems(cfg, written)
+    found += callers.check(cfg, written)  # who a NetworkPolicy would cut on an adopted cluster
     sound = [w for w in workspaces if w.sizable]
     found += budget.check(cfg, [w.config for w in sound])
+    if not policy.errors_of(found):  # the non-GPU pools' budget, of what is well formed
+        found += capacity.check(cfg)
     found = [p for p in found if p.code != "pool-nodes"]  # a pool's counts are its own rules' (count, autoscale)
     if cfg.add_on:  # the add-on's refusal of a key says it all (not also what its release's rules imply)
         refused = [p.path for p in found if p.code == "add-on"]

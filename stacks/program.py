@@ -40,9 +40,9 @@ from kaito_aks.serving.keda import KedaAutoscaling
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
-from stacks.capacity import refuse_short_capacity
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
+from stacks.quota import refuse_short_quota
 from stacks.serving import WARNINGS as SERVING_WARNINGS
 
 # The Pulumi SDK keeps tens of objects (Outputs, futures, tasks) per resource alive until the
@@ -63,7 +63,7 @@ def main() -> None:
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     """Declare the stack's resources; no process-wide side effects (usable from any host)."""
-    refuse_short_capacity(cfg)  # Azure's quota and sizes, before anything is registered
+    refuse_short_quota(cfg)  # Azure's quota and sizes, before anything is registered
     cluster: AksCluster | KubeconfigCluster
     if cfg.aks_cluster is not None:
         cluster = AksCluster(

@@ -19,7 +19,10 @@ import pulumi
 
 from kaito_aks import policy
 from kaito_aks.budget import pool_budget
+from kaito_aks.capacity import Capacity
+from kaito_aks.capacity.budget import budget_lines, capacity_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
+from kaito_aks.model.capacity import model_capacity
 from kaito_aks.model.component import KaitoModel, judge_model, watched_objects
 from kaito_aks.model.names import name_collisions
 from kaito_aks.model.placement import cpu_on_provisioned_gpu_nodes
@@ -68,6 +71,7 @@ def deploy_models(
     models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     opts: pulumi.ResourceOptions | None = None,
     access: ClusterAccess | None = None,
+    capacity: Sequence[object] | None = None,
 ) -> ModelGroup:
     """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
     per node selector (each model's wait_for_* args decide whether it is waited for, and its
@@ -79,8 +83,14 @@ def deploy_models(
 
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
-    deployed so far (they would be replaced)."""
-    checked, warnings = _checked(name, models, access, opts)
+    deployed so far (they would be replaced).
+
+    `capacity`: the program's components that make non-GPU pools or run pods there (AksCluster,
+    CpuNodePool, KaitoOperator, GpuOperator, InferenceGateway, KedaAutoscaling, Karpenter,
+    GpuProvisioner, RagEngineOperator: their `capacity`; or `Capacity` values): with the models'
+    own pods (each routed model's endpoint picker, each CPU model) they must fit the pools'
+    nodes (kaito_aks.capacity), as the stack checks them; the budget is logged."""
+    checked, warnings = _checked(name, models, access, opts, capacity)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     plans = {n: plan_model(a) for n, a in checked}
@@ -102,13 +112,14 @@ def _checked(
     models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     access: ClusterAccess | None,
     opts: pulumi.ResourceOptions | None,
+    capacity: Sequence[object] | None = None,
 ) -> tuple[list[Named], dict[str, list[Problem]]]:
     """Each model's args, judged (unless they were), and then the rules of the models together:
     names they would share, CPU models on another's GPU nodes, model ids two routes would share,
     one KAITO release (and the operators' in `opts`), the pools' budget (and auto-provisioned
     nodes at their most), credentials for the waits. Raises InvalidArgsError
     with every problem at once; else the models and each one's warnings."""
-    problems = _call_problems(name, models, access, opts)
+    problems = _call_problems(name, models, access, opts) + _capacity_problems(capacity)
     if not isinstance(models, list | tuple):
         raise_if("deploy_models", str(name), problems)  # a program's mistake, said by name, not a TypeError
     checked: list[Named] = []
@@ -146,15 +157,56 @@ def _checked(
     pools = list({g.name: g for _, a in known for g in a.node_groups or []}.values())
     budget = pool_budget(known, pools)
     problems += policy.errors_of(budget)
+    room = _capacity(name, checked, capacity)
+    problems += policy.errors_of(room)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     if needs_access and reach is None:
         why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
         problems.append(Problem.at("access", why, "no-credentials"))
     raise_if("deploy_models", str(name), problems)
-    for warning in policy.warnings_of(budget):  # what the models together refuse nothing of (bypassed)
+    for warning in policy.warnings_of([*budget, *room]):  # what the models together refuse nothing of (bypassed)
         pulumi.log.warn(f"deploy_models {name!r}: {warning.under('args').text()}")
     return checked, warnings
+
+
+def _parts(capacity: Sequence[object]) -> list[Capacity]:
+    """Each item's Capacity (a component's `capacity`, or a Capacity), said at ("capacity", i)."""
+    out: list[Capacity] = []
+    for i, item in enumerate(capacity):
+        found = item if isinstance(item, Capacity) else getattr(item, "capacity", None)
+        if isinstance(found, Capacity):
+            out.append(found.at("capacity", i))
+    return out
+
+
+def _capacity_problems(capacity: object) -> list[Problem]:
+    """`capacity` must be a list of components that carry a `capacity` (or Capacity values)."""
+    if capacity is None:
+        return []
+    if not isinstance(capacity, list | tuple):
+        return [Problem.at("capacity", f"must be a list of components or Capacity, not {shown(capacity)}", "type")]
+    return [
+        Problem.at(
+            ("capacity", i), f"must be a component with a `capacity` (e.g. AksCluster), not {shown(item)}", "type"
+        )
+        for i, item in enumerate(cast(Sequence[object], capacity))
+        if not isinstance(item, Capacity) and not isinstance(getattr(item, "capacity", None), Capacity)
+    ]
+
+
+def _capacity(name: str, checked: list[Named], capacity: Sequence[object] | None) -> list[Problem]:
+    """The non-GPU pools' budget of the models and the components given (none without `capacity`)."""
+    if capacity is None or not isinstance(capacity, list | tuple):
+        return []
+    parts = _parts(capacity)
+    if not any(p.pools for p in parts):
+        return [Problem.at("capacity", "names no pool: give the AksCluster (its system pool) or a CpuNodePool", "type")]
+    parts += [model_capacity(a, n, (n,)) for n, a in checked]
+    budget = capacity_budget(parts)
+    for line in budget_lines(budget):
+        pulumi.log.info(f"deploy_models {name!r}: {line}")
+    return budget.problems
 
 
 def _call_problems(name: object, models: object, access: object, opts: object) -> list[Problem]:

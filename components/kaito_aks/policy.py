@@ -438,6 +438,11 @@ MODEL_RULES: dict[str, Rule] = {
         "each preset pod requests every GPU of its node (PI 0.8.1:326-333, nvidia.com/gpu = GPUCount): the rest stay "
         "Pending",
     ),
+    "capacity": _unservable(
+        "models and engines whose pods, with what else runs there, do not fit the non-GPU pools they may run on",
+        "their requests (an endpoint picker's 1 CPU and 2 GiB: pkg/workspace/manifests/manifests.go 0.12.0:436-447) "
+        "beyond the nodes' allocatable (AKS's node-resource-reservations): the rest stay Pending",
+    ),
     "rag-no-pool": _unservable(
         "a RAG engine whose size no pool it selects has",
         "the controller then creates a NodeClaim (ragengine_controller.go 0.8.1:439-482, 0.12.0:458-493), which "
@@ -560,6 +565,16 @@ COMPONENT_RULES: dict[str, Rule] = {
     "pool-spot-taint": _INVALID,
     "pool-label": _INVALID,
     "pool-nodes": _INVALID,
+    "capacity-pools": _broken(
+        "operators and add-ons whose pods do not fit the non-GPU pools they may run on",
+        "their charts' requests beyond the nodes' allocatable (AKS's node-resource-reservations): the rest stay "
+        "Pending, and an atomic Helm release whose pods cannot schedule rolls back",
+    ),
+    "capacity-high": _warning(
+        "non-GPU pools whose pods request more than the high-water mark of their allocatable",
+        "AKS's own pods whose requests are not published, rolling updates and packing need room",
+    ),
+    "capacity-size": _warning("a pool of a VM size the capacity budget does not know", "not measured"),
     "static-capacity": _broken(
         "Karpenter's staticCapacity gate turned off",
         "KAITO 0.12's Karpenter mode makes NodePools with replicas, which Karpenter serves only with the gate on",
@@ -572,6 +587,11 @@ COMPONENT_RULES: dict[str, Rule] = {
     "api-server": _program("a private API server with authorized ranges", "AKS takes one or the other"),
     "api-server-private": _warning("a private API server", "set at creation: turning it on replaces the cluster"),
     "api-server-ranges": _warning("authorized ranges that let in much of the internet"),
+    "api-server-unroutable": _broken(
+        "authorized ranges no caller's address is in (documentation, loopback, link-local, multicast, reserved)",
+        "`pulumi up` creates the cluster, then its provider, access wait and releases never reach the API server; "
+        "the cluster's `bypass_checks` keeps an example's placeholder (said)",
+    ),
     "api-server-public": _warning("a production cluster's API server open to the internet"),
     "tier": _warning("a production cluster on the Free tier", "no uptime SLA"),
     "defender": _warning("a production cluster without Defender"),
@@ -650,6 +670,10 @@ STACK_RULES: dict[str, Rule] = {
     ),
     "pod-security": _warning("a namespace created privileged for a model that mounts a host path"),
     "load-balancer-cloud": _warning("an internal load balancer by Azure's annotation on another cloud"),
+    "byo-callers": _warning(
+        "NetworkPolicies on a cluster the stack does not create, without endpoints.allowFrom",
+        "callers from other namespaces are cut where the cluster enforces policies",
+    ),
 }
 
 SERVING_RULES: dict[str, Rule] = {

@@ -8,7 +8,7 @@ import pytest
 import upstream_facts
 from kaito_aks import catalog
 from kaito_aks.catalog import generator
-from upstream_facts import kaito, serving_folders
+from upstream_facts import capacity_folders, kaito, serving_folders
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
@@ -33,6 +33,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     wanted |= set(serving_folders().values())
     wanted |= {f"karpenter-{v}" for v in KARPENTER_VERSIONS}
+    wanted |= capacity_folders()  # (the capacity budget's pod requests: components/tests/test_capacity.py)
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 

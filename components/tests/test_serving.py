@@ -468,6 +468,7 @@ def test_existing_pieces_install_nothing_and_an_unauthenticated_gateway_has_no_a
         if r.custom and "kubernetes:" in r.type and r.type != "pulumi:providers:kubernetes"
     ] == [
         "Namespace",
+        "LimitRange",  # (the gateway's own pods' default requests: components/tests/test_capacity.py)
         "Gateway",
     ]
 

@@ -20,8 +20,10 @@ from kaito_aks.azure.node_pool import (
     default_name,
     initial_nodes,
     label_problems,
+    most_nodes,
     size_problems,
 )
+from kaito_aks.capacity import Capacity, CapacityPool
 from kaito_aks.nodes import SYSTEM_POOL, CpuNodes, Labels, Taint
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
@@ -112,6 +114,24 @@ def cpu_nodes(args: CpuNodePoolArgs, pool_name: str) -> CpuNodes:
     return CpuNodes(pool_name, args.vm_size, args.mode, dict(args.labels), tuple(args.taints))
 
 
+def cpu_pool_capacity(args: CpuNodePoolArgs, pool_name: str, kubernetes_version: str | None = None) -> Capacity:
+    """The pool as the capacity budget counts it: its nodes (the autoscaler's most), their labels
+    and taints (`kubernetes_version`: the cluster's, for AKS's memory reservation)."""
+    nodes = cpu_nodes(args, pool_name)
+    grow = "autoscale.max" if args.autoscale is not None else "count"
+    pool = CapacityPool(
+        pool_name,
+        args.vm_size,
+        initial_nodes(args),
+        most_nodes(args),
+        nodes.node_labels,
+        tuple(args.taints),
+        kubernetes_version,
+        grow=grow,
+    )
+    return Capacity((pool,))
+
+
 class CpuNodePool(pulumi.ComponentResource):
     """A CPU pool of an AKS cluster: an AgentPool of one CPU VM size, User mode (CPU models and RAG
     engines select it by `kubernetes.azure.com/agentpool: <name>`) or System mode (a second
@@ -124,6 +144,8 @@ class CpuNodePool(pulumi.ComponentResource):
 
     cpu_nodes: CpuNodes
     """Its nodes as placement rules see them (name, size, mode, labels, taints)."""
+    capacity: Capacity
+    """The pool as the capacity budget counts it (give it to `deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: CpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         args = checked_args(
@@ -138,6 +160,7 @@ class CpuNodePool(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         pool_name = args.name or name
         self.cpu_nodes = cpu_nodes(args, pool_name)
+        self.capacity = cpu_pool_capacity(args, pool_name)
         autoscale = args.autoscale is not None
         self.agent_pool = containerservice.AgentPool(
             name,

@@ -15,6 +15,7 @@ from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.endpoints import network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
+from kaito_aks.model.disruption import disruption_budget
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_verdict
@@ -210,6 +211,12 @@ class KaitoModel(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}/{policy['metadata']['name']}", metadata=policy["metadata"], spec=policy["spec"], opts=child
         )
+        # Two or more instances keep serving while AKS drains their nodes one at a time.
+        budget = disruption_budget(args, planned.name, plan.namespace, planned.pods)
+        if budget is not None:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}/{planned.name}-disruption-budget", metadata=budget["metadata"], spec=budget["spec"], opts=child
+            )
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
 

@@ -21,6 +21,8 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster
 from kaito_aks.azure.ssh_public_key import SshPublicKey
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, WorkloadIdentityArgs
+from kaito_aks.capacity import Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
 from kaito_aks.operators.gpu_provisioner import CLUSTER_ID, ClusterRef, cluster_ref
@@ -286,6 +288,16 @@ def node_resource_group_id(cluster: ClusterRef, node_resource_group: str) -> str
     return f"/subscriptions/{cluster.subscription}/resourceGroups/{node_resource_group}"
 
 
+def karpenter_capacity(args: KarpenterArgs) -> Capacity:
+    """Its two controller replicas (never two on one node), at the values' requests, for the
+    capacity budget."""
+    kinds = pod_requests().pods.karpenter.get(args.version)
+    if kinds is None:
+        return Capacity()
+    pods = pods_of(kinds, note=f"Karpenter {args.version}")
+    return Capacity(pods=with_requests(pods, args.values, "controller", "resources"))
+
+
 class Karpenter(pulumi.ComponentResource):
     """Karpenter's Helm release (namespace karpenter, service account karpenter-sa, as KAITO
     installs it), after its WorkloadIdentity (managed identity, federated credential; Virtual
@@ -315,9 +327,12 @@ class Karpenter(pulumi.ComponentResource):
     identity: WorkloadIdentity
     bootstrap: NodeBootstrapToken
     release: k8s.helm.v3.Release
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args("Karpenter", name, KarpenterArgs, args, karpenter_problems, also=provider_problems(opts))
+        self.capacity = karpenter_capacity(checked)
         access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
             raise_if("Karpenter", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])

@@ -19,6 +19,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.capacity import Capacity, PodSet, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.operators.helm import ChartRelease, pinned_release
@@ -250,6 +252,49 @@ def istiod_values(args: InferenceGatewayArgs) -> dict[str, Any]:
     return values
 
 
+def default_requests() -> PodSet:
+    """What a container of the gateway's namespace that requests nothing is given (its
+    LimitRange): the gateway's own Envoy's requests. The body-based router's chart and the
+    Authorino instance the operator makes set none (catalog/pod_requests.yaml), and a pod
+    without requests runs BestEffort, evicted first and counted nowhere."""
+    istio = catalog.serving_charts().istio
+    return pods_of(pod_requests().pods.gateway_pods[istio.version])[0]
+
+
+def limit_range_manifest(args: InferenceGatewayArgs) -> dict[str, Any]:
+    proxy = default_requests()
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": f"{args.name}-default-requests", "namespace": args.namespace},
+        "spec": {
+            "limits": [
+                {"type": "Container", "defaultRequest": {"cpu": f"{proxy.cpu_m}m", "memory": f"{proxy.memory_mi}Mi"}}
+            ]
+        },
+    }
+
+
+def inference_gateway_capacity(args: InferenceGatewayArgs) -> Capacity:
+    """What the gateway runs on the non-GPU nodes, for the capacity budget: istiod (at its values'
+    requests) when it installs Istio, the Gateway's Envoy, the body-based router and Authorino
+    (operator and instance) when it installs them."""
+    pins = catalog.serving_charts()
+    data = pod_requests().pods
+    istio = f"Istio {pins.istio.version}"
+    pods = pods_of(data.gateway_pods[pins.istio.version], note=f"gateway {args.name}")
+    if args.istio == "install":
+        pods += with_requests(pods_of(data.istio[pins.istio.version], note=istio), istiod_values(args), "resources")
+    if args.body_based_routing == "install":
+        pods += pods_of(data.body_based_routing[pins.body_based_routing.version], note=f"gateway {args.name}")
+    if args.api_keys or args.entra is not None:
+        authorino = pins.authorino.version
+        pods += pods_of(data.authorino_instance[authorino], note=f"gateway {args.name}")
+        if args.authorino == "install":
+            pods += pods_of(data.authorino[authorino])
+    return Capacity(pods=pods)
+
+
 def service_overlay(args: InferenceGatewayArgs) -> dict[str, str] | None:
     """Istio's overlay of the Service it makes for the Gateway (a ConfigMap the Gateway's
     infrastructure.parametersRef names; istio@1.29.6:pilot/pkg/config/kube/gateway/
@@ -447,6 +492,8 @@ class InferenceGateway(pulumi.ComponentResource):
     """How clients authenticate: the API keys' names (never their values), the Entra tenant and audiences."""
     mesh_config: pulumi.Output[dict[str, Any]]
     """The istiod meshConfig the gateway's authentication needs (set by this component when it installs Istio)."""
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -461,6 +508,7 @@ class InferenceGateway(pulumi.ComponentResource):
         for warning in inference_gateway_warnings(checked):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self._args = args = checked
+        self.capacity = inference_gateway_capacity(args)
         child = child_options(self, opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}/namespace",
@@ -471,8 +519,16 @@ class InferenceGateway(pulumi.ComponentResource):
             },
             opts=child,
         )
-        in_namespace = child_options(self, opts, depends_on=[namespace])
-        control_plane = self._control_plane(name, args, child, namespace)
+        # before any pod of the namespace: a container that requests nothing gets the gateway's requests
+        limits = limit_range_manifest(args)
+        defaults = k8s.core.v1.LimitRange(
+            f"{name}/default-requests",
+            metadata=limits["metadata"],
+            spec=limits["spec"],
+            opts=child_options(self, opts, depends_on=[namespace]),
+        )
+        in_namespace = child_options(self, opts, depends_on=[namespace, defaults])
+        control_plane = self._control_plane(name, args, child, defaults)
         auth = self._authentication(name, args, in_namespace, control_plane)
         gateway = self._gateway(name, args, in_namespace, [*control_plane, *auth])
         self.gateway_name = gateway.output("metadata").apply(lambda m: str(m["name"]))

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from kaito_aks.testing import MOCK_SUBSCRIPTION
-from stacks.capacity import vm_demands
 from stacks.errors import StackConfigError
 from stacks.evaluate import ProgramMocks, RecordingMonitor, evaluate
 from stacks.load import parse_stack_file
+from stacks.quota import vm_demands
 from stacks.stackfile import read_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
