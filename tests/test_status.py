@@ -16,7 +16,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -262,7 +262,7 @@ class _Api(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def api() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), _Api)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)  # a cut answer still being written holds up no other
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Api.answers, _Api.tokens, _Api.reads = {}, [], 0
     yield f"http://127.0.0.1:{server.server_port}"
