@@ -15,6 +15,7 @@ from kaito_aks.azure.aks_security import is_production
 from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
+from kaito_aks.cluster.node_bootstrap import DEFAULT_LIFETIME_DAYS
 from kaito_aks.endpoints import INTERNAL_LB, load_balancer_of
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_of
@@ -309,6 +310,7 @@ def _karpenter(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) 
         version=defaults.karpenter_version(chosen, kaito.version),
         identity_name=chosen.get("identity_name"),
         bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        bootstrap_token_lifetime_days=chosen.get("bootstrap_token_lifetime_days", DEFAULT_LIFETIME_DAYS),
         values=chosen.get("values", {}),
     )
 

@@ -340,7 +340,7 @@ KARPENTER = Section(
     (
         Take(
             KarpenterArgs,
-            only=("version", "identity_name", "bootstrap_token_rotation", "values"),
+            only=("version", "identity_name", "bootstrap_token_rotation", "bootstrap_token_lifetime_days", "values"),
             decided=("version",),
             docs={
                 "version": "Chart version: 1.12.0; default: the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0).",
@@ -448,7 +448,7 @@ GATEWAY = Section(
     (
         Take(
             InferenceGatewayArgs,
-            without=("model_namespaces",),
+            without=("model_namespaces", "models"),
             decided=("exposure",),
             docs={
                 "exposure": "internal: an Azure internal load balancer (the VNet); public: an Azure public load "
