@@ -695,6 +695,10 @@ SERVING_RULES: dict[str, Rule] = {
     "gateway-unauthenticated": _warning("a gateway without authentication, asked for"),
     "gateway-public": _warning("a public gateway"),
     "gateway-existing-istio": _warning("an Istio already running", "its settings are not checked here"),
+    "gateway-existing-router": _warning(
+        "a body-based router already running",
+        "its EnvoyFilter, not this component, decides whether it reads bodies before authentication",
+    ),
     "keda-namespace": _program("a namespace for the scaler other than the KEDA add-on's"),
     "gateway-gate": _program("a gateway with KAITO's gateway extension turned off"),
     "gateway": _program("a workspace asking for a gateway the stack does not have"),
