@@ -321,6 +321,20 @@ def _expect_guid(guid: str, subnet_id: str) -> str:
     return guid
 
 
+def token_copy(
+    name: str, namespace: k8s.core.v1.Namespace, token: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Secret:
+    """The bootstrap token where Karpenter's KUBELET_BOOTSTRAP_TOKEN reads it (a Secret of its
+    namespace): a rotated token updates it in place, and the pod annotation of the token's id
+    restarts the controller to read it."""
+    return k8s.core.v1.Secret(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace.metadata.name),
+        string_data={"token": token},
+        opts=opts,
+    )
+
+
 def node_resource_group_id(cluster: ClusterRef, node_resource_group: str) -> str:
     """The node resource group's id: AKS makes it in the cluster's subscription."""
     return f"/subscriptions/{cluster.subscription}/resourceGroups/{node_resource_group}"
@@ -416,12 +430,7 @@ class Karpenter(pulumi.ComponentResource):
             ),
             opts=child_options(self, opts),
         )
-        token = k8s.core.v1.Secret(
-            f"{name}-bootstrap-token",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace.metadata.name),
-            string_data={"token": self.bootstrap.token},
-            opts=child_options(self, opts),
-        )
+        token = token_copy(f"{name}-bootstrap-token", namespace, self.bootstrap.token, child_options(self, opts))
         ssh_key = checked.ssh_public_key
         if ssh_key is None:
             ssh_key = SshPublicKey(f"{name}-ssh-key", opts=child_options(self, opts)).public_key_openssh
