@@ -3,11 +3,12 @@
 Helm installs a chart's crds/ folder once, with no ownership metadata, and never upgrades it; a
 chart that holds the same CRDs as templates (Karpenter's karpenter-crd) upgrades them, but its
 first install refuses a CRD that exists without that metadata ("... exists and cannot be
-imported into the current release: invalid ownership metadata", helm v3.18
-pkg/action/validate.go existingResourceConflict). Helm adopts an existing object whose label
-`app.kubernetes.io/managed-by` is `Helm` and whose annotations `meta.helm.sh/release-name` and
-`meta.helm.sh/release-namespace` name the release being installed (the same file,
-checkOwnership): this step writes exactly those three, by a JSON merge patch that changes nothing
+imported into the current release: invalid ownership metadata", helm v3.18.6
+pkg/action/install.go:349-358, validate.go:65-91; the Helm the Kubernetes provider 4.25.0 embeds).
+Helm adopts an existing object whose label `app.kubernetes.io/managed-by` is `Helm` and whose
+annotations `meta.helm.sh/release-name` and `meta.helm.sh/release-namespace` name the release
+being installed (validate.go:94-120 checkOwnership; pulumi-kubernetes 4.25.0 does not offer
+Helm's --take-ownership): this step writes exactly those three, by a JSON merge patch that changes nothing
 else, on each CRD that exists and carries no owner yet, before the release is installed. The
 CRDs stay as they are (same uid, their objects untouched); Helm then applies the chart's CRDs
 over them as an upgrade of what it owns. A CRD another release owns is refused by name. A

@@ -5,12 +5,15 @@ certificate and have it approved (TLS bootstrapping). Microsoft's AKS Flex Node 
 AKS clusters this way; self-hosted Karpenter hands the token to every VM it creates.
 
 AKS keeps a token of its own, but under a random name and rotated by AKS: a Pulumi program can
-neither find it nor rely on it, so it makes its own. The token expires (its Secret's
-`expiration`, RFC 3339: the API server's bootstrap-token authenticator refuses it from then on,
-and kube-controller-manager's token cleaner, where it runs, deletes the Secret:
-k8s.io/cluster-bootstrap token/api/types.go, secret/utils.go HasExpired), and `pulumi up`
-replaces it once half its lifetime has passed, so a stack brought up at least that often never
-holds a lapsed one; changing `rotation` replaces it at once."""
+neither find it nor rely on it, so it makes its own. The token expires: its Secret's
+`expiration` (k8s.io/cluster-bootstrap token/api/types.go:44-48 at v0.36.3), RFC 3339, an
+unparseable one counting as lapsed (util/secrets/secrets.go:59-67), from which the API server's
+bootstrap-token authenticator refuses it (kubernetes plugin/pkg/auth/authenticator/token/
+bootstrap/bootstrap.go:129 at v1.36.3). kube-controller-manager's token cleaner, which deletes
+lapsed Secrets, is off unless a cluster turns it on (cmd/kube-controller-manager/app/
+bootstrap.go:55-60): a replaced token's Secret is deleted by `pulumi up` itself. `pulumi up`
+replaces the token once half its lifetime has passed, so a stack brought up at least that often
+never holds a lapsed one; changing `rotation` replaces it at once."""
 
 from __future__ import annotations
 

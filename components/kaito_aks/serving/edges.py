@@ -6,14 +6,17 @@ of networking.istio.io/v1alpha3), for the InferenceGateway component.
 AuthorizationPolicy's ext_authz (Authorino here), authentication, RBAC, Wasm, then the
 InferencePool ext_proc `envoy.filters.http.ext_proc` (the endpoint picker; only on a Gateway
 with an InferencePool attached), ..., the router (pilot/pkg/networking/core/listener_builder.go:
-393-463 at 1.29.6). GAIE's body-based-routing chart (v1.3.0, provider.name istio,
+395-455 at 1.29.6). GAIE's body-based-routing chart (v1.3.0, provider.name istio,
 templates/istio.yaml) inserts the router's ext_proc FIRST, before ext_authz, reading every
 request's body in full-duplex streaming before anything is authenticated. Here it is inserted
 right BEFORE the InferencePool ext_proc (as KAITO's production stack v0.4.0 places it,
 charts/modelharness/templates/envoyfilter-bbr.yaml): after ext_authz, so a request Authorino
 refuses is answered before any body is read, and still before the endpoint picker, which
-needs the model header it writes. Its filter is named apart from the picker's
-(`envoy.filters.http.ext_proc.bbr`, as there): Istio configures the picker per route under
+needs the model header it writes. (A Gateway with no InferencePool attached has no picker's
+filter, so no router either, and no model to route to: Istio inserts nothing where the anchor
+is missing, pilot/pkg/networking/core/envoyfilter/listener_patch.go patchHTTPFilters.) Its
+filter is named apart from the picker's (`envoy.filters.http.ext_proc.bbr`, as there): Istio
+configures the picker per route under
 `envoy.filters.http.ext_proc` (pilot/pkg/networking/core/route/route.go:514-545), which must
 not reconfigure the router. The rest is GAIE's filter as written: fail closed, full-duplex
 request body, to the router's Service with TLS not verified (its DestinationRule).
