@@ -279,18 +279,16 @@ def test_the_bootstrap_token_expires_and_is_renewed_by_the_first_up_after_half_i
     assert (provider.create(news).outs or {})["expires"] == "2027-01-15T09:30:15Z"
 
 
-def test_a_token_made_before_tokens_expired_is_kept_and_dated_not_replaced(monkeypatch: pytest.MonkeyPatch):
-    """What a stack deployed by 0.4.0's first Karpenter holds in its state."""
-    monkeypatch.setattr(node_bootstrap, "now", lambda: datetime(2026, 12, 1, tzinfo=UTC))
+def test_a_token_made_before_tokens_expired_is_replaced_by_one_that_does():
+    """What a stack deployed from main before issue 37 holds in its state (no release had it)."""
     provider = BootstrapTokenProvider()
     olds = {"rotation": 0, "token_id": "abcdef", "token_secret": "0123456789abcdef"}
     news = {"rotation": 0, "lifetimeDays": 30, "token_id": None, "token_secret": None}
     diff = provider.diff("bootstrap-token-abcdef", olds, news)
-    assert (diff.changes, diff.replaces) == (True, [])  # an update
-    outs = provider.update("bootstrap-token-abcdef", olds, news).outs or {}
-    assert (outs["token_id"], outs["token_secret"]) == ("abcdef", "0123456789abcdef")
-    assert outs["expires"] == "2026-12-31T00:00:00Z"
-    assert provider.diff("bootstrap-token-abcdef", outs, news).changes is False
+    assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["expires"], False)
+    outs = provider.create(news).outs or {}
+    assert outs["token_id"] != "abcdef"
+    assert provider.diff("bootstrap-token-x", outs, news).changes is False
 
 
 def test_the_bootstrap_tokens_secret_and_bindings():

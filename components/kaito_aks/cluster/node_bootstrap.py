@@ -88,8 +88,10 @@ def dated(props: dict[str, Any]) -> dict[str, str]:
 class BootstrapTokenProvider(dynamic.ResourceProvider):
     """A fresh token id and secret on create (from `secrets`, the OS's random source) with its
     issue time and expiry. Replaced when `rotation` or `lifetimeDays` changes, and on the first
-    `pulumi up` (or preview) half its lifetime after it was issued. A token made before tokens
-    expired (no issue time) is kept, dated from the next `up` (an update, not a replacement)."""
+    `pulumi up` (or preview) half its lifetime after it was issued; a token made before tokens
+    expired (no issue time: deployed from this repository's main before issue 37, no release had
+    it) is replaced by one that does. Adding an expiry to its Secret instead would replace the
+    Secret all the same (the Kubernetes provider replaces a Secret whose data changes)."""
 
     def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
         token_id, token_secret = new_token_part(ID_LENGTH), new_token_part(SECRET_LENGTH)
@@ -105,16 +107,11 @@ class BootstrapTokenProvider(dynamic.ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
         replaces = [k for k in ("rotation", "lifetimeDays") if _given(olds, k) != _given(news, k)]
         due = renew_at(olds)
-        if not replaces and due is not None and now() >= due:
-            replaces = ["expires"]  # half its lifetime has passed: a new token before this one lapses
-        if replaces:
-            return dynamic.DiffResult(changes=True, replaces=replaces, delete_before_replace=False)
-        # a token made before tokens expired: dated now, kept
-        return dynamic.DiffResult(changes=due is None, replaces=[], delete_before_replace=False)
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
-        kept = {k: olds[k] for k in ("token_id", "token_secret")}
-        return dynamic.UpdateResult({**news, **kept, **dated(news)})
+        if not replaces and (due is None or now() >= due):
+            # half its lifetime has passed (or it never expires): a new token before this one lapses
+            replaces = ["expires"]
+        # created first, then the old one deleted (a node joining meanwhile has a token)
+        return dynamic.DiffResult(changes=bool(replaces), replaces=replaces, delete_before_replace=False)
 
 
 def _given(props: dict[str, Any], key: str) -> int:
