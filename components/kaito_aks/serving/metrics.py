@@ -8,7 +8,7 @@ Managed Prometheus's own also carry the label limits Microsoft's templates set, 
 its pipeline may drop the scrape job ("use the labelLimit, labelNameLengthLimit and
 labelValueLengthLimit specified in the templates": learn.microsoft.com/azure/azure-monitor/
 containers/prometheus-metrics-scrape-crd; Azure/prometheus-collector otelcollector/deploy/
-example-custom-resources/pod-monitor/pod-monitor-reference-app.yaml: 63, 511, 1023). A
+example-custom-resources/pod-monitor/pod-monitor-reference-app.yaml@072803b: 63, 511, 1023). A
 ServiceMonitor is created once the cluster serves its CRD (waits/crd_served.py)."""
 
 from __future__ import annotations
