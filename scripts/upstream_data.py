@@ -61,6 +61,10 @@ subset directory has no Go sources):
                         as applied to a cluster, descriptions stripped, CEL rules kept
     controller-env.yaml Karpenter: the environment variables its controller reads, and which of
                         them it refuses to start without
+    controller-resource-env.yaml  Karpenter: the variables its chart derives from the controller
+                        container's own resources (resourceFieldRef), by the resource each reads
+    crd-chart.yaml      Karpenter: its karpenter-crd chart (the CRDs as templates, which Helm
+                        upgrades), and the CRD each template holds
 """
 
 from __future__ import annotations
@@ -771,6 +775,8 @@ KARPENTER_CRDS = "pkg/apis/crds"  # charts/karpenter/crds/* are symlinks to thes
 KARPENTER_OPTIONS = "pkg/operator/options/options.go"
 KARPENTER_VALIDATION = "pkg/operator/options/options_validation.go"
 KARPENTER_AUTH = "pkg/auth/config.go"
+KARPENTER_DEPLOYMENT = "charts/karpenter/templates/deployment.yaml"
+KARPENTER_CRD_CHART = "charts/karpenter-crd"  # the CRDs as Helm templates, which `helm upgrade` upgrades
 
 
 def derive_karpenter(src: Source) -> dict[str, Any]:
@@ -794,6 +800,32 @@ def derive_karpenter(src: Source) -> dict[str, Any]:
         if re.search(r'\{cfg\.SubscriptionID, "subscription ID"\}', auth[1]):
             required.append("AZURE_SUBSCRIPTION_ID")
         files["controller-env.yaml"] = {"reads": sorted(reads), "required": required}
+    deployment = src.read(KARPENTER_DEPLOYMENT)
+    if deployment is not None:
+        # the controller's environment the chart derives from its own resources (resourceFieldRef)
+        derived = re.findall(
+            r"- name: ([A-Z_]+)\n\s+valueFrom:\n\s+resourceFieldRef:\n(?:\s+\w+: .*\n)*?\s+resource: ([a-z.]+)",
+            deployment[1],
+        )
+        files["controller-resource-env.yaml"] = dict(derived)
+    crd_chart = src.read(f"{KARPENTER_CRD_CHART}/Chart.yaml")
+    if crd_chart is not None:
+        templates: list[dict[str, Any]] = []
+        for path in src.listdir(f"{KARPENTER_CRD_CHART}/templates"):
+            found = src.read(path) if path.endswith(".yaml") else None
+            if found is not None:
+                crd = crd_manifest(found[1])
+                name = crd["metadata"]["name"]
+                templates.append(
+                    {
+                        "crd": name,
+                        # the template is the CRD alone (no Helm expression in it) ...
+                        "templated": "{{" in found[1],
+                        # ... and the same CRD the karpenter chart's crds/ folder installs
+                        "sameAsChartCrd": files.get(f"crds/{name}.yaml") == crd,
+                    }
+                )
+        files["crd-chart.yaml"] = {**chart_facts(crd_chart[1]), "templates": sorted(templates, key=lambda t: t["crd"])}
     return files
 
 
@@ -811,13 +843,17 @@ GO_MODULE_CRDS: dict[str, tuple[str, list[tuple[str, tuple[str, ...], tuple[str,
             for kind in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
         ],
     ),
-    # Istio's CRDs in one file (= its base chart's files/crd-all.gen.yaml): the two our objects use
+    # Istio's CRDs in one file (= its base chart's files/crd-all.gen.yaml): the three our objects use
     "istio-api": (
         "istio.io/api",
         [
             (
                 "kubernetes/customresourcedefinitions.gen.yaml",
-                ("destinationrules.networking.istio.io", "authorizationpolicies.security.istio.io"),
+                (
+                    "destinationrules.networking.istio.io",
+                    "authorizationpolicies.security.istio.io",
+                    "envoyfilters.networking.istio.io",
+                ),
                 (),
             )
         ],

@@ -309,6 +309,7 @@ def _karpenter(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool) 
         version=defaults.karpenter_version(chosen, kaito.version),
         identity_name=chosen.get("identity_name"),
         bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        bootstrap_token_lifetime_days=defaults.bootstrap_token_lifetime(chosen, written.generation),
         values=chosen.get("values", {}),
     )
 

@@ -340,12 +340,16 @@ KARPENTER = Section(
     (
         Take(
             KarpenterArgs,
-            only=("version", "identity_name", "bootstrap_token_rotation", "values"),
-            decided=("version",),
+            only=("version", "identity_name", "bootstrap_token_rotation", "bootstrap_token_lifetime_days", "values"),
+            decided=("version", "bootstrap_token_lifetime_days"),
             docs={
                 "version": "Chart version: 1.12.0; default: the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0).",
                 "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
                 "<cluster name>-karpenter.",
+                "bootstrap_token_lifetime_days": "Days the nodes' bootstrap token lives; `pulumi up` renews it once "
+                "half of that has passed (bring the stack up at least that often). Default: 30 in a stack of "
+                "`defaults: 3`; older stacks keep the token they were deployed with, which never expires (warned: "
+                "giving a lifetime replaces it once).",
             },
         ),
     ),
@@ -448,7 +452,7 @@ GATEWAY = Section(
     (
         Take(
             InferenceGatewayArgs,
-            without=("model_namespaces",),
+            without=("model_namespaces", "models"),
             decided=("exposure",),
             docs={
                 "exposure": "internal: an Azure internal load balancer (the VNet); public: an Azure public load "

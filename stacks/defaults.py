@@ -10,6 +10,7 @@ from typing import Any
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs, NodeSubnetArgs
+from kaito_aks.cluster.node_bootstrap import DEFAULT_LIFETIME_DAYS
 from kaito_aks.model.placement import off_gpu_by_default
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
@@ -162,6 +163,15 @@ def karpenter_on(written: Written, kaito: KaitoOperatorArgs, kaito_install: bool
 def karpenter_version(karpenter: Section, kaito_version: str) -> str:
     """The Karpenter release KAITO pins for its release."""
     return karpenter.get("version") or catalog.karpenter_for_kaito(kaito_version) or KARPENTER_VERSION
+
+
+def bootstrap_token_lifetime(karpenter: Section, generation: int) -> int | None:
+    """karpenter.bootstrapTokenLifetimeDays, else 30 days for a stack of generation 3 (a token
+    `pulumi up` renews before it lapses) and, for older stacks, the token that never expires they
+    were deployed with: giving it a lifetime replaces it once, so it is warned, not changed."""
+    if "bootstrap_token_lifetime_days" in karpenter:
+        return karpenter["bootstrap_token_lifetime_days"]
+    return DEFAULT_LIFETIME_DAYS if generation >= 3 else None
 
 
 def node_subnet(aks: Section, karpenter: bool) -> NodeSubnetArgs | None:

@@ -162,6 +162,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
                 "clientId": karpenter.client_id,
                 "principalId": karpenter.principal_id,
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
+                "bootstrapTokenExpires": karpenter.bootstrap_token_expires,
             },
         )
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksClusterArgs
-from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
+from kaito_aks.model.serving import auto_provisioned_budget, model_ids, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.kaito_operator import KaitoOperatorArgs, effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem, format_path
@@ -33,6 +33,7 @@ WARNINGS = frozenset(
         "gateway-unauthenticated",
         "gateway-public",
         "gateway-existing-istio",
+        "gateway-existing-router",
         "gateway-internal",
         "gateway-gate-elsewhere",
         "not-routed",
@@ -99,7 +100,7 @@ def serving_args(written: Written, kaito: KaitoOperatorArgs, models: list[KaitoM
         section = dict(written.gateway)
         namespaces = sorted({m.namespace for m in models if m.gateway is not None})
         section["exposure"] = defaults.gateway_exposure(section, written.cluster_kind)
-        gateway = InferenceGatewayArgs(**section, model_namespaces=namespaces or ["default"])
+        gateway = InferenceGatewayArgs(**section, model_namespaces=namespaces or ["default"], models=routed_ids(models))
     autoscaling = None
     if written.autoscaling is not None or any(m.autoscale is not None for m in models):
         autoscaling = KedaAutoscalingArgs(kaito_version=kaito.version, **(written.autoscaling or {}))
@@ -111,6 +112,16 @@ def serving_args(written: Written, kaito: KaitoOperatorArgs, models: list[KaitoM
         if flavour == "prometheusOperator":
             dashboard = VllmDashboardArgs(namespace=defaults.dashboard_namespace(section))
     return Serving(gateway, autoscaling, metrics, dashboard)
+
+
+def routed_ids(models: list[KaitoModelArgs]) -> list[str]:
+    """Every `model` value the gateway routes (what its `GET /v1/models` lists)."""
+    ids: set[str] = set()
+    for m in models:
+        chart = catalog.kaito_charts().get(m.kaito_version)
+        if m.gateway is not None and chart is not None and chart.serving is not None:
+            ids.update(model_ids(m, chart))
+    return sorted(ids)
 
 
 # ---------------------------------------------------------------- what only the whole stack can get wrong

@@ -108,7 +108,7 @@ def test_a_models_bypass_leaves_the_budget_and_is_said(tmp_path: Path, capsys):
 EXPECTED = {
     "serving": "4.58 CPU of 7.37 CPU (62%) and 8.9 GiB of 22.9 GiB (39%)",
     "prod": "540m CPU of 23.09 CPU (2%) and 688 MiB of 80.7 GiB (1%)",
-    "karpenter": "230m CPU of 7.48 CPU (3%) and 332 MiB of 23.4 GiB (1%)",
+    "karpenter": "2.23 CPU of 7.48 CPU (30%) and 2.3 GiB of 23.4 GiB (10%)",  # Karpenter's 2 x 1 CPU / 1 GiB
     "auto": "430m CPU of 7.48 CPU (6%) and 332 MiB of 23.4 GiB (1%)",
     "hf": "540m CPU of 7.47 CPU (7%) and 688 MiB of 23.2 GiB (3%)",
     "addon": "200m CPU of 7.56 CPU (3%) and 140 MiB of 23.6 GiB (1%)",

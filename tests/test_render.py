@@ -127,6 +127,9 @@ def test_rendered_helm_values_exist_in_the_pinned_charts(rendered):
         elif release["chart"] == "gpu-provisioner":
             chart_values = upstream_facts.chart_values("gpu-provisioner", f"v{release['version']}")
             allowed = ()
+        elif release["chart"].endswith("/karpenter-crd"):  # the CRDs as templates: no values read
+            assert release["values"] == {}, path
+            continue
         elif release["chart"].endswith("/karpenter"):  # an OCI chart, by its full reference
             chart_values = upstream_facts.chart_values("karpenter", release["version"])
             allowed = ()

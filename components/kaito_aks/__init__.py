@@ -41,6 +41,8 @@ _EXPORTS = {
     "KarpenterArgs": "kaito_aks.operators.karpenter",
     "karpenter_cluster_args": "kaito_aks.operators.karpenter",
     "KarpenterNetworkArgs": "kaito_aks.operators.karpenter",
+    "KarpenterCrds": "kaito_aks.operators.karpenter_crds",
+    "KarpenterCrdsArgs": "kaito_aks.operators.karpenter_crds",
     "KubeletIdentityArgs": "kaito_aks.operators.karpenter",
     "NodeBootstrapToken": "kaito_aks.cluster.node_bootstrap",
     "NodeBootstrapTokenArgs": "kaito_aks.cluster.node_bootstrap",
@@ -162,6 +164,7 @@ if TYPE_CHECKING:
         KubeletIdentityArgs,
         karpenter_cluster_args,
     )
+    from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
     from kaito_aks.rag.component import RagEngine
@@ -208,6 +211,8 @@ __all__ = [
     "KaitoReady",
     "Karpenter",
     "KarpenterArgs",
+    "KarpenterCrds",
+    "KarpenterCrdsArgs",
     "KarpenterNetworkArgs",
     "KubeconfigCluster",
     "KubeconfigClusterArgs",

@@ -31,8 +31,10 @@ from kaito_aks.model.serving import auto_provisioned_budget, route_collisions
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.problems import Problem, raise_if, shown
+from kaito_aks.serving.metrics import REGISTERED_BY
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
+from kaito_aks.waits.crd_served import CrdServed, served_kind
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, revision_of
 
@@ -95,6 +97,7 @@ def deploy_models(
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     plans = {n: plan_model(a) for n, a in checked}
     gpu_waits = _gpu_node_waits(name, checked, plans, reach if needs_access else None, opts)
+    monitor_waits = _service_monitor_waits(name, checked, plans, reach, opts)
     created: dict[str, KaitoModel] = {}
     for n, a in checked:
         plan = plans[n]
@@ -102,7 +105,8 @@ def deploy_models(
         # judged just now, and its waits are the group's
         own = Judged(dataclasses.replace(a, wait_for_gpu_nodes=False, wait_for_ready=False), tuple(warnings[n]))
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
-        created[n] = KaitoModel(n, own, opts=model_opts)
+        monitor = monitor_waits.get(served_kind(plan.service_monitor)) if plan.service_monitor else None
+        created[n] = KaitoModel(n, own, opts=model_opts, service_monitor_after=[monitor] if monitor else [])
     ready = _ready_waits(name, checked, plans, created, reach, opts)
     return ModelGroup(created, gpu_waits, ready, plans)
 
@@ -268,6 +272,29 @@ def _gpu_node_waits(
             opts=opts_without_provider(opts),
         )
     return waits
+
+
+def _service_monitor_waits(
+    name: str,
+    checked: list[Named],
+    plans: dict[str, ModelPlan],
+    reach: ClusterAccess | None,
+    opts: pulumi.ResourceOptions | None,
+) -> dict[tuple[str, str], CrdServed]:
+    """One wait per ServiceMonitor kind the models' monitors need (none without credentials)."""
+    kinds: dict[tuple[str, str], str] = {}
+    for n, a in checked:
+        monitor = plans[n].service_monitor
+        if monitor is not None and a.metrics is not None:
+            kinds.setdefault(served_kind(monitor), REGISTERED_BY[a.metrics.flavour])
+    if reach is None:
+        return {}
+    return {
+        kind: CrdServed(
+            f"{name}/service-monitors/{kind[0]}", reach, *kind, registered_by=by, opts=opts_without_provider(opts)
+        )
+        for kind, by in sorted(kinds.items())
+    }
 
 
 def _ready_waits(

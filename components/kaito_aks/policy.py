@@ -575,6 +575,10 @@ COMPONENT_RULES: dict[str, Rule] = {
         "AKS's own pods whose requests are not published, rolling updates and packing need room",
     ),
     "capacity-size": _warning("a pool of a VM size the capacity budget does not know", "not measured"),
+    "bootstrap-token-forever": _warning(
+        "a kubelet bootstrap token that never expires",
+        "whoever holds it can join a node under any name until it is rotated",
+    ),
     "static-capacity": _broken(
         "Karpenter's staticCapacity gate turned off",
         "KAITO 0.12's Karpenter mode makes NodePools with replicas, which Karpenter serves only with the gate on",
@@ -719,6 +723,10 @@ SERVING_RULES: dict[str, Rule] = {
     "gateway-unauthenticated": _warning("a gateway without authentication, asked for"),
     "gateway-public": _warning("a public gateway"),
     "gateway-existing-istio": _warning("an Istio already running", "its settings are not checked here"),
+    "gateway-existing-router": _warning(
+        "a body-based router already running",
+        "its EnvoyFilter, not this component, decides whether it reads bodies before authentication",
+    ),
     "keda-namespace": _program("a namespace for the scaler other than the KEDA add-on's"),
     "gateway-gate": _program("a gateway with KAITO's gateway extension turned off"),
     "gateway": _program("a workspace asking for a gateway the stack does not have"),

@@ -79,6 +79,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
     from kaito_aks.operators.karpenter import TYPE as KARPENTER
     from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs
+    from kaito_aks.operators.karpenter_crds import TYPE as KARPENTER_CRDS
+    from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
     from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.rag.component import TYPE as RAG
@@ -98,6 +100,7 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
         IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs),
         GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs),
         KARPENTER: (Karpenter, KarpenterArgs),
+        KARPENTER_CRDS: (KarpenterCrds, KarpenterCrdsArgs),
         BOOTSTRAP: (NodeBootstrapToken, NodeBootstrapTokenArgs),
         KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs),
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs),

@@ -313,7 +313,12 @@ class ProgramMocks(pulumi_mocks.Mocks):
             self.created_pools[f"{inputs.get('resourceName')}/{inputs.get('agentPoolName', name)}"] = pool
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
         if typ == BOOTSTRAP_TOKEN_TYPE:  # made at `pulumi up`
-            return f"{name}-id", {"token_id": AFTER_UP, "token_secret": AFTER_UP}
+            return f"{name}-id", {
+                "token_id": AFTER_UP,
+                "token_secret": AFTER_UP,
+                "issued": AFTER_UP,
+                "expires": AFTER_UP,
+            }
         if typ == SSH_KEY_TYPE:
             return f"{name}-id", {"public_key_openssh": AFTER_UP}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`

@@ -4,6 +4,7 @@ and what the budget refuses and warns of, in the library (deploy_models) as in t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -196,10 +197,13 @@ def test_karpenter_needs_a_node_per_replica():
         network=KarpenterNetworkArgs(
             subnet_id="s", plugin="azure", plugin_mode="overlay", policy="", dataplane="cilium"
         ),
-        values={"controller": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}},
+        values={"controller": {"resources": {"requests": {"cpu": "500m"}}}},
     )
     capacity = karpenter_capacity(args)
-    assert [(p.cpu_m, p.memory_mi, p.replicas, p.spread) for p in capacity.pods] == [(1000, 1024, 2, True)]
+    assert [(p.cpu_m, p.memory_mi, p.replicas, p.spread) for p in capacity.pods] == [(500, 1024, 2, True)]
+    # without values of its own: the requests the release sets (1 CPU / 1 GiB), not the chart's {}
+    plain = karpenter_capacity(dataclasses.replace(args, values={}))
+    assert [(p.cpu_m, p.memory_mi) for p in plain.pods] == [(1000, 1024)]
     (refused,) = capacity_budget([_system(1), capacity]).problems
     assert "runs 2 replicas, never two on one node, and its pools have at most 1 node" in refused.message
 

@@ -22,6 +22,7 @@ from kaito_aks import (
     KaitoModel,
     KaitoOperator,
     Karpenter,
+    KarpenterCrds,
     KubeconfigCluster,
     NodeBootstrapToken,
     RagEngine,
@@ -46,6 +47,7 @@ COMPONENTS = {
     "WorkloadIdentity": WorkloadIdentity,
     "GpuProvisioner": GpuProvisioner,
     "Karpenter": Karpenter,
+    "KarpenterCrds": KarpenterCrds,
     "NodeBootstrapToken": NodeBootstrapToken,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
@@ -175,8 +177,10 @@ def test_outputs_are_declared():
         "identityName",
         "sshPublicKey",
         "bootstrapTokenId",
+        "bootstrapTokenExpires",
     }
-    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token"}
+    assert set(resources["kaito-aks:index:KarpenterCrds"]["properties"]) == {"chartVersion", "crds", "adopted"}
+    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token", "expires"}
     assert resources["kaito-aks:index:NodeBootstrapToken"]["properties"]["token"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
         "endpoint",

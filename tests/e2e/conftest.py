@@ -108,6 +108,13 @@ def cluster_karpenter(bin_dir: Path, work: Path) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def cluster_karpenter_upgrade(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    """A fourth API server, with KAITO 0.12.0's CRDs and none of Karpenter's (its chart installs
+    them), that authenticates kubelet bootstrap tokens: a stack's Karpenter through its life."""
+    yield from _cluster_with(bin_dir, work / "karpenter-upgrade", CRDS_0_12, flags=("--enable-bootstrap-token-auth",))
+
+
+@pytest.fixture(scope="session")
 def karpenter(cluster_karpenter: Cluster) -> Iterator[StandInKarpenter]:
     stand_in = StandInKarpenter(cluster_karpenter)
     stand_in.start()

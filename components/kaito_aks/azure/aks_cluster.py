@@ -269,7 +269,7 @@ def _inside(prefix: str, space: str) -> bool:
         return True  # (the CIDR's own rule says what is wrong with it)
 
 
-def _subnet_parts(subnet_id: str) -> tuple[str, str]:
+def subnet_parts(subnet_id: str) -> tuple[str, str]:
     """(resource group, VNet name) of a subnet's resource id."""
     match = SUBNET_ID.fullmatch(subnet_id)
     if match is None:
@@ -695,7 +695,7 @@ class AksCluster(pulumi.ComponentResource):
         if wanted is None:
             return None, None
         if wanted.subnet_id is not None:
-            parts = pulumi.Output.from_input(wanted.subnet_id).apply(_subnet_parts)
+            parts = pulumi.Output.from_input(wanted.subnet_id).apply(subnet_parts)
             found = network.get_virtual_network_output(
                 resource_group_name=parts.apply(lambda p: p[0]),
                 virtual_network_name=parts.apply(lambda p: p[1]),

@@ -5,6 +5,7 @@ Service that is its endpoint, and the waits that make `pulumi up` end with it se
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -23,7 +24,9 @@ from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem, raise_if
+from kaito_aks.serving.metrics import REGISTERED_BY
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
+from kaito_aks.waits.crd_served import CrdServed, served_kind
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
@@ -90,8 +93,15 @@ class KaitoModel(pulumi.ComponentResource):
     """The objects it creates, as data."""
 
     def __init__(
-        self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: KaitoModelArgs | Judged[KaitoModelArgs],
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        service_monitor_after: Sequence[pulumi.Resource] | None = None,
     ):
+        """`service_monitor_after`: what its ServiceMonitor waits for (deploy_models gives the
+        group's shared wait for the ServiceMonitor CRD); default: a wait of its own."""
         args, warnings, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         for warning in warnings:  # what refuses nothing: said, never silent
@@ -131,7 +141,8 @@ class KaitoModel(pulumi.ComponentResource):
                 opts=child_options(self, opts, depends_on=self.kaito_objects),
             )
         self.endpoint = self._service(name, args, plan, child)
-        self.serving_objects = self._serving(name, args, plan, child)
+        monitor_after = self._monitor_after(name, args, plan, access, service_monitor_after, child)
+        self.serving_objects = self._serving(name, args, plan, child, monitor_after)
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
@@ -220,12 +231,41 @@ class KaitoModel(pulumi.ComponentResource):
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
 
+    def _monitor_after(
+        self,
+        name: str,
+        args: KaitoModelArgs,
+        plan: ModelPlan,
+        access: ClusterAccess | None,
+        given: Sequence[pulumi.Resource] | None,
+        child: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        """What its ServiceMonitor waits for: the group's wait, else its own wait for the cluster
+        to serve the ServiceMonitor kind (none without credentials)."""
+        if plan.service_monitor is None or args.metrics is None:
+            return []
+        if given is not None:
+            return list(given)
+        if access is None:
+            return []
+        crd, version = served_kind(plan.service_monitor)
+        return [
+            CrdServed(
+                f"{name}/service-monitor-crd", access, crd, version, REGISTERED_BY[args.metrics.flavour], opts=child
+            )
+        ]
+
     def _serving(
-        self, name: str, args: KaitoModelArgs, plan: ModelPlan, child: pulumi.ResourceOptions
+        self,
+        name: str,
+        args: KaitoModelArgs,
+        plan: ModelPlan,
+        child: pulumi.ResourceOptions,
+        monitor_after: list[pulumi.Resource],
     ) -> list[KubernetesObject]:
         """Its route through the gateway (the HTTPRoute names the Gateway by the outputs it was
         given, so it waits for the Gateway, and the DestinationRule for the route) and its
-        ServiceMonitor."""
+        ServiceMonitor (once the cluster serves its kind)."""
         made: list[KubernetesObject] = []
         if plan.route is not None and args.gateway is not None:
             route = KubernetesObject(
@@ -238,7 +278,8 @@ class KaitoModel(pulumi.ComponentResource):
             )
             made += [route, picker]
         if plan.service_monitor is not None:
-            made.append(KubernetesObject(f"{name}/service-monitor", plan.service_monitor, opts=child))
+            after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=monitor_after))
+            made.append(KubernetesObject(f"{name}/service-monitor", plan.service_monitor, opts=after))
         return made
 
 

@@ -4,8 +4,10 @@ Istio serves the Gateway (with its gateway extension for InferencePool backends 
 body-based router copies each request's `model` into a header that each model's HTTPRoute
 matches (the routes are the models' own: KaitoModelArgs.gateway), and Authorino, Istio's
 external authorizer, admits a request with one of the API keys (each a Kubernetes Secret made
-from a Pulumi secret) or an Entra ID token of the tenant and audiences given. Every piece from its
-pinned release (catalog/serving_charts.yaml); any of them may be there already (`existing`)."""
+from a Pulumi secret) or an Entra ID token of the tenant and audiences given, before the router
+reads any body; Envoy answers `GET /v1/models`, an unknown model (404 model_not_found) and a
+request without one itself (serving/edges.py). Every piece from its pinned release
+(catalog/serving_charts.yaml); any of them may be there already (`existing`)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.problems import Problem
 from kaito_aks.schema import DNS_LABEL, SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
+from kaito_aks.serving.edges import body_router_destination, body_router_filter, edges_filter
 from kaito_aks.serving.route import GATEWAY_API
 from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, Exposure, Installed
@@ -132,7 +135,11 @@ class InferenceGatewayArgs:
     authorino: Installed = "install"
     """The Authorino operator: install, or existing (its CRDs and operator run already)."""
     body_based_routing: Installed = "install"
-    """GAIE's body-based router in the gateway's namespace: install, or existing."""
+    """GAIE's body-based router in the gateway's namespace: install (wired into the gateway after
+    authentication), or existing (wired by whoever installed it)."""
+    models: Annotated[list[str], MaxItems(1000)] = field(default_factory=list[str])
+    """The model ids `GET /v1/models` lists: every `model` value the gateway routes (each routed
+    model's served id and its adapters'; the stack fills it in). Default: none (an empty list)."""
 
 
 def inference_gateway_problems(args: InferenceGatewayArgs) -> list[Problem]:
@@ -202,6 +209,16 @@ def inference_gateway_warnings(args: InferenceGatewayArgs) -> list[Problem]:
                 "exposure",
                 f"the gateway is reachable from the internet through an Azure public load balancer (from {ranges})",
                 "gateway-public",
+            )
+        )
+    if args.body_based_routing == "existing":
+        found.append(
+            Problem.at(
+                "body_based_routing",
+                "an existing body-based router is wired by whoever installed it: GAIE's chart with provider.name istio "
+                "runs it before authentication, reading every request's body; install it with provider.name none and "
+                "`body_based_routing: install` wires it after authentication",
+                "gateway-existing-router",
             )
         )
     if args.istio == "existing" and (args.api_keys or args.entra is not None):
@@ -561,7 +578,10 @@ class InferenceGateway(pulumi.ComponentResource):
         self, name: str, args: InferenceGatewayArgs, child: pulumi.ResourceOptions, namespace: pulumi.Resource
     ) -> list[pulumi.Resource]:
         """The Gateway API CRDs, Istio (base, then istiod), and the body-based router in the
-        gateway's namespace (its EnvoyFilter and DestinationRule need Istio's CRDs)."""
+        gateway's namespace, its chart without Istio wiring (provider.name none): its EnvoyFilter
+        (after authentication) and DestinationRule are written here, before the release (they
+        need Istio's CRDs; on a stack whose release rendered GAIE's own, those go when it is
+        upgraded, after these exist)."""
         pins = catalog.serving_charts()
         made: list[pulumi.Resource] = []
         if args.gateway_api_crds == "install":
@@ -581,14 +601,24 @@ class InferenceGateway(pulumi.ComponentResource):
             )
             made += [base, istiod]
         if args.body_based_routing == "install":
+            after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made]))
+            wiring = [
+                KubernetesObject(
+                    f"{name}/body-based-router-filter", body_router_filter(args.name, args.namespace), opts=after
+                ),
+                KubernetesObject(
+                    f"{name}/body-based-router-tls", body_router_destination(args.name, args.namespace), opts=after
+                ),
+            ]
             made.append(
                 pinned_release(
                     f"{name}/body-based-router",
-                    ChartRelease.pinned(pins.body_based_routing, args.namespace, {"provider": {"name": "istio"}}),
+                    ChartRelease.pinned(pins.body_based_routing, args.namespace, {"provider": {"name": "none"}}),
                     INSTALL_TIMEOUT_SECONDS,
-                    pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made])),
+                    pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made, *wiring])),
                 )
             )
+            made += wiring
         return made
 
     def _authentication(
@@ -642,7 +672,13 @@ class InferenceGateway(pulumi.ComponentResource):
     def _gateway(
         self, name: str, args: InferenceGatewayArgs, in_namespace: pulumi.ResourceOptions, after: list[pulumi.Resource]
     ) -> KubernetesObject:
-        made: list[pulumi.Resource] = []
+        made: list[pulumi.Resource] = [
+            KubernetesObject(
+                f"{name}/openai-edges",
+                edges_filter(args.name, args.namespace, args.models),
+                opts=pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=after)),
+            )
+        ]
         overlay = service_overlay(args)
         if overlay is not None:
             made.append(
