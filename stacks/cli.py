@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.config import DEFAULT_KAITO_VERSION, StackConfig
 from stacks.cost import DEFAULT_REGION, StackCost
@@ -346,9 +346,12 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
     if isinstance(verdict, NotChecked):
         print(f"{stack}: {verdict.text()}")
         return True
-    if verdict.problems:
-        print(f"{stack}: {len(verdict.problems)} problem(s)")
-        for problem in verdict.problems:
+    for warning in policy.warnings_of(verdict.problems):
+        print(f"{stack}: warning: {located(warning, f)}")
+    refused = policy.errors_of(verdict.problems)
+    if refused:
+        print(f"{stack}: {len(refused)} problem(s)")
+        for problem in refused:
             print(f"  {located(problem, f)}")
         return False
     print(f"{stack}: {verdict.summary()}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.azure.arm import ArmError, ArmReader, NotCheckedError, arm_reader
 from kaito_aks.azure.node_pool import initial_nodes, most_nodes
 from kaito_aks.azure.quota import CapacityVerdict, VmDemand, capacity_verdict, surge_nodes
@@ -25,7 +25,7 @@ from kaito_aks.model.placement import find_instance_type
 from kaito_aks.model.spec import serving_replicas
 from kaito_aks.problems import PathPart
 from stacks.config import StackConfig
-from stacks.errors import StackConfigError
+from stacks.errors import StackConfigError, located
 
 
 def stack_region(cfg: StackConfig) -> str | None:
@@ -102,7 +102,7 @@ def vm_lines(cfg: StackConfig) -> list[VmLine]:
 
 def vm_demands(cfg: StackConfig) -> list[VmDemand]:
     """Every VM size the stack runs, at its most at once (an upgrade's surge nodes included)."""
-    return [VmDemand(v.what, v.vm_size, v.max_nodes + v.surge, v.spot, v.path) for v in vm_lines(cfg)]
+    return [VmDemand(v.what, v.vm_size, v.max_nodes, v.spot, v.path, v.surge) for v in vm_lines(cfg)]
 
 
 def _cluster_key(cfg: StackConfig) -> tuple[str, str] | None:
@@ -158,6 +158,9 @@ def refuse_short_quota(cfg: StackConfig) -> None:
     if isinstance(verdict, NotChecked):
         (pulumi.log.warn if verdict.failed else pulumi.log.info)(verdict.text())
         return
-    if verdict.problems:
-        raise StackConfigError(verdict.problems)
+    for warning in policy.warnings_of(verdict.problems):
+        pulumi.log.warn(located(warning, None))
+    refused = policy.errors_of(verdict.problems)
+    if refused:
+        raise StackConfigError(refused)
     pulumi.log.info(verdict.summary())

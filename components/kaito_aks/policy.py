@@ -531,6 +531,10 @@ COMPONENT_RULES: dict[str, Rule] = {
         "a VM family (or the region's total or Spot vCPUs) whose quota cannot hold what the deployment needs",
         "Azure refuses the VMs past the quota (QuotaExceeded); read at preview, Microsoft.Compute usages 2024-07-01",
     ),
+    "quota-surge": _warning(
+        "a VM family whose quota holds what the deployment runs but not an upgrade's surge nodes",
+        "AKS adds maxSurge nodes to a pool while it upgrades it; past the quota the upgrade fails",
+    ),
     "vm-size-unavailable": _broken(
         "a VM size the region does not offer the subscription",
         "Azure refuses it (SkuNotAvailable); read at preview, Microsoft.Compute resource SKUs 2021-07-01",

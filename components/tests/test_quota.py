@@ -230,3 +230,17 @@ def test_in_a_program_arm_is_read_with_azure_natives_token_at_its_clouds_endpoin
     assert subscription == SUB
     assert isinstance(arm, LiveArm)
     assert (arm.token, arm.endpoint) == ("t0ken", "https://management.usgovernmentcloudapi.net")
+
+
+def test_a_family_that_holds_the_nodes_but_not_an_upgrades_surge_is_warned_not_refused() -> None:
+    """Two A10 nodes fit the recorded quota of 72; the third an upgrade adds does not."""
+    from kaito_aks import policy
+
+    verdict = capacity_verdict([VmDemand("GPU pool gpu", A10, 2, path=("gpu",), surge=1)], "eastus2", recorded(), SUB)
+    (problem,) = verdict.problems
+    assert (problem.code, policy.is_warning(problem)) == ("quota-surge", True)
+    assert "which fits, but an upgrade's surge nodes add 36: 36 short then" in problem.message
+    short = capacity_verdict([VmDemand("GPU pool gpu", A10, 3, path=("gpu",), surge=1)], "eastus2", recorded(), SUB)
+    (refused,) = short.problems
+    assert (refused.code, policy.is_warning(refused)) == ("quota-short", False)
+    assert "36 short (72 with an upgrade's 36 surge). Ask for 144 or more" in refused.message

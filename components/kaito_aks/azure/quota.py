@@ -42,14 +42,15 @@ AKS_DEFAULT_SURGE = "10%"  # AKS's max surge when a pool sets none
 
 @dataclass(frozen=True)
 class VmDemand:
-    """The most VMs of one size something of the deployment runs at once (an upgrade's surge
-    nodes included), and where the deployment says so."""
+    """The most VMs of one size something of the deployment runs (`nodes`), the extra ones an AKS
+    upgrade adds to them for a while (`surge`), and where the deployment says so."""
 
     what: str  # e.g. "GPU pool a100", "model default/llama (KAITO's nodes)"
     vm_size: str
     nodes: int
     spot: bool = False
     path: tuple[PathPart, ...] = ()
+    surge: int = 0
 
 
 def surge_nodes(max_surge: str | None, nodes: int) -> int:
@@ -80,6 +81,7 @@ class Family:
     used: int
     ours: int
     needs: tuple[str, ...]
+    surge: int = 0  # vCPUs an upgrade's surge nodes add for a while
 
     @property
     def free(self) -> int:
@@ -87,7 +89,13 @@ class Family:
 
     @property
     def short(self) -> int:
+        """vCPUs missing for what the deployment runs: its VMs cannot all be created."""
         return self.needed - self.free
+
+    @property
+    def short_in_upgrades(self) -> int:
+        """vCPUs missing only for an upgrade's surge nodes: the VMs run, AKS's upgrades fail."""
+        return self.needed + self.surge - self.free
 
 
 @dataclass(frozen=True)
@@ -101,9 +109,7 @@ class CapacityVerdict:
     note: str = ""
 
     def summary(self) -> str:
-        if self.problems:
-            return f"capacity in {self.region}: {len(self.problems)} problem(s)"
-        lines = ", ".join(f"{f.name} {f.needed}/{f.free} vCPUs free" for f in self.families)
+        lines = ", ".join(f"{f.name} {f.needed + f.surge}/{f.free} vCPUs free" for f in self.families)
         return f"quota in {self.region} checked: {lines or 'nothing needed'}" + (f" ({self.note})" if self.note else "")
 
 
@@ -250,6 +256,7 @@ def capacity_verdict(
     problems: list[Problem] = []
     missing: dict[str, list[VmDemand]] = {}
     usage_needs: dict[str, int] = {}
+    usage_surge: dict[str, int] = {}
     who: dict[str, list[str]] = {}
     for d in demands:
         sku = skus.get(d.vm_size.lower())
@@ -260,6 +267,7 @@ def capacity_verdict(
         cpus = vcpus(sku) * d.nodes
         for usage in (SPOT,) if d.spot else (text(sku.get("family")), TOTAL):
             usage_needs[usage] = usage_needs.get(usage, 0) + cpus
+            usage_surge[usage] = usage_surge.get(usage, 0) + vcpus(sku) * d.surge
             who.setdefault(usage, []).append(f"{d.what}: {d.nodes} x {d.vm_size}")
     if missing:
         unread = ""
@@ -302,19 +310,34 @@ def capacity_verdict(
             number(u.get("currentValue")),
             ours.vcpus.get(name, 0),
             tuple(who[name]),
+            usage_surge.get(name, 0),
         )
         families.append(family)
-        if family.short > 0:
-            path = next((d.path for d in demands if any(w.startswith(f"{d.what}:") for w in who[name])), ())
-            already = f", {family.ours} of them this deployment's own" if family.ours else ""
-            problems.append(
-                Problem(
-                    path,
-                    f"{family.label} in {region}: the stack needs {needed} ({'; '.join(who[name])}), the quota is "
-                    f"{family.limit} and {family.used} are used{already}: {family.short} short. Ask for "
-                    f"{family.limit + family.short} or more: "
-                    f"{request_command(name, region, subscription, family.limit + family.short)}",
-                    "quota-short",
-                )
-            )
+        path = next((d.path for d in demands if any(w.startswith(f"{d.what}:") for w in who[name])), ())
+        problem = _quota_problem(family, region, subscription, path)
+        if problem is not None:
+            problems.append(problem)
     return CapacityVerdict(region, problems, families, ours.note)
+
+
+def _quota_problem(family: Family, region: str, subscription: str, path: tuple[PathPart, ...]) -> Problem | None:
+    """A family short for what runs is refused; one short only for an upgrade's surge nodes is
+    warned (the deployment runs; AKS's upgrades of those pools fail until the quota grows)."""
+    if family.short_in_upgrades <= 0:
+        return None
+    already = f", {family.ours} of them this deployment's own" if family.ours else ""
+    wanted = family.limit + family.short_in_upgrades  # enough for the upgrades too
+    ask = f"Ask for {wanted} or more: {request_command(family.name, region, subscription, wanted)}"
+    said = (
+        f"{family.label} in {region}: the stack needs {family.needed} ({'; '.join(family.needs)}), the quota is "
+        f"{family.limit} and {family.used} are used{already}"
+    )
+    if family.short > 0:
+        upgrades = f" ({family.short_in_upgrades} with an upgrade's {family.surge} surge)" if family.surge else ""
+        return Problem(path, f"{said}: {family.short} short{upgrades}. {ask}", "quota-short")
+    return Problem(
+        path,
+        f"{said}, which fits, but an upgrade's surge nodes add {family.surge}: {family.short_in_upgrades} short "
+        f"then, so AKS's node image and Kubernetes upgrades of these pools fail (or lower the pools' maxSurge). {ask}",
+        "quota-surge",
+    )
