@@ -22,34 +22,28 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "components" / "kaito_aks" / "catalog"
+sys.path.insert(0, str(ROOT / "components"))
+from kaito_aks.catalog.retail_prices import prices_from_items  # noqa: E402
+
 SOURCE = "Azure Retail Prices API (prices.azure.com/api/retail/prices)"
 
 
-def linux_on_demand(item: dict[str, Any]) -> bool:
-    names = f"{item.get('skuName', '')} {item.get('meterName', '')}"
-    return (
-        item.get("serviceName") == "Virtual Machines"
-        and item.get("type") == "Consumption"
-        and item.get("currencyCode") == "USD"
-        and item.get("unitOfMeasure") == "1 Hour"
-        and "Windows" not in item.get("productName", "")
-        and "Spot" not in names
-        and "Low Priority" not in names
-    )
-
-
 def import_prices(exports: list[dict[str, Any]], known: set[str], region: str | None) -> dict[str, dict[str, Any]]:
-    """{region: {vmSize: {usdPerHour, effectiveDate, source}}} from API pages; the newest meter wins."""
+    """{region: {vmSize: {usdPerHour, effectiveDate, source}}} from API pages, by the library's rule
+    for which meter is a Linux pay-as-you-go one (kaito_aks.catalog.retail_prices.meter_kind); the newest
+    meter wins."""
+    items = [item for page in exports for item in page.get("Items", [])]
     out: dict[str, dict[str, Any]] = {}
-    for page in exports:
-        for item in page.get("Items", []):
-            size, where = item.get("armSkuName"), item.get("armRegionName")
-            if size not in known or not linux_on_demand(item) or (region and where != region):
-                continue
-            date = str(item.get("effectiveStartDate", ""))[:10]
-            current = out.setdefault(where, {}).get(size)
-            if current is None or date > current["effectiveDate"]:
-                out[where][size] = {"usdPerHour": float(item["retailPrice"]), "effectiveDate": date, "source": SOURCE}
+    for where, sizes in prices_from_items(items, read_on="").items():
+        if region and where != region:
+            continue
+        for size, price in sizes.items():
+            if size in known:
+                out.setdefault(where, {})[size] = {
+                    "usdPerHour": price.usd_per_hour,
+                    "effectiveDate": price.effective_date,
+                    "source": SOURCE,
+                }
     return out
 
 

@@ -25,6 +25,12 @@ only and writes plain data: no upstream prose (descriptions are stripped) and no
     python scripts/upstream_data.py istiod --git <istio repo> --tag 1.29.6
     # self-hosted Azure Karpenter, KAITO's node provisioner from 0.11 (nodeProvisioner: karpenter)
     python scripts/upstream_data.py karpenter --git <karpenter-provider-azure repo> --tag v1.12.0
+    # the charts whose pods' requests the capacity budget counts (catalog/pod_requests.yaml)
+    python scripts/upstream_data.py keda-chart --git <kedacore/charts repo> --tag v2.20.2
+    python scripts/upstream_data.py keda-kaito-scaler --git <keda-kaito-scaler repo> --tag v0.6.2
+    python scripts/upstream_data.py node-feature-discovery --git <node-feature-discovery repo> --tag v0.17.3
+    python scripts/upstream_data.py local-csi-driver --git <local-csi-driver repo> --tag v0.3.0
+    python scripts/upstream_data.py llm-d-router --git <llm-d-router repo> --tag v0.9.0
     # --check: compare what the sources give with what is committed, write nothing (exit 1 on drift)
 
 What each project yields (files are skipped when the source has no input for them, e.g. a
@@ -55,6 +61,10 @@ subset directory has no Go sources):
                         as applied to a cluster, descriptions stripped, CEL rules kept
     controller-env.yaml Karpenter: the environment variables its controller reads, and which of
                         them it refuses to start without
+    controller-resource-env.yaml  Karpenter: the variables its chart derives from the controller
+                        container's own resources (resourceFieldRef), by the resource each reads
+    crd-chart.yaml      Karpenter: its karpenter-crd chart (the CRDs as templates, which Helm
+                        upgrades), and the CRD each template holds
 """
 
 from __future__ import annotations
@@ -90,6 +100,11 @@ REPOSITORIES = {
     "body-based-routing": "https://github.com/kubernetes-sigs/gateway-api-inference-extension",
     "istiod": "https://github.com/istio/istio",
     "karpenter": "https://github.com/Azure/karpenter-provider-azure",
+    "keda-chart": "https://github.com/kedacore/charts",
+    "keda-kaito-scaler": "https://github.com/kaito-project/keda-kaito-scaler",
+    "node-feature-discovery": "https://github.com/kubernetes-sigs/node-feature-discovery",
+    "local-csi-driver": "https://github.com/Azure/local-csi-driver",
+    "llm-d-router": "https://github.com/llm-d/llm-d-router",
 }
 
 
@@ -242,6 +257,9 @@ KAITO_CRDS = {
     "inferenceobjectives.inference.networking.x-k8s.io": (
         "charts/kaito/workspace/crds/inference.networking.x-k8s.io_inferenceobjectives.yaml",
     ),
+    # KAITO's ModelMirror (0.11+, cluster-scoped): what its workspace controller makes for each
+    # streaming model (the workspace chart's templates/ carry the same file)
+    "modelmirrors.kaito.sh": ("config/crd/bases/kaito.sh_modelmirrors.yaml",),
     # the ragengine chart's CRD: under its crds/ up to 0.9.0, a template since 0.9.1 (identical
     # to config/crd/bases, which the reference folders hold)
     "ragengines.kaito.sh": (
@@ -757,6 +775,8 @@ KARPENTER_CRDS = "pkg/apis/crds"  # charts/karpenter/crds/* are symlinks to thes
 KARPENTER_OPTIONS = "pkg/operator/options/options.go"
 KARPENTER_VALIDATION = "pkg/operator/options/options_validation.go"
 KARPENTER_AUTH = "pkg/auth/config.go"
+KARPENTER_DEPLOYMENT = "charts/karpenter/templates/deployment.yaml"
+KARPENTER_CRD_CHART = "charts/karpenter-crd"  # the CRDs as Helm templates, which `helm upgrade` upgrades
 
 
 def derive_karpenter(src: Source) -> dict[str, Any]:
@@ -780,6 +800,32 @@ def derive_karpenter(src: Source) -> dict[str, Any]:
         if re.search(r'\{cfg\.SubscriptionID, "subscription ID"\}', auth[1]):
             required.append("AZURE_SUBSCRIPTION_ID")
         files["controller-env.yaml"] = {"reads": sorted(reads), "required": required}
+    deployment = src.read(KARPENTER_DEPLOYMENT)
+    if deployment is not None:
+        # the controller's environment the chart derives from its own resources (resourceFieldRef)
+        derived = re.findall(
+            r"- name: ([A-Z_]+)\n\s+valueFrom:\n\s+resourceFieldRef:\n(?:\s+\w+: .*\n)*?\s+resource: ([a-z.]+)",
+            deployment[1],
+        )
+        files["controller-resource-env.yaml"] = dict(derived)
+    crd_chart = src.read(f"{KARPENTER_CRD_CHART}/Chart.yaml")
+    if crd_chart is not None:
+        templates: list[dict[str, Any]] = []
+        for path in src.listdir(f"{KARPENTER_CRD_CHART}/templates"):
+            found = src.read(path) if path.endswith(".yaml") else None
+            if found is not None:
+                crd = crd_manifest(found[1])
+                name = crd["metadata"]["name"]
+                templates.append(
+                    {
+                        "crd": name,
+                        # the template is the CRD alone (no Helm expression in it) ...
+                        "templated": "{{" in found[1],
+                        # ... and the same CRD the karpenter chart's crds/ folder installs
+                        "sameAsChartCrd": files.get(f"crds/{name}.yaml") == crd,
+                    }
+                )
+        files["crd-chart.yaml"] = {**chart_facts(crd_chart[1]), "templates": sorted(templates, key=lambda t: t["crd"])}
     return files
 
 
@@ -797,13 +843,17 @@ GO_MODULE_CRDS: dict[str, tuple[str, list[tuple[str, tuple[str, ...], tuple[str,
             for kind in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
         ],
     ),
-    # Istio's CRDs in one file (= its base chart's files/crd-all.gen.yaml): the two our objects use
+    # Istio's CRDs in one file (= its base chart's files/crd-all.gen.yaml): the three our objects use
     "istio-api": (
         "istio.io/api",
         [
             (
                 "kubernetes/customresourcedefinitions.gen.yaml",
-                ("destinationrules.networking.istio.io", "authorizationpolicies.security.istio.io"),
+                (
+                    "destinationrules.networking.istio.io",
+                    "authorizationpolicies.security.istio.io",
+                    "envoyfilters.networking.istio.io",
+                ),
                 (),
             )
         ],
@@ -924,6 +974,14 @@ PROJECTS: dict[str, Callable[[Source], dict[str, Any]]] = {
     # istiod's chart: the values the gateway sets on it
     "istiod": chart_deriver("manifests/charts/istio-control/istio-discovery"),
     "karpenter": derive_karpenter,
+    # the charts whose pods the capacity budget counts (kaito_aks.capacity, catalog/pod_requests.yaml):
+    # KEDA's and keda-kaito-scaler's, the NFD the GPU Operator and KAITO's GFD subchart bundle, the
+    # local CSI driver KAITO bundles, and the router library KAITO's endpoint picker is rendered from
+    "keda-chart": chart_deriver("keda"),
+    "keda-kaito-scaler": chart_deriver("charts/keda-kaito-scaler"),
+    "node-feature-discovery": chart_deriver("deployment/helm/node-feature-discovery"),
+    "local-csi-driver": chart_deriver("charts/latest"),
+    "llm-d-router": chart_deriver("config/charts/routerlib"),
 }
 
 

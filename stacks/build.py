@@ -17,7 +17,10 @@ from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs, node_group
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.model.config import max_model_len
 from kaito_aks.model.names import endpoint_at, endpoint_of
-from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.model.serving import model_ids
+from kaito_aks.model.spec import KaitoModelArgs, WeightsStreamingArgs
+from kaito_aks.model_streaming import ModelStreamingArgs
+from kaito_aks.model_streaming import chart_values as streaming_chart_values
 from kaito_aks.nodes import CpuNodes, NodeGroup, system_pool_nodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
@@ -44,7 +47,7 @@ from stacks.decide import Decisions, Written
 from stacks.nested_secrets import SECRET_PRESENT
 
 # A model's own serving keys in the stack file (not KaitoModelArgs fields: the stack fills those).
-OWN_KEYS = ("gateway", "metrics")
+OWN_KEYS = ("gateway", "metrics", "use_hf_token")
 # What every model takes from the kaito section (where a problem about it is said).
 WAITS = ("wait_for_ready", "ready_timeout_minutes", "wait_for_gpu_nodes", "gpu_nodes_timeout_minutes")
 
@@ -104,6 +107,7 @@ def build(
         pools_known=decided.pools_known,
         **_operators(written, decided, groups, aks_cluster),
         **_serving(written, decided, workspaces, keda, metrics),
+        model_streaming=_model_streaming(decided, workspaces),
     )
     return cfg, tied
 
@@ -160,7 +164,7 @@ def _operators(
             node_provisioning=decided.node_provisioning,
             node_provisioner=decided.node_provisioner,
             feature_gates=dict(decided.feature_gates),
-            values=written.kaito.get("values", {}),
+            values=_kaito_values(written, decided),
             gpu_discovery=decided.gpu_discovery,
             node_groups=groups,
             cluster_name=aks_cluster.name if aks_cluster is not None else None,
@@ -172,6 +176,25 @@ def _operators(
         if decided.rag_operator
         else None,
     }
+
+
+def _kaito_values(written: Written, decided: Decisions) -> dict[str, Any]:
+    """kaito.values, with model streaming KAITO's defaults for it (its StorageClass and
+    ServiceAccount; the gates are the decided ones) where the values do not say them."""
+    values: dict[str, Any] = written.kaito.get("values", {})
+    if not (decided.streaming and decided.kaito_install):
+        return values
+    extra = {k: v for k, v in streaming_chart_values().items() if k != "featureGates" and k not in values}
+    return {**values, **extra}
+
+
+def _model_streaming(decided: Decisions, models: list[ModelConfig]) -> ModelStreamingArgs | None:
+    """KAITO's ModelMirror/ModelStreaming pieces for the namespaces of the models that stream (its
+    `cluster`: given by the program, which creates the cluster)."""
+    namespaces = sorted({m.args.namespace for m, streamed in zip(models, decided.streamed, strict=True) if streamed})
+    if not namespaces:
+        return None
+    return ModelStreamingArgs(namespaces=namespaces, kaito_version=decided.kaito_version)
 
 
 def _cluster(
@@ -194,6 +217,7 @@ def _cluster(
                 "tags": {"managed-by": "pulumi", "app": "kaito-aks", **section.get("tags", {})},
                 "keda": decided.keda_add_on,
                 "node_subnet": decided.node_subnet,
+                **({"blob_csi_driver": True} if decided.streaming else {}),  # (KAITO's mirror volumes)
             }
         )
     return None, None
@@ -232,6 +256,7 @@ def _karpenter(written: Written, decided: Decisions) -> KarpenterArgs | None:
         version=decided.karpenter_version,
         identity_name=chosen.get("identity_name"),
         bootstrap_token_rotation=chosen.get("bootstrap_token_rotation", 0),
+        bootstrap_token_lifetime_days=decided.bootstrap_token_lifetime,
         values=chosen.get("values", {}),
     )
 
@@ -287,9 +312,11 @@ def _models(
     for j, (i, entry) in enumerate(usable):
         given = _written_model(entry, callers, decided.cpu_home[j], scaler)
         wide = {k: v for k, v in stack_wide.items() if not (k == "runtime" and given.get("image"))}
+        if decided.streamed[j]:  # (KAITO mirrors and streams its weights: kaito.modelStreaming)
+            given["weights_streaming"] = WeightsStreamingArgs()
         args = KaitoModelArgs(
             **wide | given,
-            hf_token=hf_token,
+            hf_token=hf_token if decided.hf_token[j] else None,
             node_groups=list(node_groups) if node_groups is not None else None,
             gateway=gateway if decided.routed[j] else None,
             metrics=metrics if decided.scraped[j] else None,
@@ -332,9 +359,11 @@ def _gateway(written: Written, decided: Decisions, models: list[ModelConfig]) ->
     chart = catalog.kaito_charts().get(decided.kaito_version)
     if written.gateway is None or chart is None or chart.serving is None:
         return None
-    namespaces = sorted({m.args.namespace for m in models if m.args.gateway is not None})
+    routed = [m.args for m in models if m.args.gateway is not None]
+    namespaces = sorted({m.namespace for m in routed})
+    ids = sorted({i for m in routed for i in model_ids(m, chart)})  # what its `GET /v1/models` lists
     section = {**written.gateway, "exposure": decided.gateway_exposure}
-    return InferenceGatewayArgs(**section, model_namespaces=namespaces)
+    return InferenceGatewayArgs(**section, model_namespaces=namespaces, models=ids)
 
 
 def _metrics(written: Written, decided: Decisions) -> ModelMetricsArgs | None:

@@ -2,10 +2,10 @@
 reads a deployed stack's cluster.
 
 python -m stacks render <stack>... [--out DIR] [--against REF]   desired state as reviewable files
-python -m stacks validate <stack>... [--against REF]             the config checks alone, every error at once
+python -m stacks validate <stack>... [--against REF] [--online]  the config checks alone, every error at once
 python -m stacks status <stack>... [--watch] [--json]   what the deployed models are doing (reads the cluster)
 python -m stacks models list [--version V] [--json]
-python -m stacks models estimate <model> [--version V | --stack S] [--pool VMSIZE] [--region R] [--json]
+python -m stacks models estimate <model> [--version V | --stack S] [--pool VMSIZE] [--region R] [--online] [--json]
 python -m stacks dashboard                       the Grafana dashboard of the models' metrics (JSON)
 """
 
@@ -17,20 +17,29 @@ import json
 import sys
 from pathlib import Path
 
-from kaito_aks import catalog
+from kaito_aks import catalog, policy
 from kaito_aks.kaito import sizing as kaito_sizing
 from stacks.config import StackConfig
-from stacks.cost import DEFAULT_REGION
+from stacks.cost import DEFAULT_REGION, StackCost
+from stacks.decide import DEFAULT_KAITO_VERSION
 from stacks.stackfile import ROOT, StackFile, StackFileError, read_stack_file, stack_names
 
-DEFAULT_VERSION = "0.8.1"
+ONLINE_HELP = (
+    "read Azure: today's prices from the Azure Retail Prices API (public, no credentials; cached with their date "
+    "in ~/.cache/kaito-aks/prices)"
+)
+ORDER = (
+    "cheapest first where priced (all the nodes of one instance, pay-as-you-go), then the unpriced by fewest nodes, "
+    "then fewest GPUs"
+)
 AGAINST_HELP = (
     "a git ref (e.g. origin/main): announce every GPU or CPU pool the change since then replaces, with the models "
     "it takes down"
 )
 
 
-def main(argv: list[str] | None = None) -> int:
+def command_line() -> argparse.ArgumentParser:
+    """The command line `python -m stacks` takes (the docs' commands are parsed with it in the tests)."""
     assert __doc__ is not None
     parser = argparse.ArgumentParser(prog="python -m stacks", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -45,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     validate.add_argument("stacks", nargs="*", help="stack names (default: all)")
     validate.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
     validate.add_argument("--against", metavar="REF", help=AGAINST_HELP)
+    validate.add_argument(
+        "--online",
+        action="store_true",
+        help=ONLINE_HELP + "; and with the Azure CLI's login (az login) the subscription's vCPU quota and the VM sizes "
+        "of the stack's region, as `pulumi preview` checks them",
+    )
 
     status = sub.add_parser(
         "status",
@@ -79,16 +94,18 @@ def main(argv: list[str] | None = None) -> int:
     msub = models.add_subparsers(dest="models_command", required=True)
     for name, help_text in (
         ("list", "every model a KAITO version serves, what it needs, its licence and gating"),
-        ("estimate", "every GPU SKU that holds the model, with its node count, cheapest (or least GPU memory) first"),
+        ("estimate", f"every GPU size that holds the model, with KAITO's node count and the price; order: {ORDER}"),
     ):
-        p = msub.add_parser(name, help=help_text)
+        p = msub.add_parser(name, help=help_text, description=help_text)
         if name == "estimate":
             p.add_argument("preset", metavar="model", help="a preset name or (0.11+) a catalog Hugging Face id")
             p.add_argument("--pool", metavar="VMSIZE", help="how many nodes of this VM size one instance needs")
-            p.add_argument("--region", default=DEFAULT_REGION, help=f"for prices (default: {DEFAULT_REGION})")
+            p.add_argument("--region", help=f"the prices' region (default: --stack's region, else {DEFAULT_REGION})")
             p.add_argument(
-                "--stack", help="the KAITO version of this stack (its Pulumi.<stack>.yaml) instead of --version"
+                "--stack",
+                help="the KAITO version and region of this stack (its Pulumi.<stack>.yaml) instead of --version",
             )
+            p.add_argument("--online", action="store_true", help=ONLINE_HELP)
             p.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
             p.add_argument(
                 "--version",
@@ -97,15 +114,20 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             p.add_argument(
-                "--version", default=DEFAULT_VERSION, choices=list(catalog.kaito_charts()), help="KAITO version"
+                "--version",
+                choices=list(catalog.kaito_charts()),
+                help=f"KAITO version (default: the newest this program installs, {newest_kaito()})",
             )
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = command_line().parse_args(argv)
     if args.command == "render":
         return _render(args.stacks or stack_names(args.dir), args.out, args.dir, args.against)
     if args.command == "validate":
-        return _validate(args.stacks or stack_names(args.dir), args.dir, args.against)
+        return _validate(args.stacks or stack_names(args.dir), args.dir, args.against, online=args.online)
     if args.command == "status":
         from stacks.status import UNREADABLE, StatusError, run, selected_stack
 
@@ -139,11 +161,43 @@ def main(argv: list[str] | None = None) -> int:
         print(config_reference())
         return 0
     if args.models_command == "list":
-        return _models_list(args.version, args.json)
-    version = args.version or (stack_kaito_version(args.stack, args.dir) if args.stack else newest_kaito())
-    if version is None:
+        return _models_list(args.version or newest_kaito(), args.json, _version_note(args.version, None))
+    found = stack_kaito_version(args.stack, args.dir) if args.stack and not args.version else None
+    version = args.version or found or newest_kaito()
+    if args.stack and not args.version and found is None:
         return 2
-    return _models_estimate(args.preset, version, args.json, args.pool, args.region)
+    region = args.region or (stack_region_of(args.stack, args.dir) if args.stack else None) or DEFAULT_REGION
+    return _models_estimate(
+        args.preset,
+        version,
+        args.json,
+        args.pool,
+        region,
+        online=args.online,
+        version_note=_version_note(args.version, args.stack),
+    )
+
+
+def _version_note(given: str | None, stack: str | None) -> str:
+    """Why this KAITO release: asked for, the stack's, or the CLI's default (and a new stack's)."""
+    if given:
+        return "asked for"
+    if stack:
+        return f"stack {stack}'s"
+    return f"the newest this program installs; a stack without kaito.version runs {DEFAULT_KAITO_VERSION}"
+
+
+def stack_region_of(stack: str, root: Path) -> str | None:
+    """The region a stack's VMs run in (quota.stack_region), or None when its file cannot be
+    read or has problems."""
+    from stacks.errors import StackConfigError
+    from stacks.load import parse_stack_file
+    from stacks.quota import stack_region
+
+    try:
+        return stack_region(parse_stack_file(read_stack_file(stack, root)))
+    except (OSError, StackFileError, StackConfigError):
+        return None
 
 
 def newest_kaito() -> str:
@@ -168,7 +222,7 @@ def stack_kaito_version(stack: str, root: Path) -> str | None:
     except StackConfigError:  # a stack with problems still names its release
         section = f.config.get("kaito-aks:kaito")
         given = section.get("version") if isinstance(section, dict) else None
-        return given if isinstance(given, str) and given in catalog.kaito_charts() else DEFAULT_VERSION
+        return given if isinstance(given, str) and given in catalog.kaito_charts() else DEFAULT_KAITO_VERSION
 
 
 def _positive(text: str) -> float:
@@ -184,7 +238,7 @@ def _positive(text: str) -> float:
 def _render(stacks: list[str], out: Path, root: Path, against: str | None = None) -> int:
     """Every stack is rendered, or says why not; the exit code says whether any failed."""
     from stacks.errors import StackConfigError, located
-    from stacks.load import foreign_keys, parse_stack_file
+    from stacks.load import parse_stack_file
     from stacks.render import RenderTargetError, render_stack
 
     failed = 0
@@ -192,8 +246,6 @@ def _render(stacks: list[str], out: Path, root: Path, against: str | None = None
         target = out / stack
         try:
             f = read_stack_file(stack, root)
-            for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
             written, warnings = render_stack(stack, target, root, f)
             for warning in warnings:
                 print(f"{stack}: warning: {located(warning, f)}", file=sys.stderr)
@@ -214,12 +266,14 @@ def _render(stacks: list[str], out: Path, root: Path, against: str | None = None
 
 
 def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None) -> bool:
-    """Print the models on each pool, and with `against` the pools replaced since then; False:
+    """Print the models on each pool, the non-GPU pools' capacity budget and what upgrades do to
+    the models, and with `against` the pools replaced since then; False:
     `against` cannot be read (said on stderr)."""
+    from stacks import capacity, upgrades
     from stacks.pool_changes import AgainstError, report
 
     try:
-        for line in report(f, cfg, against):
+        for line in [*report(f, cfg, against), *capacity.lines(cfg), *upgrades.lines(cfg)]:
             print(f"{stack}: {line}")
     except AgainstError as err:
         print(f"{stack}: {err}", file=sys.stderr)
@@ -227,19 +281,20 @@ def _pool_report(stack: str, f: StackFile, cfg: StackConfig, against: str | None
     return True
 
 
-def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
-    """Every stack's config checks; the exit code says whether any stack failed."""
+def _validate(stacks: list[str], root: Path, against: str | None = None, *, online: bool = False) -> int:
+    """Every stack's config checks (with `online`, its prices and Azure capacity too); the exit
+    code says whether any stack failed."""
     from stacks.cost import stack_cost
     from stacks.decide import generation_note
     from stacks.errors import StackConfigError, located
-    from stacks.load import foreign_keys, parse_stack_file
+    from stacks.hf_token import note as hf_token_note
+    from stacks.load import parse_stack_file
+    from stacks.streaming import streaming_note
 
     failed = 0
     for stack in stacks:
         try:
             f = read_stack_file(stack, root)
-            for warning in foreign_keys(f.config):
-                print(f"{stack}: warning: {located(warning, f)}")
             cfg = parse_stack_file(f)
         except (FileNotFoundError, StackFileError) as err:
             print(f"{stack}: {err}")
@@ -253,19 +308,55 @@ def _validate(stacks: list[str], root: Path, against: str | None = None) -> int:
             continue
         for warning in cfg.warnings:
             print(f"{stack}: warning: {located(warning, f)}")
-        note = generation_note(cfg.decided, cfg.generation)
-        if note is not None:
-            print(f"{stack}: {note}")
-        nodes = stack_cost(cfg).summary() if cfg.kaito.node_provisioning == "byo" else _kaito_nodes(cfg)
+        for note in (generation_note(cfg.decided, cfg.generation), hf_token_note(cfg), streaming_note(cfg)):
+            if note is not None:
+                print(f"{stack}: {note}")
+        cost = stack_cost(cfg, online=online)
+        nodes = "" if cfg.kaito.node_provisioning == "byo" else f"; {_kaito_nodes(cfg)}"
+        if online and not _online_checks(stack, f, cfg, cost):
+            failed += 1
+            continue
         print(
             f"{stack}: ok ({len(cfg.models)} workspaces, {len(cfg.pools)} GPU pools"
             + (f", {len(cfg.cpu_pools)} CPU pools" if cfg.cpu_pools else "")
-            + f", KAITO {cfg.kaito.version}; "
-            f"{nodes})"
+            + f", KAITO {cfg.kaito.version}{nodes}; {cost.summary()})"
         )
         if not _pool_report(stack, f, cfg, against):
             return 2
     return 1 if failed else 0
+
+
+def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) -> bool:
+    """What `--online` reads: the prices (said), the subscription's quota and the region's sizes
+    (False: a problem, said with the file's lines)."""
+    from kaito_aks.azure.arm import az_cli_reader
+    from stacks.errors import located
+    from stacks.quota import NotChecked, check_quota
+
+    if cost.book is not None and cost.book.note:
+        print(f"{stack}: prices {cost.book.note}")
+    subscription = f.config.get("azure-native:subscriptionId")
+    environment = f.config.get("azure-native:environment")
+    verdict = check_quota(
+        cfg,
+        lambda: az_cli_reader(
+            subscription if isinstance(subscription, str) else None,
+            environment if isinstance(environment, str) else None,
+        ),
+    )
+    if isinstance(verdict, NotChecked):
+        print(f"{stack}: {verdict.text()}")
+        return True
+    for warning in policy.warnings_of(verdict.problems):
+        print(f"{stack}: warning: {located(warning, f)}")
+    refused = policy.errors_of(verdict.problems)
+    if refused:
+        print(f"{stack}: {len(refused)} problem(s)")
+        for problem in refused:
+            print(f"  {located(problem, f)}")
+        return False
+    print(f"{stack}: {verdict.summary()}")
+    return True
 
 
 def _kaito_nodes(cfg: StackConfig) -> str:
@@ -316,7 +407,7 @@ def _model_rows(version: str) -> list[dict]:
     ]
 
 
-def _models_list(version: str, as_json: bool) -> int:
+def _models_list(version: str, as_json: bool, version_note: str = "asked for") -> int:
     rows = _model_rows(version)
     if as_json:
         print(json.dumps(rows, indent=2))
@@ -324,12 +415,12 @@ def _models_list(version: str, as_json: bool) -> int:
     release = catalog.kaito_charts()[version].preset_catalog
     if catalog.catalog_code(release) is not None:
         print(
-            f"KAITO {version}: the {len(rows)} models of its Hugging Face model catalog. Write the id (any letter "
-            "case) or its legacy preset name as `model`; any other Hugging Face id is sized by KAITO from Hugging "
-            "Face at admission. GPU memory: what the admission webhook requires."
+            f"KAITO {version} ({version_note}): the {len(rows)} models of its Hugging Face model catalog. Write the "
+            "id (any letter case) or its legacy preset name as `model`; any other Hugging Face id is sized by KAITO "
+            "from Hugging Face at admission. GPU memory: what the admission webhook requires."
         )
     else:
-        print(f"KAITO {version} presets (GPU memory: what the admission webhook requires)")
+        print(f"KAITO {version} ({version_note}) presets (GPU memory: what the admission webhook requires)")
     width = max(len("MODEL"), *(len(r["model"]) for r in rows))
     alias = max(len("PRESET"), *(len(r["preset"] or "-") for r in rows))
     preset_head = f" {'PRESET':{alias}}" if catalog.catalog_code(release) else ""
@@ -348,7 +439,17 @@ def _models_list(version: str, as_json: bool) -> int:
     return 0
 
 
-def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, region: str) -> int:
+def _models_estimate(
+    name: str,
+    version: str,
+    as_json: bool,
+    pool: str | None,
+    region: str,
+    *,
+    online: bool = False,
+    version_note: str = "asked for",
+) -> int:
+    from kaito_aks.catalog.retail_prices import HOURS_PER_MONTH, HOW_TO_PRICE, price_book
     from kaito_aks.model.spec import HF_MODEL_ID
 
     chart = catalog.kaito_charts()[version]
@@ -374,34 +475,30 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
         return 2
     if pool is not None:
         return _estimate_pool(preset, chart, pool, as_json)
-    prices = catalog.prices(region)
+    options = kaito_sizing.estimate(preset, chart.preset_catalog)
+    book = price_book(region, [s.name for s, _ in options], online=online)
     rows = []
-    for s, nodes in kaito_sizing.estimate(preset, chart.preset_catalog):
-        price = prices.get(s.name)
+    for s, nodes in options:
+        price = book.get(s.name)
+        spot = price.spot_usd_per_hour if price is not None else None
         rows.append(
             {
                 "nodes": nodes,
                 "sku": s.name,
                 "gpuModel": s.gpu_model,
                 "gpusPerNode": s.gpu_count,
+                "gpus": nodes * s.gpu_count,
                 "gpuMemoryGiBPerNode": s.gpu_mem_gib,
                 "gpuMemoryGiBPerGpu": s.gpu_mem_gib_per_gpu,
                 "localNvme": s.nvme,
                 "usdPerHour": round(nodes * price.usd_per_hour, 4) if price else None,
-                "priceSource": f"{price.source}, {region}, {price.effective_date}" if price else None,
+                "usdPerMonth": round(nodes * price.usd_per_hour * HOURS_PER_MONTH, 2) if price else None,
+                "spotUsdPerHour": round(nodes * spot, 4) if spot is not None else None,
+                "priceSource": f"{price.source}, {region}, read {price.read_on}" if price else None,
             }
         )
-    # cheapest priced choice first; unpriced ones after, by the GPU memory they take in all (the
-    # 8-GPU sizes among them), then fewest nodes
-    rows.sort(
-        key=lambda r: (
-            r["usdPerHour"] is None,
-            r["usdPerHour"] or 0,
-            r["nodes"] * r["gpuMemoryGiBPerNode"],
-            r["nodes"],
-            r["sku"],
-        )
-    )
+    # ORDER: cheapest priced first; the unpriced after, by fewest nodes, then fewest GPUs in all
+    rows.sort(key=lambda r: (r["usdPerHour"] is None, r["usdPerHour"] or 0, r["nodes"], r["gpus"], r["sku"]))
     unusable = {n: s.unusable for n, s in catalog.gpu_skus(chart.sku_catalog).items() if s.unusable}
     if as_json:
         print(
@@ -414,7 +511,10 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
                     "gpusPerNode": preset.gpu_count,
                     "multiNode": preset.distributed,
                     "gated": preset.gated,
+                    "kaitoVersion": version,
                     "region": region,
+                    "order": ORDER,
+                    "prices": {"sources": book.sources(), "unpriced": book.unpriced, "note": book.note},
                     "options": rows,
                     "unusable": unusable,
                 },
@@ -422,29 +522,32 @@ def _models_estimate(name: str, version: str, as_json: bool, pool: str | None, r
             )
         )
         return 0
-    spread = "may span nodes" if preset.distributed else "one node"
+    spread = "on one node or spread over several" if preset.distributed else "on one node"
     gated = "gated: set the hfToken secret" if preset.gated else "not gated"
     license = f", licence {preset.license}" if preset.license else ""
     print(
-        f"{preset.name}: {preset.model_gib} GiB GPU memory, {preset.gpu_count} GPU(s) per node, {spread}, {gated}"
-        f"{license} (KAITO {version})"
+        f"{preset.name}: {preset.model_gib} GiB of GPU memory, {spread}, {gated}{license} "
+        f"(KAITO {version}: {version_note})"
     )
     if not rows:
         print("  no usable KAITO-known Azure SKU fits")
         return 1
-    print(f"  {'NODES':>5}  {'GPU MEM/NODE':>12}  {'PER GPU':>8}  {'$/HOUR':>8}  SKU")
+    print(f"  {'NODES':>5}  {'GPUS':>4}  {'GPU MEM/NODE':>12}  {'PER GPU':>8}  {'$/HOUR':>8}  {'$/MONTH':>9}  SKU")
     for r in rows:
-        cost = f"{r['usdPerHour']:.2f}" if r["usdPerHour"] is not None else "unpriced"
+        hourly = f"{r['usdPerHour']:.2f}" if r["usdPerHour"] is not None else "unpriced"
+        monthly = f"{r['usdPerMonth']:,.0f}" if r["usdPerMonth"] is not None else "-"
         print(
-            f"  {r['nodes']:>5}  {r['gpuMemoryGiBPerNode']:>10}Gi  {r['gpuMemoryGiBPerGpu']:>6.0f}Gi  {cost:>8}  "
-            f"{r['sku']} ({r['gpusPerNode']}x {r['gpuModel'].removeprefix('NVIDIA ')})"
+            f"  {r['nodes']:>5}  {r['gpus']:>4}  {r['gpuMemoryGiBPerNode']:>10}Gi  {r['gpuMemoryGiBPerGpu']:>6.0f}Gi  "
+            f"{hourly:>8}  {monthly:>9}  {r['sku']} ({r['gpusPerNode']}x {r['gpuModel'].removeprefix('NVIDIA ')})"
         )
-    sources = sorted({r["priceSource"] for r in rows if r["priceSource"]})
-    print(
-        f"  prices: {'; '.join(sources)}"
-        if sources
-        else f"  prices: none for {region} in components/kaito_aks/catalog/azure_prices.yaml"
-    )
+    print(f"  order: {ORDER}")
+    sources = book.sources()
+    if sources:
+        print(f"  prices in {region}, pay-as-you-go Linux, {HOURS_PER_MONTH}-hour month: {'; '.join(sources)}")
+    if book.unpriced:
+        print(f"  unpriced in {region}: {', '.join(book.unpriced)}: {HOW_TO_PRICE}")
+    if book.note:
+        print(f"  prices {book.note}")
     by_reason: dict[str, list[str]] = {}
     for size, why in unusable.items():
         by_reason.setdefault(why, []).append(size)

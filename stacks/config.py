@@ -25,7 +25,8 @@ from kaito_aks.azure.cpu_node_pool import CpuNodePoolArgs
 from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigClusterArgs
 from kaito_aks.endpoints import AllowFromArgs
-from kaito_aks.model.spec import KaitoModelArgs
+from kaito_aks.model.spec import READY_TIMEOUT_MINUTES, KaitoModelArgs
+from kaito_aks.model_streaming import ModelStreamingArgs
 from kaito_aks.nodes import CpuNodes
 from kaito_aks.operators.gpu_operator import GpuOperatorArgs
 from kaito_aks.operators.gpu_provisioner import GpuProvisionerArgs
@@ -59,7 +60,9 @@ NESTED_SECRET_DOCS = {
     "--secret 'kaito-aks:gateway.tls.key' < key.pem`",
 }
 SECRET_DOCS = {
-    "hfToken": "Hugging Face token for gated presets (llama); `pulumi config set --secret hfToken <token>`",
+    "hfToken": "Hugging Face token for the models that need one (gated: `models list` says which) and those whose "
+    "workspace asks (useHfToken); before `kaito-aks:defaults: 3`, every model whose weights are downloaded at start-up; "
+    "`pulumi config set --secret hfToken <token>`",
     "kubeconfig": "kubeconfig contents for a kubeconfig cluster, instead of a file; "
     "`pulumi config set --secret kubeconfig < file`",
 }
@@ -200,9 +203,11 @@ TOP = Section(
         "defaults": Own(
             Generation,
             "The generation of this program's defaults the stack was made with: 1 (no key: the stacks made before "
-            "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), or 2 (a new stack: Karpenter "
-            "is KAITO 0.12's auto-mode provisioner on a cluster the stack creates); docs/upgrading.md lists what "
-            "each changes. Upgrading this program never changes a stack's generation.",
+            "generation 2, which keep gpu-provisioner for KAITO 0.12 in auto mode), 2 (Karpenter is KAITO 0.12's "
+            "auto-mode provisioner on a cluster the stack creates) or 3 (a new stack: as 2, `hfToken` goes only "
+            "to the models that need it, or ask for it with useHfToken, and KAITO 0.12 installed on a cluster the "
+            "stack creates mirrors and streams its vLLM presets' weights, kaito.modelStreaming); docs/upgrading.md "
+            "lists what each changes. Upgrading this program never changes a stack's generation.",
             1,
         ),
     },
@@ -270,7 +275,9 @@ KAITO = Section(
             KaitoModelArgs,
             only=WAITS,
             docs={
-                "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace too."
+                "ready_timeout_minutes": "How long to wait per model (large downloads take 20+ minutes); per workspace "
+                f"too. Default: {READY_TIMEOUT_MINUTES['byo']} minutes, {READY_TIMEOUT_MINUTES['auto']} with "
+                "nodeProvisioning auto (KAITO's new node takes about 7 minutes to be ready)."
             },
         ),
     ),
@@ -285,6 +292,14 @@ KAITO = Section(
             "false: KAITO is already installed (a platform team's release, the AKS add-on); only Workspaces are "
             "created.",
             decided="kaito_install",
+        ),
+        "model_streaming": Own(
+            bool | None,
+            "KAITO 0.11+'s ModelMirror and ModelStreaming on AKS: each vLLM preset's weights are downloaded once "
+            "into a Blob volume while its GPU node is made, and streamed into vLLM (the gates, the cluster's Blob CSI "
+            "driver, the blob-fuse StorageClass, a kaito-model-streamer ServiceAccount and federated credential per "
+            "namespace, Storage Blob Data Reader for the kubelet identity).",
+            decided="model_streaming",
         ),
     },
 )
@@ -314,12 +329,14 @@ KARPENTER = Section(
     (
         Take(
             KarpenterArgs,
-            only=("version", "identity_name", "bootstrap_token_rotation", "values"),
-            decided={"version": "karpenter_version"},
+            only=("version", "identity_name", "bootstrap_token_rotation", "bootstrap_token_lifetime_days", "values"),
+            decided={"version": "karpenter_version", "bootstrap_token_lifetime_days": "bootstrap_token_lifetime"},
             docs={
                 "version": "Chart version: 1.12.0.",
                 "identity_name": "Azure name of its managed identity, in the cluster's resource group; default: "
                 "<cluster name>-karpenter.",
+                "bootstrap_token_lifetime_days": "Days the nodes' bootstrap token lives; `pulumi up` renews it once "
+                "half of that has passed (bring the stack up at least that often).",
             },
         ),
     ),
@@ -371,7 +388,8 @@ WORKSPACE = Section(
             docs={
                 "name": "DNS-1123 name; also the Service (endpoint) name.",
                 "namespace": "Created unless `default` (see createNamespaces).",
-                "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes.",
+                "ready_timeout_minutes": "Wait this long for this model to serve; default: kaito.readyTimeoutMinutes "
+                f"({READY_TIMEOUT_MINUTES['byo']} minutes, {READY_TIMEOUT_MINUTES['auto']} with nodeProvisioning auto).",
                 "node_selector": "Labels a custom image's nodes must carry too (KAITO keeps its pod's nodeSelector).",
                 "instance_type": "The Azure VM size KAITO creates this workspace's nodes of; required with "
                 "kaito.nodeProvisioning auto, refused with byo.",
@@ -385,6 +403,12 @@ WORKSPACE = Section(
             decided="routed",
         ),
         "metrics": Own(bool | None, "Have Prometheus scrape the model's vLLM metrics.", decided="scraped"),
+        "use_hf_token": Own(
+            bool | None,
+            "Give the model the stack's `hfToken` (a Secret `<name>-hf-token`, its modelAccessSecret), e.g. for a "
+            "private Hugging Face repository; false: never.",
+            decided="hf_token",
+        ),
     },
 )
 GATEWAY = Section(
@@ -395,7 +419,7 @@ GATEWAY = Section(
     (
         Take(
             InferenceGatewayArgs,
-            without=("model_namespaces",),
+            without=("model_namespaces", "models"),
             decided={"exposure": "gateway_exposure"},
             docs={
                 "exposure": "internal: an Azure internal load balancer (the VNet); public: an Azure public load "
@@ -615,6 +639,8 @@ class StackConfig:
     autoscaling: KedaAutoscalingArgs | None = None
     metrics: ModelMetricsArgs | None = None
     dashboard: VllmDashboardArgs | None = None
+    # KAITO's ModelMirror/ModelStreaming pieces (stacks/streaming.py); its cluster inputs: placeholders
+    model_streaming: ModelStreamingArgs | None = None
 
     @property
     def models(self) -> tuple[KaitoModelArgs, ...]:

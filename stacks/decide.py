@@ -13,7 +13,11 @@ from typing import Any, Literal
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import NodeSubnetArgs
+from kaito_aks.cluster.node_bootstrap import DEFAULT_LIFETIME_DAYS
+from kaito_aks.model.rules import needs_hf_token
 from kaito_aks.model.spec import KaitoModelArgs, serves_with_vllm
+from kaito_aks.model_streaming import GATES as STREAMING_GATES
+from kaito_aks.model_streaming import streaming_problem
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import runtime_forced_by
@@ -25,8 +29,9 @@ DEFAULT_KAITO_VERSION = "0.8.1"
 # The generations of the program's defaults (`kaito-aks:defaults`): a stack file without the key
 # keeps the defaults it was written against (1); new stacks write the newest. docs/upgrading.md
 # lists what each generation changes.
-Generation = Literal[1, 2]
-NEWEST_GENERATION = 2
+Generation = Literal[1, 2, 3]
+NEWEST_GENERATION = 3
+TOKEN_GENERATION = 3  # the first generation that gives hfToken only where needed (stacks/hf_token.py)
 KUBE_PROMETHEUS_STACK = {"release": "kube-prometheus-stack"}
 
 Section = Mapping[str, Any]  # a section's keys as written, by arg name
@@ -86,7 +91,7 @@ class Decisions:
     kaito_install: bool
     """true, false with the AKS add-on."""
     node_provisioner: NodeProvisioner
-    """karpenter for KAITO 0.12 on cluster.aks in a stack of `defaults: 2` (KAITO's own
+    """karpenter for KAITO 0.12 on cluster.aks in a stack of `defaults: 2` or newer (KAITO's own
     recommendation), gpu-provisioner otherwise (every stack without the defaults key keeps it)."""
     generation_decides: bool
     """(The stack's generation of defaults decided kaito.nodeProvisioner: KAITO 0.12 in auto
@@ -98,7 +103,13 @@ class Decisions:
     """external when this stack installs the GPU Operator, else kaito."""
     feature_gates: Mapping[str, bool]
     """(kaito.featureGates, with KAITO's gateway extension gate on when the stack has a gateway
-    and installs KAITO.)"""
+    and installs KAITO, and the streaming gates with model streaming.)"""
+    model_streaming: bool
+    """on for KAITO 0.12 installed on cluster.aks in a stack of `defaults: 3`, off otherwise (no
+    existing stack changes)."""
+    streaming: bool
+    """(Model streaming wired: asked, where KAITO can stream (0.11+, AKS, not the add-on) and the
+    file turns none of its gates off; stacks/streaming.py says why not.)"""
     forced_runtime: Literal["transformers"] | None
     """(With kaito.featureGates.vLLM false KAITO serves every preset with transformers.)"""
     gpu_provisioner: bool
@@ -111,6 +122,9 @@ class Decisions:
     creates (cluster.aks). false: Karpenter runs there already."""
     karpenter_version: str
     """the one KAITO pins for kaito.version (0.11, 0.12: 1.12.0)."""
+    bootstrap_token_lifetime: int | None
+    """30 in a stack of `defaults: 3`; older stacks keep the token they were deployed with, which
+    never expires (warned: giving a lifetime replaces it once)."""
     rag_operator: bool
     """on when the stack has ragEngines and installs KAITO (kaito.install)."""
     pools_known: bool
@@ -120,6 +134,13 @@ class Decisions:
     """true for a vLLM preset when the stack has a gateway."""
     scraped: tuple[bool, ...]
     """true for a vLLM preset when the stack has metrics."""
+    hf_token: tuple[bool, ...]
+    """from `kaito-aks:defaults: 3`, only the models that need one (a gated repository, a preset
+    KAITO's webhook denies without one; `models list` says which), so adding or rotating the token
+    replaces no other model; before generation 3, every model whose weights are downloaded at
+    start-up."""
+    streamed: tuple[bool, ...]
+    """(With model streaming, the workspaces KAITO streams the weights of: vLLM presets.)"""
     cpu_home: tuple[Mapping[str, str] | None, ...]
     """on AKS for a CPU model without labelSelector: the first cpuNodePools entry of mode User
     without a NoSchedule or NoExecute taint (its agentpool), else kubernetes.azure.com/mode:
@@ -190,7 +211,9 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     created = written.cluster_kind == "aks"
     recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
     generation_decides = recommended and "node_provisioner" not in kaito
-    gates = _feature_gates(written, version, kaito_install)
+    asked = _streaming_asked(written, version, kaito_install, add_on)
+    streaming = asked and _may_stream(written, version, kaito_install, add_on)
+    gates = _feature_gates(written, version, kaito_install, streaming)
     return {
         "kaito_version": version,
         "node_provisioning": provisioning,
@@ -200,7 +223,42 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
         "generation_decides": generation_decides,
         "feature_gates": gates,
         "forced_runtime": runtime_forced_by(version, gates, kaito.get("values", {})),
+        "model_streaming": asked,
+        "streaming": streaming,
     }
+
+
+def generation_streams(version: str, created: bool, kaito_install: bool, add_on: bool) -> bool:
+    """Whether the generation of the defaults decides model streaming for a stack: one that
+    installs KAITO 0.12 on a cluster it creates (not the add-on)."""
+    return _minor(version) == "0.12" and created and kaito_install and not add_on
+
+
+def _streaming_asked(written: Written, version: str, kaito_install: bool, add_on: bool) -> bool:
+    """kaito.modelStreaming, else on for a stack of generation 3 the generation decides it for."""
+    given = written.kaito.get("model_streaming")
+    if given is not None:
+        return bool(given)
+    created = written.cluster_kind == "aks"
+    return written.generation >= 3 and generation_streams(version, created, kaito_install, add_on)
+
+
+def _may_stream(written: Written, version: str, kaito_install: bool, add_on: bool) -> bool:
+    """Where KAITO can stream what the stack asks: a release with the gates, AKS without the
+    add-on, none of the gates written off (stacks/streaming.py says why not)."""
+    azure = written.cluster_kind in ("aks", "existing") and written.cluster is not None
+    off = streaming_gates_off(written, kaito_install)
+    return streaming_problem(version) is None and azure and not add_on and not off
+
+
+def streaming_gates_off(written: Written, kaito_install: bool) -> list[str]:
+    """The streaming gates the stack file turns off (kaito.featureGates, kaito.values.featureGates)
+    for a KAITO it installs."""
+    if not kaito_install:
+        return []
+    extra = written.kaito.get("values", {}).get("featureGates")
+    gates = {**written.kaito.get("feature_gates", {}), **(extra if isinstance(extra, dict) else {})}
+    return [g for g in STREAMING_GATES if gates.get(g) is False]
 
 
 def _operators(written: Written, made: dict[str, Any]) -> dict[str, Any]:
@@ -234,6 +292,10 @@ def _provisioner_releases(written: Written, version: str) -> dict[str, str]:
         "karpenter_version": written.karpenter.get("version")
         or catalog.karpenter_for_kaito(version)
         or KARPENTER_VERSION,
+        # (written, even null: a token that never expires; else the generation's)
+        "bootstrap_token_lifetime": written.karpenter.get(
+            "bootstrap_token_lifetime_days", DEFAULT_LIFETIME_DAYS if written.generation >= 3 else None
+        ),
     }
 
 
@@ -252,8 +314,26 @@ def _models(written: Written, made: dict[str, Any]) -> dict[str, Any]:
         "pools_known": known and None not in (*written.pools, *written.cpu_pools),
         "routed": tuple(_by_default(e, "gateway", written.gateway is not None, forced, version) for e in entries),
         "scraped": tuple(_by_default(e, "metrics", written.metrics is not None, forced, version) for e in entries),
+        "hf_token": tuple(gets_hf_token(e, version, written.generation) for e in entries),
+        "streamed": tuple(
+            made["streaming"]
+            and not e.get("image")
+            and serves_with_vllm(e.get("model"), e.get("tuning"), _runtime(e, forced))
+            for e in entries
+        ),
         "cpu_home": tuple(_cpu_home(e, written, provisioning) for e in entries),
     }
+
+
+def gets_hf_token(entry: Section, kaito_version: str, generation: Generation) -> bool:
+    """Whether a workspace entry is given the stack's hfToken: its own useHfToken where written;
+    else, from generation 3, only a model that needs one; before it, every model."""
+    asked = entry.get("use_hf_token")
+    if asked is not None:
+        return bool(asked)
+    if generation < TOKEN_GENERATION:
+        return True
+    return not entry.get("image") and needs_hf_token(str(entry.get("model") or ""), kaito_version)
 
 
 def _serving(written: Written, made: dict[str, Any]) -> dict[str, Any]:
@@ -273,10 +353,13 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def _feature_gates(written: Written, version: str, kaito_install: bool) -> dict[str, bool]:
-    """The feature gates the stack gives KAITO: as written, and with a gateway KAITO's gateway
-    extension on (where the release has one this program serves through), unless written."""
+def _feature_gates(written: Written, version: str, kaito_install: bool, streaming: bool) -> dict[str, bool]:
+    """The feature gates the stack gives KAITO: as written, with a gateway KAITO's gateway
+    extension on (where the release has one this program serves through), and with model
+    streaming its gates on, unless written."""
     gates = dict(written.kaito.get("feature_gates", {}))
+    if streaming and kaito_install:
+        gates = {**dict.fromkeys(STREAMING_GATES, True), **gates}
     chart = catalog.kaito_charts().get(version)
     if written.gateway is not None and kaito_install and chart is not None and chart.serving is not None:
         gates.setdefault(chart.serving.gate, True)
@@ -364,6 +447,7 @@ def _written_settings(written: Written) -> frozenset[str]:
         "karpenter.install": written.karpenter.get("install") is not None,
         "karpenter": any(k != "install" for k in written.karpenter),
         "kaito.nodeProvisioner": written.kaito.get("node_provisioner") is not None,
+        "kaito.modelStreaming": written.kaito.get("model_streaming") is not None,
         "cluster.aks.nodeSubnet": written.cluster_kind == "aks"
         and (written.cluster or {}).get("node_subnet") is not None,
         "ragEngineOperator.install": written.rag_engine_operator.get("install") is not None,
@@ -382,7 +466,7 @@ def generation_note(decided: Decisions, generation: Generation) -> str | None:
     if generation == 1:
         return (
             "defaults generation 1 (the file has no kaito-aks:defaults): KAITO 0.12's nodes come from gpu-provisioner, "
-            "as they always have for this stack; a new stack writes `kaito-aks:defaults: 2` and gets Karpenter, "
-            "KAITO's recommendation (docs/upgrading.md)"
+            f"as they always have for this stack; a new stack writes `kaito-aks:defaults: {NEWEST_GENERATION}` and gets "
+            "Karpenter, KAITO's recommendation (docs/upgrading.md)"
         )
-    return "defaults generation 2: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"
+    return f"defaults generation {generation}: KAITO 0.12's nodes come from Karpenter (kaito.nodeProvisioner karpenter)"

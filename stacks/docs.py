@@ -79,8 +79,20 @@ def _table(every: dict[str, Field], path: str = "") -> list[str]:
     return rows
 
 
+def anchors(path: str) -> str:
+    """The anchors a section of the reference is linked by, one per config path it documents:
+    `workspaces[].autoscale` -> workspaces-autoscale (docs link to configuration.md#<anchor>)."""
+    ids = [p.strip().replace("[]", "").replace(".", "-").lower() for p in path.split(",")]
+    return "".join(f'<a id="{i}"></a>' for i in ids)
+
+
 def config_reference() -> str:
-    lines = ["Top-level keys (namespace `kaito-aks:`):", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+    lines = [
+        anchors("top") + "Top-level keys (namespace `kaito-aks:`):",
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
     lines += [
         "| `cluster` | object | **required** | where KAITO runs: kubeconfig, aks or existing |",
         "| `kaito` | object |  | the KAITO operator, and how `pulumi up` waits for the models |",
@@ -91,16 +103,27 @@ def config_reference() -> str:
         "| `gpuOperator` | object |  | the NVIDIA GPU Operator |",
     ]
     lines += _table(config.TOP.fields())[2:]
-    lines += ["", "Secrets (set with `--secret`; never stored in plaintext):", "", "| key | meaning |", "|---|---|"]
+    lines += [
+        "",
+        anchors("secrets") + "Secrets (set with `--secret`; never stored in plaintext):",
+        "",
+        "| key | meaning |",
+        "|---|---|",
+    ]
     lines += [f"| `{k}` | {v} |" for k, v in config.SECRET_DOCS.items()]
     lines += ["", "Secrets inside a key (set with `--path --secret`; Pulumi then keeps the whole key encrypted):", ""]
     lines += ["| config path | meaning |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in config.NESTED_SECRET_DOCS.items()]
-    lines += ["", "`cluster`: exactly one of kubeconfig (any cluster), aks (create one), existing (adopt one)."]
+    lines += [
+        "",
+        anchors("cluster")
+        + "`cluster`: exactly one of kubeconfig (any cluster), aks (create one), existing (adopt one).",
+    ]
     for section in config.SECTIONS:
-        lines += ["", f"`{section.path}`: {section.doc}", "", *_table(section.fields())]
+        lines += ["", f"{anchors(section.path)}`{section.path}`: {section.doc}", "", *_table(section.fields())]
     for path, cls in NESTED:
-        lines += ["", f"`{path}`: {' '.join(rename(summary(cls), 'schema').split())}", "", *_table(fields(cls), path)]
+        doc = " ".join(rename(summary(cls), "schema").split())
+        lines += ["", f"{anchors(path)}`{path}`: {doc}", "", *_table(fields(cls), path)]
     return "\n".join(lines)
 
 

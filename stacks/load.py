@@ -213,7 +213,7 @@ def parse_stack_file(f: StackFile) -> StackConfig:
     prefix = f"{PROJECT}:"
     raw = {k.removeprefix(prefix): v for k, v in f.config.items() if k.startswith(prefix)}
     encrypted = [k.removeprefix(prefix) for k in f.secrets if k.startswith(prefix)]
-    problems = stack_file_problems(f)
+    problems = stack_file_problems(f) + foreign_keys(f.config)
     problems += [
         Problem(
             (Key(k),),
@@ -301,23 +301,28 @@ def beside_traps(problems: list[Problem]) -> list[Problem]:
 
 
 def foreign_keys(keys: Collection[str]) -> list[Problem]:
-    """Warnings for config keys outside the kaito-aks namespace that look like typos of it
-    (`kaito:workspaces`, `Kaito-aks:gpuOperator`): another package's keys are left alone."""
-    warnings: list[Problem] = []
+    """Config keys outside the kaito-aks namespace that are typos of one of its keys
+    (`kaito:workspaces`, `Kaito-aks:gpuOperator`), refused: the program would not read the
+    section, and on a deployed stack `pulumi up` would delete what it held. Another package's
+    keys are left alone."""
+    found: list[Problem] = []
+    ours = [*TOP_KEYS, *SECRET_KEYS]
     for key in keys:
         namespace, _, name = key.partition(":")
         if not name or namespace == PROJECT:
             continue
         looks_ours = did_you_mean(namespace, [PROJECT], cutoff=0.6) or namespace.lower().replace("_", "-") == PROJECT
-        if looks_ours and (name in TOP_KEYS or name in SECRET_KEYS or did_you_mean(name, [*TOP_KEYS, *SECRET_KEYS])):
-            warnings.append(
+        meant = name if name in ours else next(iter(did_you_mean(name, ours)), None)
+        if looks_ours and meant is not None:
+            found.append(
                 Problem(
                     (Key(key),),
-                    f"not read by this program (its keys are {PROJECT}:<key>); did you mean {PROJECT}:{name}?",
+                    f"not read by this program, whose keys are {PROJECT}:<key>: the section would be dropped (on a "
+                    f"deployed stack, `pulumi up` would delete what it held); did you mean {PROJECT}:{meant}?",
                     "foreign-key",
                 )
             )
-    return warnings
+    return found
 
 
 def _engine_config() -> dict[str, Any]:
@@ -343,18 +348,14 @@ def _own_stack_file() -> StackFile | None:
         return None
 
 
-def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[StackConfig, StackSecrets]:
+def load_stack(source: StackFile | None = None) -> tuple[StackConfig, StackSecrets]:
     """The current stack's config and secrets, checked (for __main__.py). `source`: the stack
     file the engine's config came from (default: Pulumi.<stack>.yaml in the working directory,
-    if any), for its traps and lines; `warn`: report keys outside the namespace that look like
-    ours (render prints them itself)."""
+    if any), for its traps and lines."""
     from pulumi.runtime.config import is_config_secret
 
     prefix = f"{PROJECT}:"
     engine = _engine_config()
-    if warn:
-        for warning in foreign_keys(engine):
-            pulumi.warn(warning.text("schema"))
     raw = {k.removeprefix(prefix): decode(v) for k, v in engine.items() if k.startswith(prefix)}
     present = [k for k in SECRET_KEYS if raw.get(k) not in (None, "")]
     encrypted = [k for k in raw if k not in SECRET_KEYS and is_config_secret(prefix + k)]
@@ -364,7 +365,7 @@ def load_stack(source: StackFile | None = None, *, warn: bool = True) -> tuple[S
         kubeconfig=config.get_secret("kubeconfig") if "kubeconfig" in present else None,
     )
     source = source if source is not None else _own_stack_file()
-    problems = stack_file_problems(source) + _empty_kubeconfig(raw)
+    problems = stack_file_problems(source) + _empty_kubeconfig(raw) + foreign_keys(engine)
     problems += plaintext_nested_secrets(raw, encrypted)  # the engine's values: marked secret, or plain
     if source is not None:  # one key Pulumi marks secret may hold another in plain text beside it
         problems += plaintext_nested_secrets(

@@ -26,6 +26,7 @@ from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model_group import ModelGroup, deploy_models
+from kaito_aks.model_streaming import ModelStreaming, mirrored_model_id, model_mirror_name
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -41,6 +42,7 @@ from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
 from stacks.config import StackConfig
 from stacks.load import StackSecrets, load_stack
+from stacks.quota import refuse_short_quota
 from stacks.rules import STACK_RULES
 from stacks.serving import WARNINGS as SERVING_WARNINGS
 
@@ -62,6 +64,7 @@ def main() -> None:
 
 def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     """Declare the stack's resources; no process-wide side effects (usable from any host)."""
+    refuse_short_quota(cfg)  # Azure's quota and sizes, before anything is registered
     cluster = _cluster(cfg)
     # the cluster as one argument of the components that act on it: its outputs
     ref = AksClusterRefArgs.of(cluster) if isinstance(cluster, AksCluster) else None
@@ -84,9 +87,15 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     # Workspaces, with KAITO's NodeClaims, go while it still runs). Their waits are shared
     # (one per node selector, one for readiness), so N models take about the slowest one's time.
     serving = _serving(cfg, cluster)
+    streaming = _model_streaming(cfg, cluster, ref, list(namespaces.values()))  # before the models it serves
     kaito_ready = _kaito_ready(cfg, cluster)
     # (and the CPU models for their CPU pools)
-    ready = [*pools, *operators.all(serving.keda), *namespaces.values(), *([kaito_ready] if kaito_ready else [])]
+    ready = [
+        *pools,
+        *operators.all(serving.keda, streaming),
+        *namespaces.values(),
+        *([kaito_ready] if kaito_ready else []),
+    ]
     group = deploy_models(
         "models",
         # judged by load_stack, with their warnings (each model logs its own)
@@ -202,8 +211,25 @@ def _export_karpenter(karpenter: Karpenter | None) -> None:
                 "clientId": karpenter.client_id,
                 "principalId": karpenter.principal_id,
                 "bootstrapTokenId": karpenter.bootstrap_token_id,
+                "bootstrapTokenExpires": karpenter.bootstrap_token_expires,
             },
         )
+
+
+def _model_streaming(
+    cfg: StackConfig,
+    cluster: AksCluster | KubeconfigCluster,
+    ref: AksClusterRefArgs | None,
+    namespaces: list[k8s.core.v1.Namespace],
+) -> ModelStreaming | None:
+    """KAITO's ModelMirror/ModelStreaming pieces, from the cluster's kubelet identity and OIDC issuer."""
+    if cfg.model_streaming is None or ref is None:
+        return None
+    return ModelStreaming(
+        "model-streaming",
+        dataclasses.replace(cfg.model_streaming, cluster=ref),
+        opts=pulumi.ResourceOptions(providers=[cluster.provider], depends_on=namespaces),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -376,6 +402,11 @@ def _export(
                 "principalId": provisioner.principal_id,
             },
         )
+    mirrors = {  # the ModelMirror KAITO makes for each streaming model: what `status` reads
+        f"{w.args.namespace}/{w.args.name}": model_mirror_name(mirrored_model_id(w.args.model or "", cfg.kaito.version))
+        for w in cfg.workspaces
+        if w.args.weights_streaming is not None
+    }
     pulumi.export(
         "workspaces",
         {
@@ -390,6 +421,7 @@ def _export(
                 "kaito": [w.props() for w in watched_objects(m.plan)],
                 **({"route": m.route} if m.plan.route is not None else {}),
                 **({"autoscaling": m.autoscaling} if m.plan.autoscale is not None else {}),
+                **({"modelMirror": mirrors[key]} if key in mirrors else {}),
             }
             for key, m in group.models.items()
         },

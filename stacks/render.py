@@ -10,7 +10,11 @@ no cluster. Out comes one file per object, sorted and stable, with every secret 
     <out>/waits/<name>.yaml                           what a wait (e.g. for GPU nodes) waits for
     <out>/order.yaml                                  creation waves and what waits on what, by file
     <out>/outputs.yaml                                stack outputs
-    <out>/cost.yaml                                   GPU pools per hour, from the price catalog
+    <out>/cost.yaml                                   each pool's and model's VMs per hour and month, with
+                                                      the prices' source and date (stacks/cost.py)
+
+Everything but cost.yaml depends on the stack file alone; cost.yaml's prices come from the price
+cache a `--online` run filled (~/.cache/kaito-aks/prices), else the committed catalog.
 
 `--out` folders carry a marker file; a folder without one is never replaced or deleted.
 """
@@ -211,7 +215,7 @@ def render_stack(
     cfg = parse_stack_file(f)  # what `validate` checks, with the file's lines
 
     def program() -> None:
-        build_stack(*load_stack(f, warn=False))  # the caller reports the file's warnings
+        build_stack(*load_stack(f))
 
     # The components log their warnings through the mock engine; the caller says them with the
     # file's lines instead (cfg.warnings), so they are not printed twice, once without a place.

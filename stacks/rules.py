@@ -21,7 +21,7 @@ from kaito_aks.operators.karpenter import KarpenterArgs
 from kaito_aks.pod_security import host_path_reason
 from kaito_aks.policy import Rule
 from kaito_aks.problems import Key, Problem
-from stacks import serving
+from stacks import callers, capacity, hf_token, serving, streaming
 from stacks.config import ModelConfig, RagEngineConfig, StackConfig
 from stacks.decide import Written
 from stacks.errors import secret_key
@@ -87,7 +87,10 @@ STACK_RULES: dict[str, Rule] = {
     ),
     "cluster": _program_rule("not exactly one kind of cluster"),
     "engine": _program_rule("engine config that is not JSON"),
-    "foreign-key": _warning_rule("a config key outside the namespace that looks like ours"),
+    "foreign-key": _program_rule(
+        "a config key whose namespace is a near-miss of the program's",
+        "the program would not read it: the section dropped, a deployed stack's models deleted",
+    ),
     "node-subnet": _program_rule(
         "a nodes' subnet with gpu-provisioner",
         'AKS keeps all of a cluster\'s pools in one VNet ("All or none of the agentpools should set vnetsubnetid")',
@@ -100,9 +103,14 @@ STACK_RULES: dict[str, Rule] = {
     ),
     "pod-security": _warning_rule("a namespace created privileged for a model that mounts a host path"),
     "load-balancer-cloud": _warning_rule("an internal load balancer by Azure's annotation on another cloud"),
+    "byo-callers": _warning_rule(
+        "NetworkPolicies on a cluster the stack does not create, without endpoints.allowFrom",
+        "callers from other namespaces are cut where the cluster enforces policies",
+    ),
     "gateway-gate": _program_rule("a gateway with KAITO's gateway extension turned off"),
     "gateway": _program_rule("a workspace asking for a gateway the stack does not have"),
     "metrics": _program_rule("a workspace asking for metrics the stack does not have"),
+    "hf-token-missing": _program_rule("a workspace asking for the stack's hfToken, which is not set"),
     "autoscaling-unused": _program_rule("KEDA configured with no autoscaled workspace"),
     "metrics-unused": _program_rule("metrics configured with no scraped workspace"),
     "keda-addon": _program_rule("the KEDA add-on on a cluster this stack does not create"),
@@ -111,6 +119,11 @@ STACK_RULES: dict[str, Rule] = {
     "keda-addon-version": _warning_rule("the KEDA add-on's version", "AKS chooses it for the Kubernetes minor"),
     "gateway-internal": _warning_rule("an internal gateway on a cluster this stack does not know is AKS"),
     "gateway-gate-elsewhere": _warning_rule("a gateway with KAITO installed elsewhere", "its gate cannot be checked"),
+    "streaming-elsewhere": _warning_rule(
+        "model streaming on a cluster's driver or a KAITO's gates the stack does not manage",
+        "cannot be checked here: without the Blob CSI driver KAITO's webhook refuses the streaming Workspaces "
+        "(validateStreamingCSIDriver), without the gates KAITO downloads as before",
+    ),
     "not-routed": _warning_rule("a model the gateway does not route"),
     "load-balancer-bypass": _warning_rule(
         "a routed model's own load balancer", "it passes by the gateway's authentication"
@@ -139,8 +152,16 @@ def verdict(
     the stack's table and the library's: the errors, the stack's own warnings (what it allows but
     says), and the other warnings."""
     checked, said = serving.problems(cfg, written)
-    every = [*found, *check(cfg), *checked]
+    every = [*found, *check(cfg), *checked, *_written(cfg, written)]
+    if not errors_of(every):  # the non-GPU pools' budget (kaito_aks.capacity), of what is well formed
+        every += capacity.check(cfg)
     return errors_of(every), [*warnings(cfg, written, stack), *said], warnings_of(every)
+
+
+def _written(cfg: StackConfig, written: Written) -> list[Problem]:
+    """The stack's rules of what its entries write: a token asked for and not set (useHfToken),
+    callers a NetworkPolicy would cut on an adopted cluster, streaming where KAITO has none."""
+    return [*hf_token.problems(cfg, written), *callers.check(cfg, written), *streaming.problems(cfg, written)]
 
 
 def check(cfg: StackConfig) -> list[Problem]:
@@ -421,12 +442,13 @@ def _gates(cfg: StackConfig) -> Iterator[Problem]:
                     "runtime-gate",
                 )
     streaming = effective_gates(cfg.kaito, chart).get("ModelStreaming") is True
-    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
+    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing and not cfg.aks_cluster.blob_csi_driver
     if streaming and created and any(vllm_preset(w.args) for w in cfg.workspaces):
         yield Problem(
             ("kaito", *gate_at(cfg.kaito.values, "ModelStreaming")),
             "KAITO's webhook then denies every vLLM preset unless the cluster has the blob.csi.azure.com CSI driver "
-            "(validateStreamingCSIDriver), which AKS clusters this stack creates do not enable: turn the gate off",
+            "(validateStreamingCSIDriver), which the cluster this stack creates runs only with kaito.modelStreaming: "
+            "set kaito.modelStreaming true (it wires the rest), or turn the gate off",
             "gate",
         )
 

@@ -23,6 +23,7 @@ WARNINGS = frozenset(
         "gateway-unauthenticated",
         "gateway-public",
         "gateway-existing-istio",
+        "gateway-existing-router",
         "gateway-internal",
         "gateway-gate-elsewhere",
         "not-routed",

@@ -22,6 +22,7 @@ import yaml
 from kaito_aks.problems import Key, PathPart, bounded, camel
 from stacks import pulumi_yaml
 from stacks.config import PROJECT, SECRET_KEYS
+from stacks.declared import stack_file_path, stack_names
 
 ROOT = Path(__file__).resolve().parent.parent
 # What a secret config value looks like to anything that cannot decrypt it.
@@ -153,14 +154,6 @@ def yaml_path(path: tuple[PathPart, ...]) -> tuple[str | int, ...]:
     if parts and isinstance(parts[0], str) and ":" not in parts[0]:
         parts[0] = f"{PROJECT}:{parts[0]}"
     return tuple(parts)
-
-
-def stack_names(root: Path = ROOT) -> list[str]:
-    return sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in root.glob("Pulumi.*.yaml"))
-
-
-def stack_file_path(name: str, root: Path = ROOT) -> Path:
-    return root / f"Pulumi.{name}.yaml"
 
 
 def read_stack_file(name: str, root: Path = ROOT) -> StackFile:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kaito_aks.diagnose import Diagnosis, OneLook
+from kaito_aks.model_streaming import MirrorStatus, read_mirror
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded, escaped
 from kaito_aks.serving.status import (
@@ -31,9 +33,11 @@ from kaito_aks.serving.status import (
     read_gateway,
     read_route,
 )
+from kaito_aks.vocabulary import GpuDemand
 from kaito_aks.waits.kube_client import KubeApiError, KubeClient, KubeconfigError
 from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import ModelStatus, Node, ObjectStatus, StatusReadError, read_model
+from stacks import diagnosis as why
 from stacks.stackfile import StackFile, StackFileError, read_stack_file
 
 SERVING, NOT_SERVING, UNREADABLE = 0, 1, 2
@@ -56,6 +60,16 @@ class Served:
     status: ModelStatus
     route: RouteStatus | None = None  # through the stack's gateway
     autoscaler: AutoscalerStatus | None = None
+    mirror: MirrorStatus | None = None  # KAITO's ModelMirror of its weights (model streaming)
+    diagnosis: Diagnosis | None = None  # why it does not serve (None: not looked, it serves)
+
+    @property
+    def state(self) -> str:
+        """KAITO's word, unless a link of its chain is broken (a route not accepted, an
+        AuthConfig not ready...): then it fails."""
+        if self.diagnosis is not None and self.diagnosis.broken:
+            return "failed"
+        return self.status.state
 
     @property
     def ready(self) -> tuple[int, int]:
@@ -81,7 +95,7 @@ class StackStatus:
     @property
     def code(self) -> int:
         gateway_up = self.gateway_status is None or self.gateway_status.programmed.status == "True"
-        serving = all(s.status.state == "serving" for s in self.served)
+        serving = all(s.state == "serving" for s in self.served)
         return SERVING if serving and gateway_up else NOT_SERVING
 
 
@@ -186,6 +200,8 @@ class Planned:
     kind: str  # model, ragEngine
     outputs: dict[str, Any]
     watched: tuple[Watched, ...]
+    selector: dict[str, str] | None = None  # nodes of your own: the matchLabels KAITO's webhook lists
+    demands: tuple[GpuDemand, ...] = ()  # and what it asks of them
 
 
 def planned_objects(f: StackFile) -> dict[str, Planned] | None:
@@ -213,7 +229,14 @@ def planned_objects(f: StackFile) -> dict[str, Planned] | None:
             "endpoint": endpoint_of(m) if plan.service else None,
             "replicas": plan.replicas,
         }
-        out[plan.key] = Planned("model", served, tuple(watched_objects(plan)))
+        nodes = plan.gpu_nodes
+        out[plan.key] = Planned(
+            "model",
+            served,
+            tuple(watched_objects(plan)),
+            dict(nodes.selector) if nodes is not None else None,
+            (nodes.demand,) if nodes is not None else (),
+        )
     for e in cfg.rag_engines:
         engine = {"workspace": e.workspace}
         out[f"{e.args.namespace}/{e.args.name}"] = Planned(
@@ -236,6 +259,8 @@ class Deployed:
     entries: tuple[tuple[str, str, dict[str, Any], tuple[Watched, ...]], ...]  # kind, key, outputs, objects
     gateway: dict[str, Any] | None = None  # the `gateway` output
     autoscaling: dict[str, Any] | None = None  # the `autoscaling` output
+    planned: dict[str, Planned] | None = None  # the stack file's plan (None: it does not validate)
+    azure: why.AzureSide | None = None  # its agent pools, where gpu-provisioner makes the nodes
 
 
 def deployed(stack: str, root: Path) -> Deployed:
@@ -277,20 +302,22 @@ def deployed(stack: str, root: Path) -> Deployed:
         tuple(entries),
         dict(gateway) if is_dict(gateway) else None,
         dict(autoscaling) if is_dict(autoscaling) else None,
+        planned,
+        why.azure_side(f, outputs),
     )
 
 
 def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackStatus:
     """What KAITO reports now; raises StatusError when the cluster cannot be read (within
     READ_SECONDS in all)."""
-    d.client.deadline = time.monotonic() + READ_SECONDS
+    deadline = d.client.deadline = time.monotonic() + READ_SECONDS
+    look = OneLook(d.client)  # each answer read once, however many of a model's links ask
     try:
         served = tuple(
-            Served(key, kind, entry, read_model(d.client, watched, clock=clock), *_serving(d, key, entry))
-            for kind, key, entry, watched in d.entries
+            _served(d, look, kind, key, entry, watched, deadline, clock) for kind, key, entry, watched in d.entries
         )
         gateway = (
-            read_gateway(d.client, str(d.gateway["namespace"]), str(d.gateway["name"]))
+            read_gateway(look, str(d.gateway["namespace"]), str(d.gateway["name"]))
             if d.gateway is not None and isinstance(d.gateway.get("name"), str)
             else None
         )
@@ -308,15 +335,45 @@ def read_stack(d: Deployed, *, clock: Callable[[], float] = time.time) -> StackS
     return StackStatus(d.stack, d.kaito_version, d.cluster, served, clock(), d.gateway, gateway, d.autoscaling)
 
 
-def _serving(d: Deployed, key: str, entry: dict[str, Any]) -> tuple[RouteStatus | None, AutoscalerStatus | None]:
+def _served(
+    d: Deployed,
+    look: OneLook,
+    kind: str,
+    key: str,
+    entry: dict[str, Any],
+    watched: tuple[Watched, ...],
+    deadline: float,
+    clock: Callable[[], float],
+) -> Served:
+    """One model as KAITO reports it, its route and autoscaler, and (when it does not serve, or is
+    routed or autoscaled) the chain it serves through."""
+    status = read_model(look, watched, clock=clock)
+    route, scaler = _serving(look, key, entry)
+    plan = (d.planned or {}).get(key)
+    subject = why.subject_of(
+        key,
+        entry,
+        watched,
+        d.gateway,
+        d.kaito_version,
+        serving=status.state == "serving",
+        selector=plan.selector if plan is not None else None,
+        demands=plan.demands if plan is not None else (),
+    )
+    found = why.explain(look, subject, d.azure, deadline, clock) if kind == "model" else None
+    mirror = read_mirror(look, entry["modelMirror"]) if isinstance(entry.get("modelMirror"), str) else None
+    return Served(key, kind, entry, status, route, scaler, mirror=mirror, diagnosis=found)
+
+
+def _serving(look: OneLook, key: str, entry: dict[str, Any]) -> tuple[RouteStatus | None, AutoscalerStatus | None]:
     """A model's route and autoscaler as the cluster reports them (None: it has none)."""
     route, scaled = entry.get("route"), entry.get("autoscaling")
     namespace, _, name = key.partition("/")
     try:
-        found_route = read_route(d.client, dict(route)) if is_dict(route) else None
+        found_route = read_route(look, dict(route)) if is_dict(route) else None
     except (KeyError, TypeError):
         raise StatusError(f"the stack output for {key} does not name its route as kaito-aks writes it") from None
-    found_scaler = read_autoscaler(d.client, namespace, name) if is_dict(scaled) else None
+    found_scaler = read_autoscaler(look, namespace, name) if is_dict(scaled) else None
     return found_route, found_scaler
 
 
@@ -370,7 +427,7 @@ def _node(n: Node) -> str:
 
 
 def text(status: StackStatus) -> list[str]:
-    serving = sum(s.status.state == "serving" for s in status.served)
+    serving = sum(s.state == "serving" for s in status.served)
     version = f"KAITO {status.kaito_version}, " if status.kaito_version else ""
     stamp = time.strftime("%H:%M:%S UTC", time.gmtime(status.read_at))
     lines = [f"{status.stack}: {version}{status.cluster}; {serving} of {len(status.served)} serving (read {stamp})"]
@@ -386,7 +443,7 @@ def text(status: StackStatus) -> list[str]:
         else:
             ask = f"model id {o['model']}" if o.get("model") else "model id: ask GET /v1/models (a custom image)"
             endpoint = o.get("endpoint")
-        head = [f"  {s.key}", f"{s.status.state} {served}/{of}", ask]
+        head = [f"  {s.key}", f"{s.state} {served}/{of}", ask]
         if endpoint:
             head.append(str(endpoint))
         if o.get("inOutputs") is False:
@@ -396,11 +453,15 @@ def text(status: StackStatus) -> list[str]:
             if obj.kind != "Workspace" or s.kind == "ragEngine":
                 lines.append("    " + _replica_line(obj))
         lines += ["    " + _replica_line(r) for r in s.status.replicas]
+        if s.mirror is not None:
+            lines.append("    " + s.mirror.text())
         if not s.status.objects:
             lines.append("    no KAITO objects known for it (its outputs name none, nor does the stack file)")
         if s.status.unreadable:
             lines.append(f"    (the credentials may not read {', '.join(s.status.unreadable)})")
         lines += _route_lines(s) + _autoscaler_lines(s, status.autoscaling)
+        if s.diagnosis is not None and why.needs_telling(s.diagnosis, s.status):
+            lines += why.lines(s.diagnosis)
     return lines
 
 
@@ -481,9 +542,12 @@ def as_json(status: StackStatus) -> dict[str, Any]:
                 "endpoint": s.outputs.get("endpoint"),
                 "inOutputs": s.outputs.get("inOutputs", True),
                 **s.status.to_json(),
+                "state": s.state,
                 "ready": "{}/{}".format(*s.ready),
+                **({"diagnosis": s.diagnosis.to_json()} if s.diagnosis is not None else {}),
                 **({"route": _route_json(s)} if s.route is not None else {}),
                 **({"autoscaling": _autoscaler_json(s)} if s.autoscaler is not None else {}),
+                **({"modelMirror": s.mirror.to_json()} if s.mirror is not None else {}),
             }
             for s in status.served
         ],
@@ -595,7 +659,7 @@ def _one(
         except StatusError as e:
             err(bounded(f"{stack}: {e}"))
             return UNREADABLE
-        failed = any(s.status.state == "failed" for s in status.served)
+        failed = any(s.state == "failed" for s in status.served)
         done = not watch or status.code == SERVING or failed or clock() - start >= timeout_minutes * 60
         signature = _signature(status)
         if signature != shown or done:

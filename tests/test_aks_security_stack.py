@@ -5,18 +5,21 @@ warnings are said where they were written."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kaito_aks import catalog
+from stacks.cli import main
 from stacks.evaluate import evaluate
 from stacks.load import parse_stack_file
-from stacks.stackfile import read_stack_file, stack_names
-from tests.conftest import errors_of, run
+from stacks.stackfile import read_stack_file
+from tests.conftest import EXAMPLES, ROOT, errors_of, run
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 ROLE = "azure-native:authorization:RoleAssignment"
 WINDOW = "azure-native:containerservice:MaintenanceConfiguration"
-CREATED = [s for s in stack_names() if "aks" in (read_stack_file(s).config.get("kaito-aks:cluster") or {})]
+CREATED = [s for s in EXAMPLES if "aks" in (read_stack_file(s).config.get("kaito-aks:cluster") or {})]
 AKS = {"aks": {"resourceGroup": "rg", "name": "kaito-test", "kubernetesVersion": "1.33"}}
 
 
@@ -63,12 +66,12 @@ def test_prod_has_a_restricted_api_server_and_the_standard_tier_the_others_keep_
         if stack == "prod":
             assert c["sku"] == {"name": "Base", "tier": "Standard"}
             assert c["apiServerAccessProfile"] == {"authorizedIPRanges": ["203.0.113.0/24"]}
-        else:
-            assert c["sku"] == {"name": "Base", "tier": "Free"}
+        else:  # not set: AKS's Free on a new cluster, and an existing one keeps what it has
+            assert "sku" not in c
             assert "apiServerAccessProfile" not in c
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", EXAMPLES)
 def test_no_role_assignment_in_any_render_names_contributor_or_owner(stack: str):
     f = read_stack_file(stack)
     ev = evaluate(f.config, stack=stack, secrets=f.secrets)
@@ -78,10 +81,11 @@ def test_no_role_assignment_in_any_render_names_contributor_or_owner(stack: str)
         assert grant.inputs["roleDefinitionId"].rsplit("/", 1)[1].lower() not in broad, (stack, grant.name)
 
 
-def test_prods_placeholder_range_and_missing_defender_are_said_with_their_lines():
+def test_prods_placeholder_range_is_said_with_its_bypass_and_missing_defender_with_their_lines():
     warnings = {p.path: p.message for p in parse_stack_file(read_stack_file("prod")).warnings}
-    ranges = warnings[("cluster", "aks", "api_server", "authorized_ip_ranges")]
-    assert "203.0.113.0/24 is a documentation range (RFC 5737/3849), never routed" in ranges
+    placeholder = warnings[("cluster", "aks", "api_server", "authorized_ip_ranges", 0)]
+    assert placeholder.startswith("bypassed (api-server-unroutable): 203.0.113.0/24 is a documentation range")
+    assert placeholder.endswith("replace it before `pulumi up`")
     assert ("cluster", "aks", "defender") in warnings
     assert ("cluster", "aks", "tier") not in warnings
     for stack in ("dev", "hf", "auto", "addon"):
@@ -153,3 +157,20 @@ def test_an_existing_cluster_takes_its_login_mode_and_nothing_it_would_configure
         {**aks(), "kaito-aks:cluster": {"existing": {"resourceGroup": "rg", "name": "x", "tier": "Standard"}}}
     )
     assert errors[0].startswith("cluster.existing.tier: unknown key")
+
+
+def test_a_placeholder_range_fails_validate_with_the_fix_and_prod_says_how_to_replace_it(tmp_path: Path, capsys):
+    """Without the example's bypass, prod's placeholder is refused; the file says what to do."""
+    text = (ROOT / "Pulumi.prod.yaml").read_text()
+    assert "Before `pulumi up`, list here the" in text
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.placeholder.yaml").write_text(text.replace("      bypassChecks: [api-server-unroutable]", ""))
+    assert main(["validate", "placeholder", "--dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "Pulumi.placeholder.yaml:25: cluster.aks.apiServer.authorizedIpRanges[0]: 203.0.113.0/24 is a documentation "
+        "range (RFC 5737/3849), never routed, so no runner's or admin's address is in it: `pulumi up` would create the "
+        "cluster and then never reach its API server; list the egress ranges of where `pulumi up` runs (your CI "
+        "runners, your admins' network) and the cluster's outbound IPs instead (an example's placeholder, never "
+        "deployed, may stay with bypassChecks: [api-server-unroutable])"
+    ) in out

@@ -9,7 +9,7 @@ import yaml
 
 from kaito_aks import catalog
 from kaito_aks.kaito import sizing as kaito_sizing
-from stacks.cli import main
+from stacks.cli import ORDER, main
 from stacks.docs import EXAMPLE_BLOCKS
 from tests.conftest import ROOT as ROOT_DIR
 from upstream_facts import kaito
@@ -122,9 +122,10 @@ def test_models_estimate_gives_every_fitting_sku_with_kaitos_node_count(capsys, 
         and n <= 16
     }
     assert {o["sku"] for o in answer["options"]} == fits
-    # unpriced: ranked by the GPU memory they take in all, then nodes
-    costs = [(o["nodes"] * o["gpuMemoryGiBPerNode"], o["nodes"]) for o in answer["options"]]
-    assert costs == sorted(costs)
+    # unpriced: ranked by fewest nodes, then fewest GPUs in all (issue 36: 3 A100s before 9 A10s)
+    order = [(o["nodes"], o["gpus"]) for o in answer["options"]]
+    assert order == sorted(order)
+    assert all(o["gpus"] == o["nodes"] * o["gpusPerNode"] for o in answer["options"])
 
 
 def test_models_estimate_lists_every_size_that_fits(capsys):
@@ -132,7 +133,18 @@ def test_models_estimate_lists_every_size_that_fits(capsys):
     per node than NC80adis_H100; and the default release was 0.8.1, where Hugging Face ids are unknown."""
     assert main(["models", "estimate", "llama-3.3-70b-instruct"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].endswith("(KAITO 0.12.0)")  # the newest release this program installs
+    # the newest release this program installs, and that a stack without kaito.version runs another (issue 36)
+    assert out.splitlines()[0].endswith(
+        "(KAITO 0.12.0: the newest this program installs; a stack without kaito.version runs 0.8.1)"
+    )
+    # a 70B needs more than one GPU: the header says its memory, each row its GPUs (issue 36: "1 GPU(s) per node")
+    assert "GPU(s) per node" not in out
+    assert "131.42 GiB of GPU memory" in out
+    lines = out.splitlines()
+    a100x3 = next(i for i, line in enumerate(lines) if "Standard_NC24ads_A100_v4" in line)
+    a10x9 = next(i for i, line in enumerate(lines) if "Standard_NV36ads_A10_v5" in line)
+    assert a100x3 < a10x9, "3 A100 nodes come before 9 A10 nodes"
+    assert f"  order: {ORDER}" in out
     for size in ("Standard_ND96asr_A100_v4", "Standard_NC96ads_A100_v4", "Standard_ND96isr_H200_v5"):
         assert f"  {size} (" in out, out
     assert main(["models", "estimate", "meta-llama/Llama-3.3-70B-Instruct", "--version", "0.8.1"]) == 2
@@ -141,7 +153,9 @@ def test_models_estimate_lists_every_size_that_fits(capsys):
     # a stack's own release, with --stack
     capsys.readouterr()
     assert main(["models", "estimate", "llama-3.3-70b-instruct", "--stack", "dev"]) == 0  # dev runs 0.8.1
-    assert capsys.readouterr().out.splitlines()[0].endswith("(KAITO 0.8.1)")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith("(KAITO 0.8.1: stack dev's)")
+    assert "unpriced in eastus2: " in out  # the stack's region, not eastus (issue 36)
 
 
 def test_estimate_never_suggests_an_unusable_size_and_says_why(capsys):
@@ -172,8 +186,9 @@ def test_estimate_with_a_pool_gives_the_node_count_or_a_did_you_mean(capsys):
 
 
 def test_prices_order_the_suggestions_and_cost_the_stack(monkeypatch, capsys):
-    """Prices come from the catalog file only; with a table in place the cheapest fitting choice
-    comes first and each stack's GPU pools are costed with the source named."""
+    """With the committed catalog's prices in place the cheapest fitting choice comes first and
+    each stack's pools are costed with the source named; a size it does not price is unpriced,
+    and then the stack has no total (never 0)."""
     from stacks import cost
 
     table = {
@@ -188,15 +203,24 @@ def test_prices_order_the_suggestions_and_cost_the_stack(monkeypatch, capsys):
     priced = [o for o in answer["options"] if o["usdPerHour"] is not None]
     assert [o["sku"] for o in priced] == ["Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3", "Standard_NV36ads_A10_v5"]
     assert answer["options"][: len(priced)] == priced  # priced first, cheapest first
-    assert priced[0]["priceSource"] == "test table, eastus, 2026-01-01"
+    assert priced[0]["priceSource"].startswith(
+        "the committed catalog (components/kaito_aks/catalog/azure_prices.yaml), eastus, read 2026-01-01"
+    )
+    assert priced[0]["usdPerMonth"] == 438.0
     from stacks.load import parse_stack_file
     from stacks.stackfile import ROOT, read_stack_file
 
     dev = cost.stack_cost(parse_stack_file(read_stack_file("dev", ROOT)))
-    assert dev.unpriced == []
-    assert dev.usd_per_hour_min == 6.0  # two A10 nodes: phi's and the RAG engine's
-    assert "$6.00/h" in dev.summary()
-    assert "test table" in dev.summary()
+    assert dev.unpriced == ["Standard_D4s_v5"]  # the system and CPU pools' size: the table does not know it
+    assert dev.total() is None
+    assert dev.as_dict()["usdPerHour"] is None
+    gpu = next(line for line in dev.as_dict()["lines"] if line["what"] == "GPU pool gpu")
+    assert gpu["usdPerHour"] == {"min": 6.0, "max": 6.0}  # two A10 nodes: phi's and the RAG engine's
+    assert dev.summary().startswith("cost unknown in eastus2: Standard_D4s_v5 unpriced (price it with")
+    table["Standard_D4s_v5"] = {"usdPerHour": 0.192, "effectiveDate": "2026-01-01", "source": "test table"}
+    dev = cost.stack_cost(parse_stack_file(read_stack_file("dev", ROOT)))
+    assert dev.total() == pytest.approx((6.0 + 3 * 0.192, 6.0 + 3 * 0.192))
+    assert dev.summary().startswith("VMs $6.58/h, $4,800/month in eastus2 (the committed catalog")
 
 
 def test_the_price_importer_keeps_linux_on_demand_meters(tmp_path):

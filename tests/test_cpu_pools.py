@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS
 from tests.conftest import BYO_CLUSTER, errors_of, run, warnings_of
-from tests.test_aks import aks
+from tests.test_aks import AKS, aks
 from tests.test_cpu_models_off_gpu import CPU, PHI, cpu_workspaces, places
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 CPU_POOL = {"name": "cpu", "vmSize": "Standard_D8s_v5", "count": 2}
 A10 = "Standard_NV36ads_A10_v5"
+AKS_ARGS = AKS["aks"]
 
 
 def selector(ev) -> dict[str, str]:
@@ -100,3 +101,20 @@ def test_cpu_pools_need_an_aks_cluster_names_of_their_own_and_a_cpu_size():
     assert "cpuNodePools[1].name: 'system' is already a node pool of this cluster; pool names must be unique" in errors
     [error] = errors_of(aks(cpuNodePools=[{**CPU_POOL, "vmSize": A10}]))
     assert error.startswith(f"cpuNodePools[0].vmSize: {A10} is a GPU VM size;")
+
+
+def test_a_system_or_cpu_pool_size_that_is_no_azure_vm_size_is_refused_with_the_fix():
+    """As the GPU pools' sizes are (against the GPU SKU catalog): before, '%s%s%s%n' and
+    '; rm -rf / #' passed validate and rendered, and AKS refused them only at `pulumi up`."""
+    fix = (
+        "is not an Azure VM size (e.g. Standard_D4s_v5: Standard_<family><vCPUs><features>[_<accelerator>]"
+        "[_v<version>]; `az vm list-skus --location <region> --resource-type virtualMachines --output table` lists "
+        "a region's)"
+    )
+    for size in ("%s%s%s%n", "; rm -rf / #", "D4s_v5", "Standard_D4s_v5 "):
+        cluster = {"aks": {**AKS_ARGS, "systemPool": {"vmSize": size}}}
+        errors = errors_of(aks(cluster=cluster, cpuNodePools=[{**CPU_POOL, "vmSize": size}]))
+        assert errors == [f"cluster.aks.systemPool.vmSize: {size!r} {fix}", f"cpuNodePools[0].vmSize: {size!r} {fix}"]
+    for size in ("Standard_D4s_v5", "standard_d4s_v5", "Standard_E64-16ds_v4", "Basic_A0", "Standard_D2_v2_Promo"):
+        cluster = {"aks": {**AKS_ARGS, "systemPool": {"vmSize": size}}}
+        run(aks(cluster=cluster, cpuNodePools=[{**CPU_POOL, "vmSize": size}]))

@@ -199,13 +199,29 @@ def test_at_pulumi_up_a_key_made_secret_by_a_nested_token_says_where_the_token_g
     )
 
 
-@pytest.mark.parametrize("key", ["kaito:workspaces", "kaitoaks:workspaces", "Kaito-aks:gpuOperator"])
-def test_keys_outside_the_namespace_that_look_like_ours_get_a_warning(tmp_path, capsys, key):
-    (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + f"  {key}: []\n")
-    assert main(["validate", "odd", "--dir", str(tmp_path)]) == 0
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("kaito:workspaces", "workspaces"),
+        ("Kaito-aks:workspaces", "workspaces"),
+        ("kaitoaks:workspaces", "workspaces"),
+        ("kaito_aks:gpuOperator", "gpuOperator"),
+        ("Kaito-aks:workspace", "workspaces"),
+    ],
+)
+def test_keys_whose_namespace_is_a_near_miss_of_ours_are_refused(tmp_path, capsys, key, meant):
+    """Only warned before (issue 36): the section was dropped, and the stack validated with no
+    models, so `pulumi up` on a deployed stack would have deleted every model it held."""
+    (tmp_path / "Pulumi.odd.yaml").write_text(
+        "config:\n" + CLUSTER + f"  {key}:\n" + PHI.replace("kaito-aks:workspaces:\n", "")
+    )
+    assert main(["validate", "odd", "--dir", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert f"warning: Pulumi.odd.yaml:5: {key}: not read by this program" in out  # with its line (review 4)
-    assert f"did you mean kaito-aks:{key.split(':')[1]}?" in out
+    assert (
+        f"  Pulumi.odd.yaml:3: {key}: not read by this program, whose keys are kaito-aks:<key>: the section would be dropped"
+        in out
+    )
+    assert f"did you mean kaito-aks:{meant}?" in out
 
 
 def test_another_packages_keys_are_left_alone(tmp_path, capsys):
@@ -321,11 +337,11 @@ def test_a_relative_kubeconfig_path_is_read_from_the_stack_folder_not_the_workin
         assert "kubeconfig: ./beside.yaml" in "".join(p.read_text() for p in rendered.iterdir())
 
 
-def test_render_prints_warnings_as_validate_does(tmp_path, capsys):
+def test_render_refuses_a_near_miss_of_the_namespace_as_validate_does(tmp_path, capsys):
     (tmp_path / "Pulumi.odd.yaml").write_text("config:\n" + CLUSTER + PHI + "  kaito:workspaces: []\n")
-    assert main(["render", "odd", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 0
+    assert main(["render", "odd", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
     printed = "".join(capsys.readouterr())
-    assert "odd: warning: Pulumi.odd.yaml:5: kaito:workspaces: not read by this program" in printed  # its line
+    assert "  Pulumi.odd.yaml:5: kaito:workspaces: not read by this program" in printed  # its line
     assert printed.count("not read by this program") == 1
 
 

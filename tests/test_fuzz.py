@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from stacks.cli import main
-from stacks.stackfile import Yaml12Loader, stack_names
-from tests.conftest import ROOT
+from stacks.stackfile import Yaml12Loader
+from tests.conftest import EXAMPLES, ROOT
 
 SEED = int(os.environ.get("FUZZ_SEED", "19"))
 CASES = int(os.environ.get("FUZZ_CASES", "200"))
@@ -80,6 +80,8 @@ def typo(rng: random.Random, word: str) -> str:
 def data_mutation(rng: random.Random, config: dict[str, Any]) -> None:
     """One realistic mistake in the parsed config."""
     ours = [k for k in config if k.startswith("kaito-aks:")]
+    if not ours:
+        return
     key = rng.choice(ours)
     paths = [p for p in leaves(config[key], (key,)) if len(p) > 1] or [(key,)]
     path = rng.choice(paths)
@@ -123,6 +125,8 @@ def raw_mutation(rng: random.Random, config: dict[str, Any]) -> dict[str, str]:
     """A value or key written in one of yaml.v3's forms, a map merged (`<<`), or a key written
     without its namespace. Returns what to write raw in place of each sentinel after dumping."""
     ours = [k for k in config if k.startswith("kaito-aks:")]
+    if not ours:  # an earlier mistake took them all (a stack of few keys, each written without its namespace)
+        return {}
     key = rng.choice(ours)
     kind = rng.randrange(4)
     if kind == 2:
@@ -204,7 +208,7 @@ def text_trick(rng: random.Random, text: str) -> bytes:
 
 def cases() -> list[tuple[str, bytes]]:
     rng = random.Random(SEED)
-    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in stack_names(ROOT)}
+    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in EXAMPLES}
     out: list[tuple[str, bytes]] = []
     for n in range(CASES):
         name = rng.choice(sorted(stacks))
@@ -230,6 +234,20 @@ def cases() -> list[tuple[str, bytes]]:
             mutate(rng, config)
         out.append((f"{n}:{name}:{mutate.__name__}", yaml.safe_dump(document, allow_unicode=True).encode()))
     return out
+
+
+def test_the_generator_never_chooses_from_nothing() -> None:
+    """A stack of one key of the project's, written without its namespace by a first mistake: the
+    next mistake finds none of the project's keys and makes none (it raised IndexError when a
+    user's stack file shifted the seeded cases onto the add-on stack)."""
+    emptied = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        config: dict[str, Any] = {"kaito-aks:cluster": {"kubeconfig": {"context": "c"}}}
+        for mutate in (raw_mutation, raw_mutation, raw_mutation, data_mutation, namespace_mistake):
+            mutate(rng, config)
+        emptied += not any(k.startswith("kaito-aks:") for k in config)
+    assert emptied  # the case the guard is for was reached
 
 
 @contextlib.contextmanager
@@ -347,7 +365,7 @@ def test_the_known_classes_get_clean_answers_every_time(tmp_path: Path) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", stack_names(ROOT))
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_the_unmutated_stack_files_pass(tmp_path: Path, name: str) -> None:
     """The generator's baseline: every stack file of this repository is valid as written."""
     (tmp_path / "Pulumi.fuzz.yaml").write_text((ROOT / f"Pulumi.{name}.yaml").read_text())
@@ -372,7 +390,7 @@ def test_every_raw_form_reads_as_the_pulumi_cli_reads_it_or_is_refused_at_its_li
     from stacks.stackfile import read_stack_file
 
     rng = random.Random(SEED)
-    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in stack_names(ROOT)}
+    stacks = {name: (ROOT / f"Pulumi.{name}.yaml").read_text() for name in EXAMPLES}
     readings = cli_readings()
     problems: list[str] = []
     for form in RAW_VALUES:

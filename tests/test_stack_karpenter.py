@@ -219,7 +219,7 @@ def test_node_classes_reach_kaito_as_its_annotation():
             new(kaito=KARPENTER_MODE, karpenter={"version": "1.10.2"}),
             "karpenter.version: Karpenter 1.10.2 is not supported; use 1.12.0",
         ),
-        ({**auto(), "kaito-aks:defaults": 3}, "defaults: must be one of 1, 2, not 3"),
+        ({**auto(), "kaito-aks:defaults": 4}, "defaults: must be one of 1, 2, 3, not 4"),
         (
             auto([{**PHI_AUTO, "instanceType": "Standard_NC6s_v3"}]),
             "workspaces[0].instanceType: KAITO admits this, but KAITO 0.12.0 no longer supports NVIDIA V100 (Standard_NC6s_v3): its SKU table "

@@ -16,7 +16,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -262,7 +262,7 @@ class _Api(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def api() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), _Api)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Api)  # a cut answer still being written holds up no other
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _Api.answers, _Api.tokens, _Api.reads = {}, [], 0
     yield f"http://127.0.0.1:{server.server_port}"
@@ -735,3 +735,116 @@ def _line_within(process: subprocess.Popen[str], seconds: float) -> str:
     reader.join(seconds)
     assert got, f"nothing printed within {seconds:g} s"
     return got[0]
+
+
+# ---------------------------------------------------------------- why it does not serve (issue 35)
+
+
+def test_status_explains_a_model_that_does_not_serve_with_its_first_broken_link(project, capsys):
+    failed = condition("InferenceReady", "False", "WorkspaceInferenceStatusFailed", "image not found")
+    _Api.answers[ws_path("tiny-0")] = workspace("tiny-0", condition("ResourceReady", "True", "x"), failed)
+    stuck = pod("tiny-0-0", "aks-a100-0", ready=False, waiting="ImagePullBackOff")
+    _Api.answers[pods_path("tiny-0")] = {"items": [stuck]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    block = out.split("  default/tiny  ", 1)[1]
+    assert "    first broken link: pods (pod tiny-0-0)\n      container c: ImagePullBackOff: pull\n" in block
+    assert "      means: the node cannot pull the container's image" in block
+    assert "    chain: Azure node pool - · NodeClaims - · nodes " in block
+    assert "pods BROKEN (container c: ImagePullBackOff: pull)" in block
+    assert "first broken link" not in out.split("  default/tiny  ", 1)[0]  # phi serves: nothing said of it
+    assert main(["status", "lab", "--json", "--dir", str(project)]) == 1
+    phi, tiny = json.loads(capsys.readouterr().out)["models"]
+    assert "diagnosis" not in phi  # serving, neither routed nor autoscaled: not walked, nothing more read
+    assert tiny["diagnosis"]["firstBroken"]["finding"]["detector"] == "image-pull-failed"
+    assert [link["link"] for link in tiny["diagnosis"]["links"]][:4] == ["azure", "nodeclaims", "nodes", "kaito"]
+
+
+def test_every_detector_of_the_failure_library_is_documented():
+    from kaito_aks.diagnose import DETECTORS
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text()
+    assert [name for name in DETECTORS if f"| `{name}` |" not in page] == []
+
+
+SUB = "00000000-0000-0000-0000-000000000000"
+POOL_PATH = (
+    f"/subscriptions/{SUB}/resourceGroups/rg/providers/Microsoft.ContainerService/managedClusters/lab/agentPools/"
+    "ws1a2b3c4?api-version=2025-09-01"
+)
+
+
+@pytest.fixture
+def aks_project(project: Path, monkeypatch: pytest.MonkeyPatch, api: str) -> Path:
+    """An AKS stack whose KAITO makes its nodes with gpu-provisioner: phi's NodeClaim did not
+    launch, and ARM (the fake API server here) holds its agent pool, refused for quota."""
+    from diagnose_answers import CUT_ERROR, GPU_PROVISIONER_LABELS, QUOTA_MESSAGE, agent_pool, nodeclaim
+    from diagnose_answers import cond as claim_cond
+    from kaito_aks.diagnose import arm
+
+    (project / "Pulumi.lab.yaml").write_text(
+        "config:\n  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: lab}\n"
+        f"  azure-native:subscriptionId: {SUB}\n"
+    )
+    (project / "kubeconfig").unlink()
+    monkeypatch.setenv(
+        "FAKE_OUTPUTS",
+        json.dumps(
+            outputs(
+                kubeconfig=kubeconfig(api),
+                charts={"kaito": {"version": "0.8.1"}, "gpuProvisioner": {"version": "0.3.8"}},
+            )
+        ),
+    )
+    monkeypatch.setattr(arm, "ARM", api)
+    waiting = condition("ResourceReady", "False", "NodeClaimNotReady", "Ready NodeClaims are not enough")
+    _Api.answers[ws_path("phi-0")] = workspace("phi-0", waiting, instance_type="Standard_NC24ads_A100_v4")
+    claims = "/apis/karpenter.sh/v1/nodeclaims?" + urllib.parse.urlencode(
+        {"labelSelector": "kaito.sh/workspace=phi-0,kaito.sh/workspacenamespace=default"}
+    )
+    claim = nodeclaim("ws1a2b3c4", GPU_PROVISIONER_LABELS, claim_cond("Launched", "Unknown", "LaunchFailed", CUT_ERROR))
+    _Api.answers[claims] = {"items": [claim]}
+    _Api.answers[POOL_PATH] = agent_pool("ws1a2b3c4", "Failed", "QuotaExceeded", QUOTA_MESSAGE)
+    return project
+
+
+def _az(project: Path, script: str) -> None:
+    az = project / "bin" / "az"
+    az.write_text(f"#!{sys.executable}\nimport json, os, sys\n{script}\n")
+    az.chmod(az.stat().st_mode | stat.S_IXUSR)
+
+
+def test_on_aks_the_agent_pool_of_a_nodeclaim_that_did_not_launch_is_read_with_the_azure_clis_login(
+    aks_project, capsys
+):
+    _az(
+        aks_project,
+        "open(os.environ['AZ_CALLS'], 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        f"print(json.dumps({{'accessToken': 'arm-secret-token', 'subscription': '{SUB}', 'tokenType': 'Bearer'}}))",
+    )
+    calls = aks_project / "az-calls"
+    os.environ["AZ_CALLS"] = str(calls)
+    try:
+        assert main(["status", "lab", "--dir", str(aks_project)]) == 1
+    finally:
+        del os.environ["AZ_CALLS"]
+    out, err = capsys.readouterr()
+    block = out.split("  default/phi  ", 1)[1].split("  default/tiny  ", 1)[0]
+    assert "    first broken link: Azure node pool (agent pool ws1a2b3c4)\n" in block, block
+    assert "QuotaExceeded: Preflight validation check" in block
+    assert "means: the subscription has no vCPU quota left for standardNCADSA100v4Family in eastus2" in block
+    assert calls.read_text().split() == [
+        "account", "get-access-token", "--resource", "https://management.azure.com/", "--output", "json",
+        "--subscription", SUB,
+    ]  # fmt: skip
+    assert "arm-secret-token" not in out + err
+    assert "Bearer arm-secret-token" in _Api.tokens  # ARM got the CLI's token, the cluster its own
+    assert f"Bearer {TOKEN}" in _Api.tokens
+
+
+def test_without_an_azure_login_the_azure_side_says_why_and_the_nodeclaim_speaks(aks_project, capsys):
+    _az(aks_project, "print('ERROR: Please run az login to setup account.', file=sys.stderr); sys.exit(1)")
+    assert main(["status", "lab", "--dir", str(aks_project)]) == 1
+    block = capsys.readouterr().out.split("  default/phi  ", 1)[1]
+    assert "    first broken link: NodeClaims (NodeClaim ws1a2b3c4)" in block, block
+    assert "Azure node pool not read (`az account get-access-token` failed: ERROR: Please run az login" in block

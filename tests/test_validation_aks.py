@@ -345,11 +345,11 @@ def test_tuning_on_the_stacks_own_pools_is_refused_whatever_they_are(version: st
 def test_model_streaming_on_a_cluster_without_the_blob_csi_driver():
     """With ModelStreaming on, KAITO's webhook requires the blob.csi.azure.com CSIDriver for every
     vLLM preset (workspace_validation.go 0.11.0/0.12.0 validateStreamingCSIDriver); AKS enables it
-    only on request, and the clusters this program creates do not."""
+    only on request, and the clusters this program creates do so only with kaito.modelStreaming."""
     gates = {"version": "0.12.0", "featureGates": {"ModelStreaming": True, "ModelMirror": True}}
     assert one_error(aks(kaito=gates)) == (
         "kaito.featureGates.ModelStreaming: KAITO's webhook then denies every vLLM preset unless the cluster has the "
-        "blob.csi.azure.com CSI driver (validateStreamingCSIDriver), which AKS clusters this stack creates do not "
-        "enable: turn the gate off"
+        "blob.csi.azure.com CSI driver (validateStreamingCSIDriver), which the cluster this stack creates runs only "
+        "with kaito.modelStreaming: set kaito.modelStreaming true (it wires the rest), or turn the gate off"
     )
     run(aks(kaito=gates, cluster={"existing": {"resourceGroup": "rg", "name": "platform"}}))

@@ -30,6 +30,9 @@ _EXPORTS = {
     "AutoscaleArgs": "kaito_aks.azure.node_pool",
     "CpuNodePool": "kaito_aks.azure.cpu_node_pool",
     "CpuNodePoolArgs": "kaito_aks.azure.cpu_node_pool",
+    "ModelStreaming": "kaito_aks.model_streaming",
+    "ModelStreamingArgs": "kaito_aks.model_streaming",
+    "WeightsStreamingArgs": "kaito_aks.model.spec",
     "WorkloadIdentity": "kaito_aks.azure.workload_identity",
     "WorkloadIdentityArgs": "kaito_aks.azure.workload_identity",
     "RoleGrantArgs": "kaito_aks.azure.workload_identity",
@@ -39,6 +42,8 @@ _EXPORTS = {
     "KarpenterArgs": "kaito_aks.operators.karpenter",
     "karpenter_cluster_args": "kaito_aks.operators.karpenter",
     "KarpenterNetworkArgs": "kaito_aks.operators.karpenter",
+    "KarpenterCrds": "kaito_aks.operators.karpenter_crds",
+    "KarpenterCrdsArgs": "kaito_aks.operators.karpenter_crds",
     "KubeletIdentityArgs": "kaito_aks.operators.karpenter",
     "NodeBootstrapToken": "kaito_aks.cluster.node_bootstrap",
     "NodeBootstrapTokenArgs": "kaito_aks.cluster.node_bootstrap",
@@ -55,6 +60,7 @@ _EXPORTS = {
     "Judged": "kaito_aks.validation",
     "KaitoModelArgs": "kaito_aks.model.spec",
     "deploy_models": "kaito_aks.model_group",
+    "needs_hf_token": "kaito_aks.model.rules",
     "pool_budget": "kaito_aks.budget",
     "check_together": "kaito_aks.together",
     "Together": "kaito_aks.together",
@@ -138,6 +144,7 @@ if TYPE_CHECKING:
     from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster, KubeconfigClusterArgs
     from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
     from kaito_aks.model.component import KaitoModel, check_model
+    from kaito_aks.model.rules import needs_hf_token
     from kaito_aks.model.spec import (
         AdapterArgs,
         KaitoModelArgs,
@@ -146,8 +153,10 @@ if TYPE_CHECKING:
         TuningArgs,
         TuningInputArgs,
         TuningOutputArgs,
+        WeightsStreamingArgs,
     )
     from kaito_aks.model_group import ModelGroup, deploy_models
+    from kaito_aks.model_streaming import ModelStreaming, ModelStreamingArgs
     from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, NodeGroup
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import GpuProvisioner, GpuProvisionerArgs
@@ -159,6 +168,7 @@ if TYPE_CHECKING:
         KubeletIdentityArgs,
         karpenter_cluster_args,
     )
+    from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.problems import InvalidArgsError, Problem
     from kaito_aks.rag.component import RagEngine
@@ -207,6 +217,8 @@ __all__ = [
     "KaitoReady",
     "Karpenter",
     "KarpenterArgs",
+    "KarpenterCrds",
+    "KarpenterCrdsArgs",
     "KarpenterNetworkArgs",
     "KubeconfigCluster",
     "KubeconfigClusterArgs",
@@ -215,6 +227,8 @@ __all__ = [
     "LabelSelectorRequirementArgs",
     "LocalEmbeddingArgs",
     "ModelGroup",
+    "ModelStreaming",
+    "ModelStreamingArgs",
     "NodeBootstrapToken",
     "NodeBootstrapTokenArgs",
     "NodeGroup",
@@ -235,6 +249,7 @@ __all__ = [
     "TuningInputArgs",
     "TuningOutputArgs",
     "VectorDbArgs",
+    "WeightsStreamingArgs",
     "WorkloadIdentity",
     "WorkloadIdentityArgs",
     "__version__",
@@ -242,5 +257,6 @@ __all__ = [
     "check_together",
     "deploy_models",
     "karpenter_cluster_args",
+    "needs_hf_token",
     "pool_budget",
 ]

@@ -18,16 +18,21 @@ from typing import Any, cast
 import pulumi
 
 from kaito_aks import policy
+from kaito_aks.capacity import Capacity
+from kaito_aks.capacity.budget import budget_lines, capacity_budget
 from kaito_aks.cluster.access import ClusterAccess, access_for
+from kaito_aks.model.capacity import model_capacity
 from kaito_aks.model.component import GroupMember, KaitoModel, judge_model, watched_objects
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.spec import KaitoModelArgs, ready_timeout
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.problems import Problem, raise_if, shown
+from kaito_aks.serving.metrics import REGISTERED_BY
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.together import Together, check_together
 from kaito_aks.validation import Judged
 from kaito_aks.vocabulary import selector_text
+from kaito_aks.waits.crd_served import CrdServed, served_kind
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, revision_of
 
@@ -66,6 +71,7 @@ def deploy_models(
     models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     opts: pulumi.ResourceOptions | None = None,
     access: ClusterAccess | None = None,
+    capacity: Sequence[object] | None = None,
     gateway: GatewayRefArgs | None = None,
 ) -> ModelGroup:
     """KaitoModel for each (resource name, args), with one GPU-node wait and one readiness wait
@@ -80,12 +86,19 @@ def deploy_models(
 
     The waits are top-level resources, parented to `opts.parent` if any: they belong to no one
     model, and parenting them to a component now would change their URNs in every stack
-    deployed so far (they would be replaced)."""
-    checked, warnings = _checked(name, models, access, opts)
+    deployed so far (they would be replaced).
+
+    `capacity`: the program's components that make non-GPU pools or run pods there (AksCluster,
+    CpuNodePool, KaitoOperator, GpuOperator, InferenceGateway, KedaAutoscaling, Karpenter,
+    GpuProvisioner, RagEngineOperator: their `capacity`; or `Capacity` values): with the models'
+    own pods (each routed model's endpoint picker, each CPU model) they must fit the pools'
+    nodes (kaito_aks.capacity), as the stack checks them; the budget is logged."""
+    checked, warnings = _checked(name, models, access, opts, capacity)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     plans = {n: plan_model(a, gateway) for n, a in checked}
     gpu_waits = _gpu_node_waits(name, checked, plans, reach if needs_access else None, opts)
+    monitor_waits = _service_monitor_waits(name, checked, plans, reach, opts)
     created: dict[str, KaitoModel] = {}
     for n, a in checked:
         plan = plans[n]
@@ -93,7 +106,8 @@ def deploy_models(
         # judged and planned just now, and its waits are the group's
         own = GroupMember(a, tuple(warnings[n]), plan, gateway if a.gateway is not None else None)
         model_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[wait] if wait else []))
-        created[n] = KaitoModel(n, own, opts=model_opts)
+        monitor = monitor_waits.get(served_kind(plan.service_monitor)) if plan.service_monitor else None
+        created[n] = KaitoModel(n, own, opts=model_opts, service_monitor_after=[monitor] if monitor else [])
     ready = _ready_waits(name, checked, plans, created, reach, opts)
     return ModelGroup(created, gpu_waits, ready, plans)
 
@@ -103,13 +117,14 @@ def _checked(
     models: Sequence[tuple[str, KaitoModelArgs | Judged[KaitoModelArgs]]],
     access: ClusterAccess | None,
     opts: pulumi.ResourceOptions | None,
+    capacity: Sequence[object] | None = None,
 ) -> tuple[list[Named], dict[str, list[Problem]]]:
     """Each model's args, judged (unless they were), and then the rules of the models together
     (`check_together`: names, routes, CPU models on another's GPU nodes, auto-provisioned nodes
-    at their most, one KAITO release, the pools' budget), the operators' release in `opts` and
-    credentials for the waits. Raises InvalidArgsError with every problem at once; else the
-    models and each one's warnings."""
-    problems = _call_problems(name, models, access, opts)
+    at their most, one KAITO release, the pools' budget), the non-GPU pools' budget with
+    `capacity`, the operators' release in `opts` and credentials for the waits. Raises
+    InvalidArgsError with every problem at once; else the models and each one's warnings."""
+    problems = _call_problems(name, models, access, opts) + _capacity_problems(capacity)
     if not isinstance(models, list | tuple):
         raise_if("deploy_models", str(name), problems)  # a program's mistake, said by name, not a TypeError
     checked: list[Named] = []
@@ -133,13 +148,15 @@ def _checked(
     problems += refused
     if checked:
         problems += operator_problems(checked[0][1].kaito_version, opts, at="opts")
+    room = _capacity(name, checked, capacity)
+    problems += policy.errors_of(room)
     needs_access = any(a.wait_for_gpu_nodes or a.wait_for_ready for _, a in checked)
     reach = access or (access_for(checked[0][1].kubeconfig, checked[0][1].context, opts) if checked else None)
     if needs_access and reach is None:
         why = "the waits read the cluster: give `access`, or a ClusterProvider in opts"
         problems.append(Problem.at("access", why, "no-credentials"))
     raise_if("deploy_models", str(name), problems)
-    for warning in group:
+    for warning in [*group, *policy.warnings_of(room)]:  # what refuses nothing (bypassed), said by the group
         pulumi.log.warn(f"deploy_models {name!r}: {warning.under('args').text()}")
     return checked, warnings
 
@@ -163,6 +180,45 @@ def _together(
         else:
             (group if policy.is_warning(problem) else refused).append(problem)
     return refused, group
+
+
+def _parts(capacity: Sequence[object]) -> list[Capacity]:
+    """Each item's Capacity (a component's `capacity`, or a Capacity), said at ("capacity", i)."""
+    out: list[Capacity] = []
+    for i, item in enumerate(capacity):
+        found = item if isinstance(item, Capacity) else getattr(item, "capacity", None)
+        if isinstance(found, Capacity):
+            out.append(found.at("capacity", i))
+    return out
+
+
+def _capacity_problems(capacity: object) -> list[Problem]:
+    """`capacity` must be a list of components that carry a `capacity` (or Capacity values)."""
+    if capacity is None:
+        return []
+    if not isinstance(capacity, list | tuple):
+        return [Problem.at("capacity", f"must be a list of components or Capacity, not {shown(capacity)}", "type")]
+    return [
+        Problem.at(
+            ("capacity", i), f"must be a component with a `capacity` (e.g. AksCluster), not {shown(item)}", "type"
+        )
+        for i, item in enumerate(cast(Sequence[object], capacity))
+        if not isinstance(item, Capacity) and not isinstance(getattr(item, "capacity", None), Capacity)
+    ]
+
+
+def _capacity(name: str, checked: list[Named], capacity: Sequence[object] | None) -> list[Problem]:
+    """The non-GPU pools' budget of the models and the components given (none without `capacity`)."""
+    if capacity is None or not isinstance(capacity, list | tuple):
+        return []
+    parts = _parts(capacity)
+    if not any(p.pools for p in parts):
+        return [Problem.at("capacity", "names no pool: give the AksCluster (its system pool) or a CpuNodePool", "type")]
+    parts += [model_capacity(a, n, (n,)) for n, a in checked]
+    budget = capacity_budget(parts)
+    for line in budget_lines(budget):
+        pulumi.log.info(f"deploy_models {name!r}: {line}")
+    return budget.problems
 
 
 def _call_problems(name: object, models: object, access: object, opts: object) -> list[Problem]:
@@ -224,6 +280,29 @@ def _gpu_node_waits(
             opts=opts_without_provider(opts),
         )
     return waits
+
+
+def _service_monitor_waits(
+    name: str,
+    checked: list[Named],
+    plans: dict[str, ModelPlan],
+    reach: ClusterAccess | None,
+    opts: pulumi.ResourceOptions | None,
+) -> dict[tuple[str, str], CrdServed]:
+    """One wait per ServiceMonitor kind the models' monitors need (none without credentials)."""
+    kinds: dict[tuple[str, str], str] = {}
+    for n, a in checked:
+        monitor = plans[n].service_monitor
+        if monitor is not None and a.metrics is not None:
+            kinds.setdefault(served_kind(monitor), REGISTERED_BY[a.metrics.flavour])
+    if reach is None:
+        return {}
+    return {
+        kind: CrdServed(
+            f"{name}/service-monitors/{kind[0]}", reach, *kind, registered_by=by, opts=opts_without_provider(opts)
+        )
+        for kind, by in sorted(kinds.items())
+    }
 
 
 def _ready_waits(

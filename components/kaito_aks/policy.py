@@ -438,6 +438,11 @@ MODEL_RULES: dict[str, Rule] = {
         "each preset pod requests every GPU of its node (PI 0.8.1:326-333, nvidia.com/gpu = GPUCount): the rest stay "
         "Pending",
     ),
+    "capacity": _unservable(
+        "models and engines whose pods, with what else runs there, do not fit the non-GPU pools they may run on",
+        "their requests (an endpoint picker's 1 CPU and 2 GiB: pkg/workspace/manifests/manifests.go 0.12.0:436-447) "
+        "beyond the nodes' allocatable (AKS's node-resource-reservations): the rest stay Pending",
+    ),
     "rag-no-pool": _unservable(
         "a RAG engine whose size no pool it selects has",
         "the controller then creates a NodeClaim (ragengine_controller.go 0.8.1:439-482, 0.12.0:458-493), which "
@@ -513,6 +518,27 @@ COMPONENT_RULES: dict[str, Rule] = {
         "0.11.0:163, 0.12.0:166)",
     ),
     "gates": _INVALID,
+    "model-streaming": _program(
+        "model streaming where KAITO has none",
+        "gates ModelMirror and ModelStreaming from 0.11.0 (pkg/featuregates/featuregates.go@v0.11.0); inference presets "
+        "only; Azure only (api/v1beta1/workspace_validation.go@v0.12.0 validateStreamingCSIDriver)",
+    ),
+    "streaming-runtime": _warning(
+        "model streaming with the transformers runtime",
+        "KAITO streams to vLLM only and downloads as before (modelstreaming.go@v0.12.0 ModelStreamingEnabled)",
+    ),
+    "quota-short": _broken(
+        "a VM family (or the region's total or Spot vCPUs) whose quota cannot hold what the deployment needs",
+        "Azure refuses the VMs past the quota (QuotaExceeded); read at preview, Microsoft.Compute usages 2024-07-01",
+    ),
+    "quota-surge": _warning(
+        "a VM family whose quota holds what the deployment runs but not an upgrade's surge nodes",
+        "AKS adds maxSurge nodes to a pool while it upgrades it; past the quota the upgrade fails",
+    ),
+    "vm-size-unavailable": _broken(
+        "a VM size the region does not offer the subscription",
+        "Azure refuses it (SkuNotAvailable); read at preview, Microsoft.Compute resource SKUs 2021-07-01",
+    ),
     "managed-value": _program("a value the component sets itself"),
     "karpenter": _program("a node provisioner the component does not install"),
     "mixed-drivers": _program(
@@ -537,6 +563,20 @@ COMPONENT_RULES: dict[str, Rule] = {
     "pool-spot-taint": _INVALID,
     "pool-label": _INVALID,
     "pool-nodes": _INVALID,
+    "capacity-pools": _broken(
+        "operators and add-ons whose pods do not fit the non-GPU pools they may run on",
+        "their charts' requests beyond the nodes' allocatable (AKS's node-resource-reservations): the rest stay "
+        "Pending, and an atomic Helm release whose pods cannot schedule rolls back",
+    ),
+    "capacity-high": _warning(
+        "non-GPU pools whose pods request more than the high-water mark of their allocatable",
+        "AKS's own pods whose requests are not published, rolling updates and packing need room",
+    ),
+    "capacity-size": _warning("a pool of a VM size the capacity budget does not know", "not measured"),
+    "bootstrap-token-forever": _warning(
+        "a kubelet bootstrap token that never expires",
+        "whoever holds it can join a node under any name until it is rotated",
+    ),
     "static-capacity": _broken(
         "Karpenter's staticCapacity gate turned off",
         "KAITO 0.12's Karpenter mode makes NodePools with replicas, which Karpenter serves only with the gate on",
@@ -549,6 +589,11 @@ COMPONENT_RULES: dict[str, Rule] = {
     "api-server": _program("a private API server with authorized ranges", "AKS takes one or the other"),
     "api-server-private": _warning("a private API server", "set at creation: turning it on replaces the cluster"),
     "api-server-ranges": _warning("authorized ranges that let in much of the internet"),
+    "api-server-unroutable": _broken(
+        "authorized ranges no caller's address is in (documentation, loopback, link-local, multicast, reserved)",
+        "`pulumi up` creates the cluster, then its provider, access wait and releases never reach the API server; "
+        "the cluster's `bypass_checks` keeps an example's placeholder (said)",
+    ),
     "api-server-public": _warning("a production cluster's API server open to the internet"),
     "tier": _warning("a production cluster on the Free tier", "no uptime SLA"),
     "defender": _warning("a production cluster without Defender"),
@@ -608,6 +653,10 @@ SERVING_RULES: dict[str, Rule] = {
     "gateway-unauthenticated": _warning("a gateway without authentication, asked for"),
     "gateway-public": _warning("a public gateway"),
     "gateway-existing-istio": _warning("an Istio already running", "its settings are not checked here"),
+    "gateway-existing-router": _warning(
+        "a body-based router already running",
+        "its EnvoyFilter, not this component, decides whether it reads bodies before authentication",
+    ),
     "keda-namespace": _program("a namespace for the scaler other than the KEDA add-on's"),
 }
 

@@ -69,6 +69,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.model.component import TYPE as MODEL
     from kaito_aks.model.component import KaitoModel
     from kaito_aks.model.spec import KaitoModelArgs
+    from kaito_aks.model_streaming import TYPE as STREAMING
+    from kaito_aks.model_streaming import ModelStreaming, ModelStreamingArgs
     from kaito_aks.operators.gpu_operator import TYPE as GPU_OPERATOR
     from kaito_aks.operators.gpu_operator import GpuOperator, GpuOperatorArgs
     from kaito_aks.operators.gpu_provisioner import TYPE as GPU_PROVISIONER
@@ -77,6 +79,8 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
     from kaito_aks.operators.kaito_operator import KaitoOperator, KaitoOperatorArgs
     from kaito_aks.operators.karpenter import TYPE as KARPENTER
     from kaito_aks.operators.karpenter import Karpenter, KarpenterArgs
+    from kaito_aks.operators.karpenter_crds import TYPE as KARPENTER_CRDS
+    from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
     from kaito_aks.operators.ragengine_operator import TYPE as RAG_OPERATOR
     from kaito_aks.operators.ragengine_operator import RagEngineOperator, RagEngineOperatorArgs
     from kaito_aks.rag.component import TYPE as RAG
@@ -96,11 +100,13 @@ def components() -> dict[str, tuple[type[pulumi.ComponentResource], type]]:
         IDENTITY: (WorkloadIdentity, WorkloadIdentityArgs),
         GPU_PROVISIONER: (GpuProvisioner, GpuProvisionerArgs),
         KARPENTER: (Karpenter, KarpenterArgs),
+        KARPENTER_CRDS: (KarpenterCrds, KarpenterCrdsArgs),
         BOOTSTRAP: (NodeBootstrapToken, NodeBootstrapTokenArgs),
         KUBECONFIG: (KubeconfigCluster, KubeconfigClusterArgs),
         GPU_OPERATOR: (GpuOperator, GpuOperatorArgs),
         KAITO: (KaitoOperator, KaitoOperatorArgs),
         MODEL: (KaitoModel, KaitoModelArgs),
+        STREAMING: (ModelStreaming, ModelStreamingArgs),
         RAG_OPERATOR: (RagEngineOperator, RagEngineOperatorArgs),
         RAG: (RagEngine, RagEngineArgs),
         GATEWAY: (InferenceGateway, InferenceGatewayArgs),

@@ -14,6 +14,10 @@ client config) with plausible values.
         assert len(workspaces) == 2
 
 `ProgramMocks` is a `pulumi.runtime.Mocks`, usable with `pulumi.runtime.set_mocks` on its own.
+What pulumi-azure-native has no invoke for (a region's quota, usage and VM sizes, read by
+`kaito_aks.azure.quota` from Azure Resource Manager) the mocks answer from recorded ARM answers
+in ARM's own shapes (`ProgramMocks(arm={path: answer})`, see `kaito_aks.azure.arm.RecordedArm`);
+without them, `run` reads nothing from Azure and the checks say they were not made.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from pulumi.runtime.stack import run_in_stack
 # The SDK runs a program synchronously with this (pulumi.runtime.test does too); it has no public equivalent.
 from pulumi.runtime.sync_await import _sync_await  # pyright: ignore[reportPrivateUsage]
 
+from kaito_aks.azure.arm import OFFLINE, RecordedArm, reading_with
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.gpu_nodes import OUTPUTS as GPU_NODES_OUTPUTS
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
@@ -228,15 +233,20 @@ class ProgramMocks(pulumi_mocks.Mocks):
     `existing`: what Azure reports for an existing cluster, by name, over the defaults (e.g.
     {"aks": {"aiToolchainOperatorProfile": {"enabled": True}}}). `agent_pools`: what Azure reports
     for a pool, by "<cluster>/<pool>", over the pool as the program created it (e.g.
-    {"aks/system": {"count": 5}}: someone scaled it by hand)."""
+    {"aks/system": {"count": 5}}: someone scaled it by hand). `arm`: recorded Azure Resource
+    Manager answers by request path, in ARM's shapes (e.g. the region's
+    `/subscriptions/<MOCK_SUBSCRIPTION>/providers/Microsoft.Compute/locations/eastus/usages`
+    answer, {"value": [...]}); None: Azure is not read at all (offline)."""
 
     def __init__(
         self,
         existing: Mapping[str, Mapping[str, Any]] | None = None,
         agent_pools: Mapping[str, Mapping[str, Any]] | None = None,
+        arm: Mapping[str, Any] | None = None,
     ) -> None:
         self.existing = dict(existing or {})
         self.agent_pools = dict(agent_pools or {})
+        self.arm = RecordedArm({k.lower(): v for k, v in arm.items()}) if arm is not None else None
         self.created_pools: dict[str, dict[str, Any]] = {}  # "<cluster>/<pool>" -> as created
 
     def computed(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -303,7 +313,12 @@ class ProgramMocks(pulumi_mocks.Mocks):
             self.created_pools[f"{inputs.get('resourceName')}/{inputs.get('agentPoolName', name)}"] = pool
             return f"{name}-id", {"name": inputs.get("agentPoolName", name)}
         if typ == BOOTSTRAP_TOKEN_TYPE:  # made at `pulumi up`
-            return f"{name}-id", {"token_id": AFTER_UP, "token_secret": AFTER_UP}
+            return f"{name}-id", {
+                "token_id": AFTER_UP,
+                "token_secret": AFTER_UP,
+                "issued": AFTER_UP,
+                "expires": AFTER_UP,
+            }
         if typ == SSH_KEY_TYPE:
             return f"{name}-id", {"public_key_openssh": AFTER_UP}
         if typ == GPU_NODES_TYPE:  # what the cluster's nodes say, at `pulumi up`
@@ -445,7 +460,7 @@ def run(
     pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({**(config or {}), **(secrets or {})}, list(secrets or {}))
     pulumi_settings.ROOT.set(None)  # set_mocks made a root stack; run_in_stack makes its own
-    with _hermetic_env():
+    with _hermetic_env(), reading_with(monitor.program_mocks.arm or OFFLINE):
         _sync_await(run_in_stack(lambda: _discard(program())))
     stack_urn = f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}"
     outputs = monitor.outputs.pop(stack_urn, {})

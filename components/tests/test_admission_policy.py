@@ -215,7 +215,8 @@ def test_every_stricter_model_rule_is_exercised():
     unreachable = {"tuning-fit"}  # KAITO 0.8.1 to 0.12.0 tune only on instanceType (tuning-byo says so)
     stricter = {c for c, r in policy.MODEL_RULES.items() if r.kind in ("cannot-serve", "stricter")}
     # (judged across a stack's models and pools: tests/test_pool_budget.py, tests/test_cpu_pools.py)
-    assert stricter - unreachable - {"pool-budget", "rag-no-pool", "cpu-no-pool"} == set(STRICTER)
+    # (the capacity budget too: components/tests/test_capacity.py, tests/test_capacity_stack.py)
+    assert stricter - unreachable - {"pool-budget", "rag-no-pool", "cpu-no-pool", "capacity"} == set(STRICTER)
 
 
 # ---------------------------------------------------------------- the library's traps

@@ -72,8 +72,12 @@ def test_a_new_cluster_signs_in_through_entra_with_azure_rbac_and_no_local_accou
     assert c["securityProfile"]["imageCleaner"] == {"enabled": True, "intervalHours": 168}
     assert c["securityProfile"]["workloadIdentity"] == {"enabled": True}
     assert "defender" not in c["securityProfile"]
-    assert c["addonProfiles"] == {"azurepolicy": {"enabled": True}, "azureKeyvaultSecretsProvider": {"enabled": False}}
-    assert c["sku"] == {"name": "Base", "tier": "Free"}
+    # a tier and the Key Vault add-on the args do not set are not written, and ignored: AKS's
+    # defaults on a new cluster, what someone set by hand on an existing one
+    assert c["addonProfiles"] == {"azurepolicy": {"enabled": True}}
+    assert "sku" not in c
+    ignored = run(cluster_program()).named("c", CLUSTER).options["ignoreChanges"]
+    assert {"sku", "addonProfiles.azureKeyvaultSecretsProvider"} <= set(ignored)
     (system,) = c["agentPoolProfiles"]
     assert system["upgradeSettings"] == {"maxSurge": "33%"}
     assert "availabilityZones" not in system
@@ -90,7 +94,7 @@ def test_every_option_reaches_the_cluster():
     ev = run(
         cluster_program(
             entra=EntraArgs(admin_group_object_ids=[GROUP]),
-            api_server=ApiServerArgs(authorized_ip_ranges=["198.18.0.0/15", "192.0.2.7/32"]),
+            api_server=ApiServerArgs(authorized_ip_ranges=["198.18.0.0/15", "20.62.7.1/32"]),
             tier="Standard",
             defender=DefenderArgs(
                 log_analytics_workspace_id=f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/ops/providers/"
@@ -108,7 +112,7 @@ def test_every_option_reaches_the_cluster():
     )
     c = ev.named("c", CLUSTER).inputs
     assert c["aadProfile"]["adminGroupObjectIDs"] == [GROUP]
-    assert c["apiServerAccessProfile"] == {"authorizedIPRanges": ["198.18.0.0/15", "192.0.2.7/32"]}
+    assert c["apiServerAccessProfile"] == {"authorizedIPRanges": ["198.18.0.0/15", "20.62.7.1/32"]}
     assert c["sku"]["tier"] == "Standard"
     assert c["securityProfile"]["defender"] == {
         "logAnalyticsWorkspaceResourceId": f"/subscriptions/{MOCK_SUBSCRIPTION}/resourceGroups/ops/providers/"
@@ -447,17 +451,54 @@ def test_the_defaults_warn_of_nothing_but_each_lowered_one_is_said():
     assert "NetworkPolicies this program creates (and any other) are not enforced" in said["network_policy",]
 
 
-def test_authorized_ranges_say_what_they_must_hold_and_catch_placeholders():
+def test_authorized_ranges_say_what_they_must_hold_and_catch_alls():
     (warning,) = aks_cluster_warnings(args(api_server=ApiServerArgs(authorized_ip_ranges=["198.18.0.0/15"])))
     assert warning.path == ("api_server", "authorized_ip_ranges")
     assert "where `pulumi up` runs" in warning.message
     assert "the cluster's outbound IPs" in warning.message
-    assert "documentation range" not in warning.message
-    (warning,) = aks_cluster_warnings(
-        args(api_server=ApiServerArgs(authorized_ip_ranges=["203.0.113.0/24", "2001:db8::/48", "0.0.0.0/0"]))
-    )
-    assert "203.0.113.0/24, 2001:db8::/48 are documentation ranges (RFC 5737/3849)" in warning.message
+    (warning,) = aks_cluster_warnings(args(api_server=ApiServerArgs(authorized_ip_ranges=["0.0.0.0/0"])))
     assert "0.0.0.0/0 admits every address" in warning.message
+
+
+UNROUTABLE = [
+    ("203.0.113.0/24", "a documentation range (RFC 5737/3849), never routed"),
+    ("192.0.2.7/32", "a documentation range (RFC 5737/3849), never routed"),
+    ("2001:db8::/48", "a documentation range (RFC 5737/3849), never routed"),
+    ("127.0.0.1/32", "loopback (RFC 1122), a host's own"),
+    ("::1/128", "loopback (RFC 4291), a host's own"),
+    ("169.254.10.0/24", "link-local (RFC 3927), never past its link"),
+    ("fe80::/64", "link-local (RFC 4291), never past its link"),
+    ("239.1.1.0/24", "multicast (RFC 5771), never a source"),
+    ("0.0.0.0/32", '"this network" (RFC 1122), a source only while a host has no address'),
+    ("255.255.255.255/32", "reserved (RFC 1112) or the broadcast address, never routed"),
+]
+
+
+@pytest.mark.parametrize(("cidr", "what"), UNROUTABLE)
+def test_a_range_no_caller_can_be_in_is_refused_with_the_fix(cidr: str, what: str):
+    (problem,) = aks_cluster_problems(args(api_server=ApiServerArgs(authorized_ip_ranges=["20.62.7.0/24", cidr])))
+    assert problem.path == ("api_server", "authorized_ip_ranges", 1)
+    assert problem.code == "api-server-unroutable"
+    assert problem.message.startswith(f"{cidr} is {what}, so no runner's or admin's address is in it: `pulumi up`")
+    assert "list the egress ranges of where `pulumi up` runs (your CI runners, your admins' network)" in problem.message
+
+
+def test_routable_ranges_and_ranges_around_a_special_block_pass():
+    wide = ["20.62.7.0/24", "10.0.0.0/8", "192.0.0.0/16", "0.0.0.0/0", "2603:1030::/32"]
+    assert aks_cluster_problems(args(api_server=ApiServerArgs(authorized_ip_ranges=wide))) == []
+
+
+def test_an_examples_placeholder_is_kept_with_its_bypass_and_said():
+    placeholder = args(
+        api_server=ApiServerArgs(authorized_ip_ranges=["203.0.113.0/24"]), bypass_checks=["api-server-unroutable"]
+    )
+    (said,) = aks_cluster_problems(placeholder)
+    assert said.bypassed
+    assert said.message.startswith("bypassed (api-server-unroutable): 203.0.113.0/24 is a documentation range")
+    assert said.message.endswith("replace it before `pulumi up`")
+    (wrong,) = aks_cluster_problems(args(bypass_checks=["capacity"]))
+    assert wrong.path == ("bypass_checks", 0)
+    assert "the one that may: api-server-unroutable" in wrong.message
 
 
 def test_production_is_held_to_more_and_says_so():
@@ -489,7 +530,7 @@ def test_the_component_logs_its_warnings_production_by_stack_name_or_protection(
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             run(lambda opts=opts: AksCluster("c", args(), opts=opts), stack=stack)
-        assert "args.tier: a production cluster on the Free tier" in caplog.text
+        assert "args.tier: a production cluster without tier (a new one is created on the Free tier)" in caplog.text
 
 
 def test_an_existing_cluster_takes_only_where_it_is_and_how_to_reach_it():

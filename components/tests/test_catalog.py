@@ -8,7 +8,7 @@ import pytest
 import upstream_facts
 from kaito_aks import catalog
 from kaito_aks.catalog import generator
-from upstream_facts import kaito, serving_folders
+from upstream_facts import capacity_folders, kaito, serving_folders
 
 KAITO_VERSIONS = list(catalog.kaito_charts())
 GPU_OPERATOR_VERSIONS = list(catalog.gpu_operator_charts())
@@ -33,6 +33,7 @@ def test_upstream_folders_are_all_for_supported_versions():
     wanted |= {f"gpu-provisioner-v{v}" for v in GPU_PROVISIONER_VERSIONS}
     wanted |= set(serving_folders().values())
     wanted |= {f"karpenter-{v}" for v in KARPENTER_VERSIONS}
+    wanted |= capacity_folders()  # (the capacity budget's pod requests: components/tests/test_capacity.py)
     present = {p.name for p in upstream_facts.UPSTREAM.iterdir() if p.is_dir()}
     assert present == wanted
 
@@ -384,6 +385,33 @@ def test_karpenter_chart_facts_match_its_chart_and_controller(version):
         "AZURE_NODE_RESOURCE_GROUP",
         "AZURE_SUBSCRIPTION_ID",
     ]
+
+
+@pytest.mark.parametrize("version", KARPENTER_VERSIONS)
+def test_karpenters_crds_come_from_its_crd_chart_which_holds_what_the_crds_folder_does(version):
+    chart, source = catalog.karpenter_charts()[version], catalog.karpenter_source()
+    crd_chart = upstream_facts.load("karpenter", version, "crd-chart.yaml")
+    assert (crd_chart["name"], crd_chart["version"]) == (source.crd_chart, version)
+    assert chart.crds == [t["crd"] for t in crd_chart["templates"]]
+    # each template is the CRD alone, the same the karpenter chart's crds/ folder installs: handing
+    # the existing ones to the chart changes nothing in them
+    assert all(t["sameAsChartCrd"] and not t["templated"] for t in crd_chart["templates"])
+    assert sorted(chart.crds) == sorted(
+        p.stem for p in (upstream_facts.folder("karpenter", version) / "crds").glob("*.yaml")
+    )
+
+
+@pytest.mark.parametrize("version", KARPENTER_VERSIONS)
+def test_karpenters_controller_resources_are_what_the_chart_reads_them_from(version):
+    resources = catalog.karpenter_source().controller_resources
+    assert upstream_facts.chart_values("karpenter", version)["controller"]["resources"] == {}  # BestEffort by default
+    # the chart hands the controller its CPU request and memory limit (resourceFieldRef): set both
+    derived = upstream_facts.load("karpenter", version, "controller-resource-env.yaml")
+    assert derived == {"CPU_REQUESTS": "requests.cpu", "MEMORY_LIMIT": "limits.memory"}
+    for path in derived.values():
+        kind, resource = path.split(".")
+        assert resources[kind][resource]
+    assert resources == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
 
 
 def test_karpenter_pairs_and_roles():

@@ -82,6 +82,9 @@ def test_a_gpu_size_a_system_name_and_aks_labels_are_refused_before_anything_is_
     assert "name: is the name of the cluster's own system pool" in text
     assert "AKS sets this label itself" in text
     assert "give count or autoscale, not both" in refused(args(count=2, autoscale=AutoscaleArgs(min=1, max=2)))
+    assert "vm_size: '; rm -rf / #' is not an Azure VM size (e.g. Standard_D4s_v5" in refused(
+        args(vm_size="; rm -rf / #")
+    )
 
 
 def test_the_args_a_change_of_which_replaces_the_pool_come_from_its_replace_on_changes():

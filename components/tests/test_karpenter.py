@@ -5,6 +5,7 @@ what it refuses, and the destroy wait in Karpenter mode."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pulumi
@@ -28,9 +29,12 @@ from kaito_aks import (
     karpenter_cluster_args,
 )
 from kaito_aks.azure.ssh_public_key import SshPublicKeyProvider, openssh_public_key
+from kaito_aks.cluster import node_bootstrap
+from kaito_aks.cluster.crd_adoption import MANAGED_BY, RELEASE_NAME, RELEASE_NAMESPACE, adopt
 from kaito_aks.cluster.node_bootstrap import BootstrapTokenProvider
 from kaito_aks.problems import InvalidArgsError
-from kaito_aks.testing import ProgramMocks, RecordingMonitor, Secret, api_server_fqdn, reveal, run
+from kaito_aks.testing import AFTER_UP, ProgramMocks, RecordingMonitor, Secret, api_server_fqdn, reveal, run
+from kaito_aks.waits.kube_client import KubeApiError
 from kaito_aks.waits.nodeclaims_gone import KARPENTER_NODECLAIMS, wait_until_gone
 from test_components import kubeconfig_cluster, refused
 from test_node_provisioning import NodeClaims
@@ -158,6 +162,8 @@ def test_an_adopted_cluster_takes_no_node_subnet():
             "args.values.settings.featureGates.staticCapacity: KAITO sets each NodePool's replicas",
         ),
         ({"bootstrap_token_rotation": -1}, "args.bootstrap_token_rotation: "),
+        ({"bootstrap_token_lifetime_days": 0}, "args.bootstrap_token_lifetime_days: "),
+        ({"bootstrap_token_lifetime_days": 366}, "args.bootstrap_token_lifetime_days: "),
     ],
 )
 def test_what_karpenter_refuses(extra: dict[str, Any], expected: str):
@@ -206,6 +212,7 @@ def test_karpenter_needs_the_credentials_of_its_destroy_wait_or_none():
 
     ev = run(program)
     assert ev.of_type("pulumi-python:dynamic/kaito-aks:NodeClaimsGone") == []
+    assert ev.of_type("pulumi-python:dynamic/kaito-aks:CrdsAdopted") == []  # no credentials: nothing handed over
     assert ev.of_type("pulumi-python:dynamic/kaito-aks:SshPublicKey") == []  # given: none made
     env = {e["name"]: e.get("value") for e in ev.named("karpenter", RELEASE).inputs["values"]["controller"]["env"]}
     assert env["SSH_PUBLIC_KEY"] == "ssh-rsa AAAAmine"
@@ -218,7 +225,8 @@ def test_a_short_api_server_name_stops_karpenter_before_it_is_installed():
     short = api_server_fqdn("a", "eastus2")  # a-<8 hex>.hcp.eastus2.azmk8s.io: 32 characters
     with pytest.raises(Exception, match=re.escape(f"the API server's host name '{short}' is shorter than 33")):
         run(lambda: karpenter_on(cluster(name="a")), monitor=monitor)
-    assert not [r for r in monitor.registrations if r.type == RELEASE]
+    # the controller is not installed (its CRDs, inert without it, may be)
+    assert not [r for r in monitor.registrations if r.type == RELEASE and r.urn.endswith("::karpenter")]
     run(lambda: karpenter_on(cluster()))
 
 
@@ -229,7 +237,7 @@ def test_a_cluster_in_aks_managed_vnet_stops_karpenter_before_it_is_installed():
         Exception, match="Karpenter must be given the subnet of the cluster's nodes, and this cluster's"
     ):
         run(lambda: karpenter_on(cluster(node_subnet=None)), monitor=monitor)
-    assert not [r for r in monitor.registrations if r.type == RELEASE]
+    assert not [r for r in monitor.registrations if r.type == RELEASE and r.urn.endswith("::karpenter")]
 
 
 # ---------------------------------------------------------------- the bootstrap token and the SSH key
@@ -237,17 +245,55 @@ def test_a_cluster_in_aks_managed_vnet_stops_karpenter_before_it_is_installed():
 
 def test_the_bootstrap_token_is_random_in_kubernetes_format_and_kept_until_rotated():
     provider = BootstrapTokenProvider()
-    made = [provider.create({"rotation": 0}) for _ in range(3)]
+    made = [provider.create({"rotation": 0, "lifetimeDays": 30}) for _ in range(3)]
     for result in made:
         outs = result.outs or {}
         assert re.fullmatch(r"[a-z0-9]{6}", outs["token_id"])
         assert re.fullmatch(r"[a-z0-9]{16}", outs["token_secret"])
         assert result.id == f"bootstrap-token-{outs['token_id']}"
     assert len({(r.outs or {})["token_secret"] for r in made}) == 3
-    assert provider.diff("id", {"rotation": 0}, {"rotation": 0}).changes is False
-    rotated = provider.diff("id", {"rotation": 0}, {"rotation": 1})
+    outs = made[0].outs or {}
+    assert provider.diff("id", outs, {"rotation": 0, "lifetimeDays": 30}).changes is False
+    rotated = provider.diff("id", outs, {"rotation": 1, "lifetimeDays": 30})
     assert rotated.changes is True
     assert rotated.replaces == ["rotation"]
+    relived = provider.diff("id", outs, {"rotation": 0, "lifetimeDays": 7})
+    assert relived.replaces == ["lifetimeDays"]
+
+
+def test_the_bootstrap_token_expires_and_is_renewed_by_the_first_up_after_half_its_life(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    clock = [datetime(2026, 12, 1, 9, 30, 15, 123, tzinfo=UTC)]
+    monkeypatch.setattr(node_bootstrap, "now", lambda: clock[0])
+    provider = BootstrapTokenProvider()
+    outs = provider.create({"rotation": 0, "lifetimeDays": 30}).outs or {}
+    # RFC 3339 as the bootstrap-token authenticator parses it (time.RFC3339)
+    assert (outs["issued"], outs["expires"]) == ("2026-12-01T09:30:15Z", "2026-12-31T09:30:15Z")
+    news = {"rotation": 0, "lifetimeDays": 30}
+    clock[0] += timedelta(days=14, hours=23)
+    assert provider.diff("id", outs, news).changes is False  # a day before half its life: kept
+    clock[0] += timedelta(hours=1)
+    due = provider.diff("id", outs, news)  # half its life: replaced (create first, then delete)
+    assert (due.changes, due.replaces, due.delete_before_replace) == (True, ["expires"], False)
+    assert (provider.create(news).outs or {})["expires"] == "2027-01-15T09:30:15Z"
+
+
+def test_a_token_made_before_tokens_expired_is_kept_until_a_lifetime_is_given():
+    """What a stack deployed before issue 37 holds in its state: kept while its lifetime is None
+    (the stack's generations 1 and 2, warned), replaced once when a lifetime is given."""
+    provider = BootstrapTokenProvider()
+    olds = {"rotation": 0, "token_id": "abcdef", "token_secret": "0123456789abcdef"}
+    forever = {"rotation": 0, "lifetimeDays": None, "token_id": None, "token_secret": None}
+    assert provider.diff("bootstrap-token-abcdef", olds, forever).changes is False
+    news = {**forever, "lifetimeDays": 30}
+    diff = provider.diff("bootstrap-token-abcdef", olds, news)
+    assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["lifetimeDays"], False)
+    outs = provider.create(news).outs or {}
+    assert outs["token_id"] != "abcdef"
+    assert provider.diff("bootstrap-token-x", outs, news).changes is False
+    never = provider.create(forever).outs or {}
+    assert (never["lifetimeDays"], never["expires"]) == (None, "")
 
 
 def test_the_bootstrap_tokens_secret_and_bindings():
@@ -266,7 +312,7 @@ def test_the_bootstrap_tokens_secret_and_bindings():
     data = reveal(secret.inputs["stringData"])
     assert data["usage-bootstrap-authentication"] == "true"
     assert "usage-bootstrap-signing" not in data  # authentication only
-    assert "expiration" not in data
+    assert data["expiration"] == AFTER_UP  # the token's expiry, made at `pulumi up`
     assert data["auth-extra-groups"] == "system:bootstrappers:mine"
     bindings = {
         r.inputs["roleRef"]["name"]: r for r in ev.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
@@ -368,3 +414,164 @@ def test_kaito_0_12_refuses_gpus_below_compute_capability_8_with_the_nearest_siz
     assert taken.gpu_mem_gib >= sku.gpu_mem_gib
     assert (taken.compute_capability or 0) >= 8.0
     assert catalog.dropped_sku(nearest, "0.12", "0.12.0") is None
+
+
+# ---------------------------------------------------------------- for the long run (issue 37)
+
+
+def test_the_controller_has_upstreams_requests_and_limits_and_its_crds_come_from_the_crd_chart():
+    ev = run(lambda: karpenter_on(cluster()))
+    release = ev.named("karpenter", RELEASE)
+    # Karpenter's README L177-180 and KAITO's Makefile L520-523: 1 CPU, 1 GiB, requests = limits
+    resources = release.inputs["values"]["controller"]["resources"]
+    assert resources == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert release.inputs["skipCrds"] is True  # the chart's crds/ folder, which Helm never upgrades
+    crds = ev.named("karpenter-crds", RELEASE)
+    assert (crds.inputs["chart"], crds.inputs["version"]) == (
+        "oci://mcr.microsoft.com/aks/karpenter/karpenter-crd",
+        "1.12.0",
+    )
+    assert (crds.inputs["name"], crds.inputs["namespace"]) == ("karpenter-crd", "karpenter")
+    assert crds.inputs["values"] == {}
+    assert crds.options["retainOnDelete"] is True  # destroy leaves the CRDs, as the crds/ folder did
+    assert crds.urn in release.dependencies  # the CRDs before the controller
+    adopted = ev.named("karpenter-crds/adopted", "pulumi-python:dynamic/kaito-aks:CrdsAdopted")
+    assert adopted.urn in crds.dependencies  # handed over before the chart is installed
+    assert adopted.inputs["crds"] == catalog.karpenter_charts()["1.12.0"].crds
+    assert (adopted.inputs["release"], adopted.inputs["releaseNamespace"]) == ("karpenter-crd", "karpenter")
+    assert isinstance(adopted.inputs["kubeconfig"], Secret)
+    assert adopted.options["additionalSecretOutputs"] == ["kubeconfig"]
+
+
+def test_a_vnet_guid_not_given_is_read_from_the_subnets_vnet():
+    """Karpenter reads it itself otherwise, with a role that cannot, and exits (operator.go L133-137)."""
+    calls: list[dict[str, Any]] = []
+
+    class Mocks(ProgramMocks):
+        def call(self, args: Any) -> dict[str, Any]:
+            if args.token == "azure-native:network:getVirtualNetwork":
+                calls.append(dict(args.args))
+                return {"name": args.args["virtualNetworkName"], "resourceGuid": "11111111-2222-3333-4444-555555555555"}
+            return super().call(args)
+
+    subnet = "/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/hub/subnets/aks"
+
+    def program(guid: str) -> None:
+        aks = cluster()
+        args = karpenter_cluster_args(aks)
+        args["network"] = KarpenterNetworkArgs(
+            subnet_id=subnet, vnet_guid=guid, plugin="azure", plugin_mode="overlay", policy="cilium", dataplane="cilium"
+        )
+        Karpenter("karpenter", KarpenterArgs(**args), opts=pulumi.ResourceOptions(providers=[aks.provider]))
+
+    def vnet_guid(ev: Any) -> str:
+        env = ev.named("karpenter", RELEASE).inputs["values"]["controller"]["env"]
+        return next(e["value"] for e in env if e["name"] == "VNET_GUID")
+
+    ev = run(lambda: program(""), monitor=RecordingMonitor(Mocks()))
+    assert vnet_guid(ev) == "11111111-2222-3333-4444-555555555555"
+    assert [c for c in calls if c.get("virtualNetworkName") == "hub"] == [
+        {"resourceGroupName": "net", "virtualNetworkName": "hub"}
+    ]
+    calls.clear()
+    ev = run(lambda: program("given"), monitor=RecordingMonitor(Mocks()))
+    assert vnet_guid(ev) == "given"
+    assert not [c for c in calls if c.get("virtualNetworkName") == "hub"]  # given: not read
+
+
+def test_a_vnet_without_a_guid_stops_karpenter_before_it_is_installed():
+    class Mocks(ProgramMocks):
+        def call(self, args: Any) -> dict[str, Any]:
+            if args.token == "azure-native:network:getVirtualNetwork":
+                return {"name": args.args["virtualNetworkName"]}
+            return super().call(args)
+
+    def program() -> None:
+        aks = cluster()
+        args = karpenter_cluster_args(aks)
+        args["network"] = KarpenterNetworkArgs(
+            subnet_id="/subscriptions/s/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/hub/subnets/a",
+            vnet_guid="",
+            plugin="azure",
+            plugin_mode="overlay",
+            policy="cilium",
+            dataplane="cilium",
+        )
+        Karpenter("karpenter", KarpenterArgs(**args), opts=pulumi.ResourceOptions(providers=[aks.provider]))
+
+    monitor = RecordingMonitor(Mocks())
+    with pytest.raises(Exception, match="reports no resource GUID, which Karpenter needs"):
+        run(program, monitor=monitor)
+    assert not [r for r in monitor.registrations if r.type == RELEASE and r.urn.endswith("::karpenter")]
+
+
+def test_the_token_lifetime_reaches_the_token_and_its_expiry_the_outputs():
+    ev = run(lambda: karpenter_on(cluster(), bootstrap_token_lifetime_days=10))
+    token = ev.named("karpenter-bootstrap-token", "pulumi-python:dynamic/kaito-aks:BootstrapToken")
+    assert token.inputs["lifetimeDays"] == 10
+    component = ev.component_outputs[next(r.urn for r in ev.resources if r.type == "kaito-aks:index:Karpenter")]
+    assert component["bootstrapTokenExpires"] == AFTER_UP
+
+
+class CrdApi:
+    """The CRDs of an API server, as the adoption step reads and patches them."""
+
+    def __init__(self, crds: dict[str, dict[str, Any]]):
+        self.crds = crds
+        self.patches: list[tuple[str, dict[str, Any]]] = []
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        name = path.rsplit("/", 1)[1]
+        if name not in self.crds:
+            raise KubeApiError(404, f"customresourcedefinitions {name!r} not found")
+        return self.crds[name]
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.patches.append((path, body))
+        return self.crds[path.rsplit("/", 1)[1]]
+
+
+def test_crds_an_earlier_install_left_are_handed_to_the_crd_chart_and_nothing_else_is_touched():
+    owned = {
+        "annotations": {RELEASE_NAME: "karpenter-crd", RELEASE_NAMESPACE: "karpenter"},
+        "labels": {MANAGED_BY: "Helm"},
+    }
+    api = CrdApi(
+        {
+            "nodepools.karpenter.sh": {"metadata": {"name": "nodepools.karpenter.sh"}},  # from crds/: no owner
+            "nodeclaims.karpenter.sh": {"metadata": {"name": "nodeclaims.karpenter.sh", **owned}},  # ours already
+        }
+    )
+    names = catalog.karpenter_charts()["1.12.0"].crds
+    check = adopt(api, names, "karpenter-crd", "karpenter")
+    assert check.done
+    assert check.found == {"adopted": ["nodepools.karpenter.sh"]}
+    # a merge patch of Helm's three ownership keys, nothing else (absent CRDs: the chart creates them)
+    assert api.patches == [
+        (
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/nodepools.karpenter.sh",
+            {
+                "metadata": {
+                    "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                    "annotations": {
+                        "meta.helm.sh/release-name": "karpenter-crd",
+                        "meta.helm.sh/release-namespace": "karpenter",
+                    },
+                }
+            },
+        )
+    ]
+    other = CrdApi(
+        {
+            "nodepools.karpenter.sh": {
+                "metadata": {"annotations": {RELEASE_NAME: "aks-managed-karpenter", RELEASE_NAMESPACE: "kube-system"}}
+            }
+        }
+    )
+    refused_ = adopt(other, names, "karpenter-crd", "karpenter")
+    assert refused_.fatal
+    assert not other.patches
+    assert refused_.waiting_for == (
+        "the CustomResourceDefinition nodepools.karpenter.sh belongs to the Helm release aks-managed-karpenter in "
+        "kube-system"
+    )

@@ -51,7 +51,17 @@ def user_program(tmp_path: Path) -> Path:
 
 def test_the_example_program_runs_from_the_installed_package_alone(installed: Path, user_program: Path):
     run = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_program.py"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_program.py",
+            "test_more_examples.py",
+        ],
         cwd=user_program,
         env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -116,3 +126,31 @@ def test_the_changelog_lists_this_version_and_every_alias_the_components_keep():
         module = __import__(component.__module__, fromlist=["FORMER_TYPES"])
         kept |= {(token, old) for old in module.FORMER_TYPES}
     assert listed == kept
+
+
+def test_the_first_programs_test_stands_alone_beside_it(installed: Path, tmp_path: Path):
+    """docs/library.md's test template, in a folder with the first program and nothing else."""
+    alone = tmp_path / "mine"
+    alone.mkdir()
+    for name in ("__main__.py", "test_program.py"):
+        shutil.copy(EXAMPLE / name, alone / name)
+    run = subprocess.run(
+        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=alone,
+        env={"PYTHONPATH": str(installed), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "1 passed" in run.stdout
+
+
+def test_the_first_program_is_a_pulumi_project_of_the_repositorys_virtualenv():
+    """`pulumi preview` in its folder runs __main__.py with the .venv README step 3 makes (there,
+    `python __main__.py` alone fails: a Pulumi program runs under the engine)."""
+    import yaml
+
+    project = yaml.safe_load((EXAMPLE / "Pulumi.yaml").read_text())
+    assert project["runtime"]["name"] == "python"
+    assert "main" not in project  # __main__.py
+    assert (EXAMPLE / project["runtime"]["options"]["virtualenv"]).resolve() == VENV.resolve()

@@ -22,12 +22,14 @@ from kaito_aks import (
     KaitoModel,
     KaitoOperator,
     Karpenter,
+    KarpenterCrds,
     KubeconfigCluster,
     NodeBootstrapToken,
     RagEngine,
     RagEngineOperator,
     WorkloadIdentity,
 )
+from kaito_aks.model_streaming import ModelStreaming
 from kaito_aks.nodes import NodeGroup
 from kaito_aks.provider import SCHEMA_FILE, KaitoAksProvider, components, schema, schema_text, to_wire
 from kaito_aks.schema import fields, walk_types
@@ -45,11 +47,13 @@ COMPONENTS = {
     "WorkloadIdentity": WorkloadIdentity,
     "GpuProvisioner": GpuProvisioner,
     "Karpenter": Karpenter,
+    "KarpenterCrds": KarpenterCrds,
     "NodeBootstrapToken": NodeBootstrapToken,
     "KubeconfigCluster": KubeconfigCluster,
     "GpuOperator": GpuOperator,
     "KaitoOperator": KaitoOperator,
     "KaitoModel": KaitoModel,
+    "ModelStreaming": ModelStreaming,
     "RagEngineOperator": RagEngineOperator,
     "RagEngine": RagEngine,
     "InferenceGateway": InferenceGateway,
@@ -99,6 +103,39 @@ def test_inputs_are_typed_documented_in_the_schemas_names_and_plain_unless_they_
     assert "plain" not in pool["clusterName"]  # e.g. AksCluster's output
 
 
+def test_descriptions_name_args_and_outputs_as_the_schema_does_never_in_python():
+    """Another language's user reads nodeSubnetId, not node_subnet_id (AksCluster.vnetGuid said
+    the Python names)."""
+    spec = schema()
+    names: set[str] = set()
+    texts: list[tuple[str, str]] = []
+
+    def collect(node: object, at: str) -> None:
+        if isinstance(node, dict):
+            for key in ("properties", "inputProperties"):
+                for name in node.get(key, {}) if isinstance(node.get(key), dict) else {}:
+                    names.add(re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower())
+            for key, value in node.items():
+                if key == "description" and isinstance(value, str):
+                    texts.append((at, value))
+                else:
+                    collect(value, f"{at}/{key}")
+        elif isinstance(node, list):
+            for item in node:
+                collect(item, at)
+
+    collect(spec, "")
+    python = {n for n in names if "_" in n}
+    assert {"node_subnet_id", "token_id", "model_access_secret"} <= python
+    leaks = [
+        (at, word)
+        for at, text in texts
+        for word in re.findall(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", text)
+        if word in python
+    ]
+    assert leaks == []
+
+
 def test_modes_are_enums():
     types = schema()["types"]
     assert types["kaito-aks:index:NodeProvisioning"]["enum"] == [
@@ -124,6 +161,7 @@ def test_outputs_are_declared():
         "apiServerEndpoint",
         "kubeletIdentityClientId",
         "kubeletIdentityResourceId",
+        "kubeletIdentityObjectId",
         "networkPlugin",
         "networkPluginMode",
         "networkPolicy",
@@ -140,8 +178,10 @@ def test_outputs_are_declared():
         "identityName",
         "sshPublicKey",
         "bootstrapTokenId",
+        "bootstrapTokenExpires",
     }
-    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token"}
+    assert set(resources["kaito-aks:index:KarpenterCrds"]["properties"]) == {"chartVersion", "crds", "adopted"}
+    assert set(resources["kaito-aks:index:NodeBootstrapToken"]["properties"]) == {"tokenId", "token", "expires"}
     assert resources["kaito-aks:index:NodeBootstrapToken"]["properties"]["token"]["secret"] is True
     assert set(resources["kaito-aks:index:KaitoModel"]["properties"]) == {
         "endpoint",

@@ -394,7 +394,7 @@ def test_istiod_runs_with_the_gateway_extension_and_authorino_as_its_ext_authz_p
     # extensionProviders is its field 57 (istio.io/api@v1.29.6 mesh/v1alpha1/config.proto:1425)
     assert unknown_value_paths(values, chart, ("meshConfig.extensionProviders",)) == []
     assert (
-        unknown_value_paths({"provider": {"name": "istio"}}, upstream_facts.serving_chart_values("body-based-routing"))
+        unknown_value_paths({"provider": {"name": "none"}}, upstream_facts.serving_chart_values("body-based-routing"))
         == []
     )
     assert values["meshConfig"]["extensionProviders"] == [
@@ -429,7 +429,8 @@ def test_the_gateway_installs_its_pinned_pieces_and_authenticates_before_it_serv
         "body-based-router": (pins.body_based_routing.chart, "v1.3.0", "kaito-gateway"),
     }
     assert "repositoryOpts" not in releases["body-based-router"]  # an OCI chart
-    assert releases["body-based-router"]["values"] == {"provider": {"name": "istio"}}
+    # the router alone: its Istio wiring is the component's, after authentication (test_gateway_edges.py)
+    assert releases["body-based-router"]["values"] == {"provider": {"name": "none"}}
     (crds,) = ev.of_type("kubernetes:yaml/v2:ConfigFile")
     assert crds.inputs["file"].endswith("/v1.4.1/standard-install.yaml")
     (key,) = ev.of_type("kubernetes:core/v1:Secret")
@@ -468,6 +469,8 @@ def test_existing_pieces_install_nothing_and_an_unauthenticated_gateway_has_no_a
         if r.custom and "kubernetes:" in r.type and r.type != "pulumi:providers:kubernetes"
     ] == [
         "Namespace",
+        "LimitRange",  # (the gateway's own pods' default requests: components/tests/test_capacity.py)
+        "EnvoyFilter",  # the routes Envoy answers itself (test_gateway_edges.py)
         "Gateway",
     ]
 

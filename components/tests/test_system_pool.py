@@ -65,3 +65,13 @@ def test_an_existing_cluster_is_not_compared(caplog: pytest.LogCaptureFixture):
         monitor=RecordingMonitor(live),
     )
     assert errors(caplog) == []
+
+
+def test_a_system_pool_size_that_is_no_azure_vm_size_is_refused_before_anything_is_registered():
+    from kaito_aks import InvalidArgsError
+
+    monitor = RecordingMonitor(ProgramMocks())
+    with pytest.raises(InvalidArgsError) as err:
+        run(lambda: cluster(vm_size="%s%s%s%n"), monitor=monitor)
+    assert "system_pool.vm_size: '%s%s%s%n' is not an Azure VM size" in str(err.value)
+    assert monitor.registrations == []

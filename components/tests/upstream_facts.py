@@ -97,3 +97,27 @@ def serving_chart_values(project: str) -> dict[str, Any]:
     """The values.yaml defaults of a serving chart at its pin (istiod, body-based-routing)."""
     project_name, _, version = serving_folders()[project].rpartition("-")
     return chart_values(project_name, version)
+
+
+def capacity_folders() -> set[str]:
+    """The folders the capacity budget's pod requests (catalog/pod_requests.yaml `upstream`) are
+    checked against: each chart at the version a pinned release bundles or runs."""
+    from kaito_aks.catalog.capacity import pod_requests
+
+    found: set[str] = set()
+    for kinds in _pod_kinds(pod_requests().pods.model_dump()):
+        upstream = kinds.get("upstream")
+        if upstream:
+            found.add(upstream["data"].split("/")[0])
+    return found
+
+
+def _pod_kinds(node: object) -> list[dict]:
+    """Every pod kind in the catalog's `pods` (dicts with a `source`), however deep."""
+    if isinstance(node, dict):
+        if "source" in node:
+            return [node]
+        return [k for v in node.values() for k in _pod_kinds(v)]
+    if isinstance(node, list):
+        return [k for v in node for k in _pod_kinds(v)]
+    return []

@@ -1,7 +1,8 @@
 """The session the end-to-end tests share: the toolchain scripts/e2e-tools built, an API server
 with KAITO 0.8.1's CRDs and the stand-in for its controller, and (started only for the tests that
 ask for it) a second API server with KAITO 0.12.0's CRDs and a stand-in for 0.12's controllers
-(InferenceSets, v1beta1 RAGEngines). Run by `make e2e`:
+(InferenceSets, v1beta1 RAGEngines), a third for Karpenter mode and a fourth for KAITO with its
+model mirror and streaming on. Run by `make e2e`:
 
     KAITO_AKS_E2E_BIN=$(scripts/e2e-tools | tail -1) .venv/bin/python -m pytest tests/e2e
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from harness import ROOT, Cluster, StandInKaito, StandInKaito012, installed_sdk_version
 from karpenter_stand_ins import StandInKaito012Karpenter, StandInKarpenter
+from streaming_stand_ins import StandInKaito012Streaming
 
 # KAITO's CRDs as the project derived them from the releases (components/tests/upstream, with
 # their provenance): as on a cluster where KAITO is installed.
@@ -106,6 +108,13 @@ def cluster_karpenter(bin_dir: Path, work: Path) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def cluster_karpenter_upgrade(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    """A fourth API server, with KAITO 0.12.0's CRDs and none of Karpenter's (its chart installs
+    them), that authenticates kubelet bootstrap tokens: a stack's Karpenter through its life."""
+    yield from _cluster_with(bin_dir, work / "karpenter-upgrade", CRDS_0_12, flags=("--enable-bootstrap-token-auth",))
+
+
+@pytest.fixture(scope="session")
 def karpenter(cluster_karpenter: Cluster) -> Iterator[StandInKarpenter]:
     stand_in = StandInKarpenter(cluster_karpenter)
     stand_in.start()
@@ -117,6 +126,21 @@ def karpenter(cluster_karpenter: Cluster) -> Iterator[StandInKarpenter]:
 def kaito_karpenter(cluster_karpenter: Cluster, karpenter: StandInKarpenter) -> Iterator[StandInKaito012Karpenter]:
     """KAITO 0.12 in Karpenter mode: it starts after Karpenter, as the stack installs them."""
     stand_in = StandInKaito012Karpenter(cluster_karpenter)
+    stand_in.start()
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_streaming(bin_dir: Path, work: Path) -> Iterator[Cluster]:
+    """A fourth API server, with KAITO 0.12.0's CRDs (ModelMirror among them), for KAITO with its
+    ModelMirror and ModelStreaming gates on: they change what it does with every vLLM preset."""
+    yield from _cluster_with(bin_dir, work / "streaming", CRDS_0_12)
+
+
+@pytest.fixture(scope="session")
+def kaito_streaming(cluster_streaming: Cluster) -> Iterator[StandInKaito012Streaming]:
+    stand_in = StandInKaito012Streaming(cluster_streaming)
     stand_in.start()
     yield stand_in
     stand_in.stop()

@@ -308,8 +308,8 @@ class StandInKaito(StandIn):
     def _reconcile(self, api: str, plural: str, ready_type: str) -> None:
         for obj in self.cluster.api("GET", f"/apis/{api}/{plural}")["items"]:
             meta = obj["metadata"]
-            if meta["name"] in self.held:
-                continue
+            if meta["name"] in self.held or (meta.get("labels") or {}).get(CREATED_BY) in self.held:
+                continue  # (an InferenceSet held: its Workspaces too)
             key = f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
             first = self.seen.setdefault(key, time.time())
             had = {c["type"]: c for c in (obj.get("status") or {}).get("conditions", [])}
@@ -325,6 +325,12 @@ class StandInKaito(StandIn):
             if failed is not None:  # its node never comes: KAITO says why, and nothing serves
                 if had.get("ResourceReady", {}).get("reason") != failed[-1]["reason"]:
                     self._patch(api, plural, meta, key, failed)
+                continue
+            held, weights = self._weights(plural, obj, generation)
+            if held:  # KAITO holds the inference back until the weights are there
+                said = ("status", "reason", "message")
+                if any([had.get(c["type"], {}).get(k) for k in said] != [c[k] for k in said] for c in weights):
+                    self._patch(api, plural, meta, key, weights)
                 continue
             conditions: list[dict[str, Any]] = []
             if auto:  # KAITO makes a node first; ResourceReady tells how that goes
@@ -351,7 +357,7 @@ class StandInKaito(StandIn):
             elif waited < self.delay:
                 continue
             if want == "True":
-                conditions.extend(self._ready_conditions(plural, ready_type, generation))
+                conditions.extend([*weights, *self._ready_conditions(plural, ready_type, generation)])
             else:
                 conditions.append(
                     self._condition(ready_type, want, "InferenceFailed", self.failing[meta["name"]], generation)
@@ -372,6 +378,11 @@ class StandInKaito(StandIn):
     def _node_failure(self, plural: str, obj: dict[str, Any], generation: int) -> list[dict[str, Any]] | None:
         """The conditions of an object whose node never comes (None: it comes). Last: ResourceReady."""
         return None
+
+    def _weights(self, plural: str, obj: dict[str, Any], generation: int) -> tuple[bool, list[dict[str, Any]]]:
+        """Whether KAITO holds the object back for its weights (0.12's model mirror), and the
+        conditions it reports about them (then, or beside the ready ones)."""
+        return False, []
 
     @staticmethod
     def _condition(kind: str, status: str, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -803,7 +814,12 @@ class StandInServing(StandIn):
       endpoint picker's Service `<pool[:40]>-epp`, gRPC 9002;
     - Istio: each Gateway Accepted and Programmed with SERVING_ADDRESS; each HTTPRoute's parent
       Accepted, and ResolvedRefs once its InferencePool exists; the pool Accepted by the Gateway;
-    - the Authorino operator: each Authorino Ready;
+    - the Authorino operator: each Authorino Ready; Authorino: each AuthConfig Ready (Reconciled),
+      or for `auth_failing` Ready False with its reason;
+    - the endpoint picker's Deployment and the kubelet: one picker pod per pool, Running and Ready,
+      or (InferenceSets in `picker_pending`) Pending, the scheduler's "Insufficient cpu" (it asks
+      1 CPU and 2 GiB: manifests.go:436-447);
+    - Istio's route status: a route named in `rejected_routes` not Accepted, with the reason;
     - keda-kaito-scaler 0.6.2: for each InferenceSet whose scaledobject.kaito.sh/* annotations it
       would accept (auto_provision_controller.go:357-423, provisioner.go:249-340), the ScaledObject
       named after it (provisioner.go:512-550), which KEDA's real CRD then judges;
@@ -817,10 +833,24 @@ class StandInServing(StandIn):
         self.namespace = namespace
         self.pools: dict[str, dict[str, Any]] = {}
         self.scaled_objects: dict[str, dict[str, Any]] = {}
+        self.picker_pending: set[str] = set()  # InferenceSets whose endpoint picker the scheduler cannot place
+        self.rejected_routes: dict[str, tuple[str, str]] = {}  # HTTPRoute -> Accepted False (reason, message)
+        self.auth_failing: tuple[str, str] | None = None  # every AuthConfig's Ready False (reason, message)
+        self.scalers_failing: dict[str, tuple[str, str]] = {}  # ScaledObject -> Ready False (reason, message)
 
     def _run(self) -> None:
         while not self._stop.wait(0.3):
-            for step in (self._pools, self._gateways, self._routes, self._authorino, self._scaler, self._finalize):
+            for step in (
+                self._pools,
+                self._pickers,
+                self._gateways,
+                self._routes,
+                self._authorino,
+                self._auth_configs,
+                self._scaler,
+                self._keda,
+                self._finalize,
+            ):
                 with contextlib.suppress(OSError, ValueError, KeyError):
                     step()
 
@@ -917,8 +947,14 @@ class StandInServing(StandIn):
             parent = route["spec"]["parentRefs"][0]
             backends = [b["name"] for rule in route["spec"]["rules"] for b in rule.get("backendRefs", [])]
             resolved = all(b in pools for b in backends)
+            rejected = self.rejected_routes.get(route["metadata"]["name"])
+            accepted = (
+                self._condition("Accepted", "False", rejected[0], gen, rejected[1])
+                if rejected
+                else self._condition("Accepted", "True", "Accepted", gen)
+            )
             conditions = [
-                self._condition("Accepted", "True", "Accepted", gen),
+                accepted,
                 self._condition(
                     "ResolvedRefs",
                     "True" if resolved else "False",
@@ -980,6 +1016,105 @@ class StandInServing(StandIn):
                     ]
                 },
             )
+
+    def _pickers(self) -> None:
+        """Each pool's endpoint picker pod (the chart's Deployment and the kubelet stand in)."""
+        have = {p["metadata"]["name"] for p in self._list("v1", "pods")}
+        for pool in self._list(POOL_API, "inferencepools"):
+            picker = pool["spec"]["endpointPickerRef"]["name"]
+            name = f"{picker}-7d9f5"
+            if name in have:
+                continue
+            body = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "labels": {"llm-d-router-gateway": picker}},
+                "spec": {
+                    "containers": [
+                        {"name": "epp", "image": "mcr.microsoft.com/oss/v2/llm-d/llm-d-router-endpoint-picker:v0.9.0"}
+                    ]
+                },
+            }
+            self.cluster.api("POST", f"/api/v1/namespaces/{self.namespace}/pods", body)
+            model = pool["metadata"]["name"].removesuffix("-inferencepool")
+            if model in self.picker_pending:
+                said = "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint {sku: gpu}. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+                status = {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": said,
+                            "lastTransitionTime": now_rfc3339(),
+                        }
+                    ],
+                }
+            else:
+                ready = {"type": "Ready", "status": "True", "lastTransitionTime": now_rfc3339()}
+                status = {"phase": "Running", "conditions": [ready]}
+            self.cluster.api("PATCH", f"/api/v1/namespaces/{self.namespace}/pods/{name}/status", {"status": status})
+
+    def _auth_configs(self) -> None:
+        api = "authorino.kuadrant.io/v1beta3"
+        for config in self._list(api, "authconfigs"):
+            gen = config["metadata"].get("generation", 1)
+            reason, message = self.auth_failing or ("Reconciled", "")
+            status = "False" if self.auth_failing else "True"
+            had = {c["type"]: c for c in (config.get("status") or {}).get("conditions", [])}
+            if (had.get("Ready") or {}).get("status") == status and (had.get("Ready") or {}).get("reason") == reason:
+                continue
+            conditions = [
+                self._condition("Available", status, reason, gen, message),
+                self._condition("Ready", status, reason, gen, message),
+            ]
+            self._status(
+                api,
+                "authconfigs",
+                config["metadata"]["name"],
+                {
+                    "conditions": conditions,
+                    "summary": {  # (every field the CRD requires)
+                        "ready": status == "True",
+                        "hostsReady": ["*"] if status == "True" else [],
+                        "numHostsReady": "1/1" if status == "True" else "0/1",
+                        "numIdentitySources": 1,
+                        "numMetadataSources": 0,
+                        "numAuthorizationPolicies": 0,
+                        "numResponseItems": 0,
+                        "festivalWristbandEnabled": False,
+                    },
+                },
+            )
+
+    def _keda(self) -> None:
+        """KEDA's status on each ScaledObject: Ready (or, for `scalers_failing`, not), idle."""
+        for scaled in self._list("keda.sh/v1alpha1", "scaledobjects"):
+            name = scaled["metadata"]["name"]
+            gen = scaled["metadata"].get("generation", 1)
+            reason, message = self.scalers_failing.get(name) or (
+                "ScaledObjectReady",
+                "ScaledObject is defined correctly and is ready for scaling",
+            )
+            status = "False" if name in self.scalers_failing else "True"
+            had = {c["type"]: c for c in (scaled.get("status") or {}).get("conditions", [])}
+            if (had.get("Ready") or {}).get("reason") == reason:
+                continue
+            conditions = [
+                self._condition("Ready", status, reason, gen, message),
+                self._condition(
+                    "Active",
+                    "False",
+                    "ScalerNotActive",
+                    gen,
+                    "Scaling is not performed because triggers are not active",
+                ),
+                self._condition(
+                    "Fallback", "False", "NoFallbackFound", gen, "No fallbacks are active on this scaled object"
+                ),
+            ]
+            self._status("keda.sh/v1alpha1", "scaledobjects", name, {"conditions": conditions})
 
     def _scaler(self) -> None:
         for iset in self._list("kaito.sh/v1beta1", "inferencesets"):

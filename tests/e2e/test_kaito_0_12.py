@@ -4,8 +4,9 @@ InferenceSet (kaito.sh/v1beta1) with an instanceType, and a v1beta1 RAGEngine ov
 stand-in for KAITO 0.12 creates the InferenceSet's child Workspace (`<name>-<5 characters>`,
 labelled inferenceset.kaito.sh/created-by), takes it through ResourceReady False
 (NodeClaimNotReady), True, then InferenceReady, and reports InferenceSetReady with the ready
-replicas. `pulumi up` returns only after that; where the child's node fails, `up` fails with the
-NodeClaim's reason. The tests run in order on one stack."""
+replicas. `pulumi up` returns only after that; setting the Hugging Face token on the running
+stack (generation 3 of the defaults) replaces nothing; where the child's node fails, `up` fails
+with the NodeClaim's reason. The tests run in order on one stack."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness import CREATED_BY, INFERENCESET_FINALIZER, Cluster, Project, StandInKaito012, stack_project
+from harness import CREATED_BY, E2E_HF_TOKEN, INFERENCESET_FINALIZER, Cluster, Project, StandInKaito012, stack_project
 
 NS = "kaito012"
 MODEL, BROKEN, RAG = "phi", "no-quota", "docs-rag"
@@ -39,6 +40,7 @@ def project(
     cluster_0_12.kubectl("create", "namespace", NS)
     p = stack_project(bin_dir, cluster_0_12, work, "kaito-0-12", "auto12", kubernetes_provider)
     config = {
+        "kaito-aks:defaults": 3,  # a new stack: the Hugging Face token only where needed
         "kaito-aks:cluster": {"kubeconfig": {"context": "e2e"}},
         "kaito-aks:kaito": {"version": "0.12.0", "install": False, "nodeProvisioning": "auto"},
         "kaito-aks:workspaces": [
@@ -119,6 +121,32 @@ def test_an_auto_inference_set_serves_through_its_child_workspace_and_a_v1beta1_
     ]
     assert project.outputs()["workspaces"][f"{NS}/{MODEL}"]["instanceType"] == A100
     assert set(project.preview_steps()) == {"same"}, "a second look found changes"
+
+
+def test_adding_the_hugging_face_token_replaces_no_model_that_does_not_need_it(
+    project: Project, cluster_0_12: Cluster
+) -> None:
+    """Day two of a generation-3 stack: the token set on the running stack (for a gated model to
+    come) leaves phi-4-mini, which KAITO 0.12 downloads but which is not gated, as it runs: the
+    preview changes nothing and `up` keeps the same InferenceSet. The control: the same model
+    asking for the token (useHfToken) would be replaced."""
+    before = v1beta1(cluster_0_12, "inferencesets")[MODEL]
+    project.pulumi("config", "set", "--secret", "kaito-aks:hfToken", E2E_HF_TOKEN, quiet=True, secret=True)
+    assert set(project.preview_steps()) == {"same"}, "the token alone changed the stack"
+    project.pulumi("up", "--yes", "--skip-preview", quiet=True)
+    after = v1beta1(cluster_0_12, "inferencesets")[MODEL]
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["spec"]["template"]["inference"] == before["spec"]["template"]["inference"]
+    assert f"{MODEL}-hf-token" not in cluster_0_12.objects("secrets", NS)
+
+    project.pulumi(
+        "config", "set", "--path", "--type", "bool", "kaito-aks:workspaces[0].useHfToken", "true", quiet=True
+    )
+    ops = project.preview_steps()
+    replaced = {s["urn"].rsplit("::", 1)[1] for s in ops.get("replace", []) + ops.get("create-replacement", [])}
+    assert any(MODEL in name for name in replaced), sorted(ops)
+    project.pulumi("config", "rm", "--path", "kaito-aks:workspaces[0].useHfToken", quiet=True)
+    assert set(project.preview_steps()) == {"same"}
 
 
 def test_a_child_workspace_whose_node_fails_fails_up_with_the_nodeclaims_reason(

@@ -1,6 +1,6 @@
 """Serving as one service, on the KAITO 0.12 API server with the real CRDs of every piece (the
-Gateway API v1.4.1, KAITO's InferencePool, Istio 1.29.6's DestinationRule and
-AuthorizationPolicy, Authorino's AuthConfig and Authorino, KEDA 2.20.2's ScaledObject,
+Gateway API v1.4.1, KAITO's InferencePool, Istio 1.29.6's DestinationRule, AuthorizationPolicy
+and EnvoyFilter, Authorino's AuthConfig and Authorino, KEDA 2.20.2's ScaledObject,
 prometheus-operator v0.93.1's ServiceMonitor; components/tests/upstream, with provenance): a
 stack of two models behind one gateway with an API key (kept a secret end to end), one of them
 autoscaled, both scraped. The pieces are `existing` (no chart repository is reachable here) and
@@ -30,6 +30,7 @@ import yaml
 from harness import CREATED_BY, SERVING_ADDRESS, Cluster, Project, StandInServing, stack_project, wait_for
 
 import upstream_facts
+from kaito_aks.serving.edges import body_router_destination, body_router_filter, edges_filter
 
 NS, GW_NS = "serving", "serving-gateway"
 SCALED, FIXED = "phi", "coder"
@@ -155,6 +156,15 @@ def test_two_models_behind_one_authenticated_gateway_are_wired_route_to_pool_to_
     policy = get(c, "security.istio.io/v1", GW_NS, "authorizationpolicies", "kaito-gateway-ext-authz")
     assert policy["spec"]["action"] == "CUSTOM"
     assert policy["spec"]["selector"]["matchLabels"] == {"gateway.networking.k8s.io/gateway-name": "kaito-gateway"}
+    # what Envoy answers itself, on the same pods: the stack's models, an unknown one, none (no Envoy runs here)
+    edges = get(c, "networking.istio.io/v1alpha3", GW_NS, "envoyfilters", "kaito-gateway-openai-edges")
+    assert edges["spec"]["workloadSelector"]["labels"] == policy["spec"]["selector"]["matchLabels"]
+    (patch,) = edges["spec"]["configPatches"]
+    listed, unknown, missing = patch["patch"]["value"]["routes"]
+    body = json.loads(listed["direct_response"]["body"]["inline_string"])
+    assert [m["id"] for m in body["data"]] == sorted(isets)  # KAITO 0.12 serves each under its InferenceSet's name
+    assert json.loads(unknown["direct_response"]["body"]["inline_string"])["error"]["code"] == "model_not_found"
+    assert (unknown["direct_response"]["status"], missing["direct_response"]["status"]) == (404, 400)
 
     # autoscaling: the annotations, which the scaler's rules accept, make a ScaledObject KEDA's CRD accepts
     scaled = isets[SCALED]
@@ -182,6 +192,32 @@ def test_two_models_behind_one_authenticated_gateway_are_wired_route_to_pool_to_
         "    autoscaling 1/1 ready · min 1 · max 3 · up when vllm:num_requests_waiting > 10, down < 1 (gauge)" in out
     ), out
     assert KEY not in out + status.stderr
+
+
+def test_the_routers_wiring_after_authentication_is_taken_by_istios_crds_and_what_they_refuse_is_refused(
+    cluster_0_12: Cluster, serving: StandInServing
+) -> None:
+    """What the gateway writes when it installs the body-based router (this stack has it
+    `existing`): Istio's CRDs take it; the order it asks of Envoy is checked against Istio's
+    sources in components/tests/test_gateway_edges.py, not by an Envoy (none runs here)."""
+    gateway = "dry-run"  # (not the stack's: a dry run of its own objects would meet their field manager)
+    wiring = [body_router_filter(gateway, NS), body_router_destination(gateway, NS)]
+    for manifest in [*wiring, edges_filter(gateway, NS, [f"model-{i:03d}" for i in range(120)])]:
+        assert dry_run(cluster_0_12, manifest) == "", manifest["metadata"]["name"]
+    (patch,) = wiring[0]["spec"]["configPatches"]
+    assert patch["patch"]["operation"] == "INSERT_BEFORE"
+    # the CRD checks the operation (so that its acceptance means something)
+    bad = json.loads(json.dumps(wiring[0]))
+    bad["spec"]["configPatches"][0]["patch"]["operation"] = "INSERT_SOMEWHERE"
+    assert "INSERT_SOMEWHERE" in dry_run(cluster_0_12, bad)
+
+
+def dry_run(cluster: Cluster, manifest: dict[str, Any]) -> str:
+    """What the API server says to a server-side dry run of `manifest` ("" when it takes it)."""
+    path = cluster.work / "dry-run.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    result = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(path), check=False)
+    return "" if result.returncode == 0 else result.stderr
 
 
 def test_after_the_autoscaler_scales_refresh_and_preview_find_nothing_to_change_and_up_keeps_its_count(

@@ -51,6 +51,10 @@ def test_status_while_the_models_wait_and_once_they_serve(
         assert waiting.returncode == 1, waiting.stderr
         lines = waiting.stdout.splitlines()
         assert lines[0].startswith(f"{STACK}: KAITO 0.8.1, cluster e2e (kubeconfig context e2e); 0 of 2 serving")
+        # each model waits at KAITO (issue 35: status explains; the chain is the failure library's)
+        assert [line for line in lines if line.startswith("    waits at")] == ["    waits at: KAITO"] * 2
+        assert "      KAITO has not reported on the Workspace yet" in lines
+        lines = [line for line in lines if not line.startswith(("    waits at", "      ", "    chain: "))]
         assert lines[1:] == [
             f"  {NS}/phi  waiting 0/1  model id phi-4-mini-instruct  http://phi.{NS}.svc.cluster.local/v1/chat/completions",
             "    Workspace phi-0  waiting: KAITO has not reported on it yet  pods 0/0 ready",

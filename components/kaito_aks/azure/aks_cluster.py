@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import ipaddress
 import re
 import shutil
@@ -20,16 +19,20 @@ from kaito_aks.azure.aks_security import (
     UpgradeArgs,
     access_problems,
     is_production,
+    key_vault_add_on,
     kubernetes_version_problems,
+    left_alone,
     lowered_defaults,
     production_warnings,
     ranges_warning,
 )
-from kaito_aks.azure.cluster_admins import cluster_admin_assignments
+from kaito_aks.azure.cluster_admins import cluster_admin_assignments, deployer_permission
 from kaito_aks.azure.monitoring import managed_prometheus
-from kaito_aks.azure.system_pool import SystemPoolArgs, system_pool_drift
+from kaito_aks.azure.system_pool import SystemPoolArgs, cluster_capacity, system_pool_drift
 from kaito_aks.azure.workload_identity import role_definition_id
+from kaito_aks.capacity import Capacity
 from kaito_aks.cluster.access import ClusterAccess, ClusterProvider
+from kaito_aks.cluster.kubeconfig_text import user_kubeconfig
 from kaito_aks.cluster.kubelogin import LoginMode, convert_kubeconfig, kubelogin_args
 from kaito_aks.nodes import SYSTEM_POOL
 from kaito_aks.options import child_options, component_type
@@ -132,9 +135,10 @@ class AksClusterArgs:
     deployment warns when it has none."""
     upgrade: UpgradeArgs = field(default_factory=UpgradeArgs)
     """Automatic Kubernetes patch and node image upgrades in a weekly maintenance window."""
-    tier: Literal["Free", "Standard", "Premium"] = "Free"
+    tier: Literal["Free", "Standard", "Premium"] | None = None
     """The AKS pricing tier: Free (no uptime SLA; warned on production), Standard (an SLA and a
-    control plane sized for production) or Premium (Standard plus long-term support)."""
+    control plane sized for production) or Premium (Standard plus long-term support). Default:
+    unset, so a new cluster gets AKS's (Free) and an existing one keeps the tier it has, whoever set it."""
     defender: DefenderArgs | None = None
     """Microsoft Defender for Containers (threat detection, image vulnerability findings; billed
     through the subscription's Defender plan); default: off (warned on production)."""
@@ -143,9 +147,10 @@ class AksClusterArgs:
     azure_policy: bool = True
     """The Azure Policy add-on: Azure Policy assignments (e.g. the AKS pod security baselines)
     are enforced or audited inside the cluster."""
-    key_vault_secrets_provider: bool = False
+    key_vault_secrets_provider: bool | None = None
     """The Azure Key Vault secrets store CSI driver add-on (with secret rotation every 2 minutes),
-    for pods that mount Key Vault secrets; default: off (AKS creates an identity for it)."""
+    for pods that mount Key Vault secrets (AKS creates an identity for it). Default: unset, so a
+    new cluster has it off and an existing one keeps it as it is, whoever set it."""
     kubelogin_mode: LoginMode = "azurecli"
     """How the `kubeconfig` output's kubelogin signs in: azurecli (the Azure CLI's login; CI
     after `azure/login`), workloadidentity, spn or msi. kubelogin must be on PATH wherever the
@@ -156,9 +161,17 @@ class AksClusterArgs:
     """Azure Monitor managed Prometheus for a created cluster: its metrics add-on, an Azure Monitor
     workspace (<name>-prometheus) and the data collection endpoint, rule and associations that
     send the metrics there; it scrapes azmonitoring.coreos.com ServiceMonitors."""
+    blob_csi_driver: bool = False
+    """The Azure Blob CSI driver (storageProfile.blobCSIDriver) on a created cluster: KAITO's
+    ModelMirror keeps the weights it downloads on a blobfuse volume, and its webhook refuses a
+    streaming Workspace without the driver (api/v1beta1/workspace_validation.go@v0.12.0
+    validateStreamingCSIDriver). Default: off (AKS's default)."""
     keda: bool = False
     """The AKS KEDA add-on for a created cluster (workloadAutoScalerProfile.keda): KEDA in
     kube-system, its version AKS's choice for the cluster's Kubernetes minor."""
+    bypass_checks: Annotated[list[str], MaxItems(10)] = field(default_factory=list[str])
+    """Refusals said as warnings instead: api-server-unroutable (an example's placeholder range,
+    to replace before `pulumi up`). Default: none."""
 
 
 # What an existing cluster may be given: where it is, and how to reach it.
@@ -210,7 +223,7 @@ def aks_cluster_problems(args: AksClusterArgs) -> list[Problem]:
                 )
             )
     problems += kubernetes_version_problems(args.upgrade.channel, args.kubernetes_version)
-    problems += access_problems(args.entra, args.local_accounts, args.api_server)
+    problems += access_problems(args.entra, args.local_accounts, args.api_server, args.bypass_checks)
     ids = [a.object_id.lower() for a in args.entra.admins]
     for i, object_id in enumerate(ids):
         if object_id in ids[:i]:
@@ -256,7 +269,7 @@ def _inside(prefix: str, space: str) -> bool:
         return True  # (the CIDR's own rule says what is wrong with it)
 
 
-def _subnet_parts(subnet_id: str) -> tuple[str, str]:
+def subnet_parts(subnet_id: str) -> tuple[str, str]:
     """(resource group, VNet name) of a subnet's resource id."""
     match = SUBNET_ID.fullmatch(subnet_id)
     if match is None:
@@ -314,7 +327,9 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
         )
         if ranges or args.api_server.private
         else None,
-        "sku": containerservice.ManagedClusterSKUArgs(name=containerservice.ManagedClusterSKUName.BASE, tier=args.tier),
+        "sku": containerservice.ManagedClusterSKUArgs(name=containerservice.ManagedClusterSKUName.BASE, tier=args.tier)
+        if args.tier is not None
+        else None,
         "auto_upgrade_profile": containerservice.ManagedClusterAutoUpgradeProfileArgs(
             upgrade_channel=args.upgrade.channel, node_os_upgrade_channel=args.upgrade.node_os_channel
         ),
@@ -335,11 +350,7 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
         ),
         "addon_profiles": {
             "azurepolicy": containerservice.ManagedClusterAddonProfileArgs(enabled=args.azure_policy),
-            "azureKeyvaultSecretsProvider": containerservice.ManagedClusterAddonProfileArgs(
-                enabled=True, config={"enableSecretRotation": "true", "rotationPollInterval": "2m"}
-            )
-            if args.key_vault_secrets_provider
-            else containerservice.ManagedClusterAddonProfileArgs(enabled=False),
+            **key_vault_add_on(args.key_vault_secrets_provider),
         },
         # The add-on (KAITO run by AKS) needs only this switch and the OIDC issuer above; since
         # its GA, AKS keeps its node provisioner and identity in the control plane.
@@ -350,6 +361,11 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
             metrics=containerservice.ManagedClusterAzureMonitorProfileMetricsArgs(enabled=True)
         )
         if args.managed_prometheus
+        else None,
+        "storage_profile": containerservice.ManagedClusterStorageProfileArgs(
+            blob_csi_driver=containerservice.ManagedClusterStorageProfileBlobCSIDriverArgs(enabled=True)
+        )
+        if args.blob_csi_driver
         else None,
         "workload_auto_scaler_profile": containerservice.ManagedClusterWorkloadAutoScalerProfileArgs(
             keda=containerservice.ManagedClusterWorkloadAutoScalerProfileKedaArgs(enabled=True)
@@ -380,19 +396,6 @@ def cluster_inputs(args: AksClusterArgs, subnet_id: pulumi.Input[str] | None = N
         ],
         "tags": args.tags,
     }
-
-
-def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
-    """The user kubeconfig Azure lists for the cluster. None there (Pulumi's plain test mocks
-    answer every call with {}) is an error that says what to answer, not a TypeError."""
-    if not kubeconfigs:
-        raise ValueError(
-            f"AksCluster {name!r}: Azure listed no user kubeconfig for the cluster; under test mocks, answer "
-            "azure-native:containerservice:listManagedClusterUserCredentials with "
-            "{'kubeconfigs': [{'name': 'clusterUser', 'value': <base64 kubeconfig>}]}, as "
-            "kaito_aks.testing.ProgramMocks does"
-        )
-    return base64.b64decode(kubeconfigs[0].value).decode()
 
 
 class AksCluster(pulumi.ComponentResource):
@@ -431,6 +434,8 @@ class AksCluster(pulumi.ComponentResource):
     """Client id of the identity AKS gives the nodes' kubelets."""
     kubelet_identity_resource_id: pulumi.Output[str]
     """Resource id of that identity."""
+    kubelet_identity_object_id: pulumi.Output[str]
+    """Object (principal) id of that identity, which role assignments name."""
     network_plugin: pulumi.Output[str]
     """The cluster's network plugin as Azure reports it (azure)."""
     network_plugin_mode: pulumi.Output[str]
@@ -442,10 +447,12 @@ class AksCluster(pulumi.ComponentResource):
     node_subnet_id: pulumi.Output[str]
     """The subnet the system pool's nodes are in, as Azure reports it; empty: AKS's managed VNet."""
     vnet_guid: pulumi.Output[str]
-    """The resource GUID of node_subnet_id's VNet (Azure CNI overlay nodes carry it); empty
-    without node_subnet."""
+    """The resource GUID of the VNet of `node_subnet_id` (Azure CNI overlay nodes carry it); empty
+    without `node_subnet`."""
 
     provider: ClusterProvider
+    capacity: Capacity
+    """A created cluster's system pool and AKS's own pods, for the capacity budget (`deploy_models`)."""
     access_granted: AccessGranted | None
     """The step that holds the provider and the waits until the cluster admins' grants work
     (None: no grant is made)."""
@@ -458,6 +465,9 @@ class AksCluster(pulumi.ComponentResource):
         for warning in aks_cluster_warnings(args, production):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         child = child_options(self, opts)
+        self.capacity = cluster_capacity(
+            args.system_pool, args.kubernetes_version, args.managed_prometheus, args.existing
+        )
         grants: list[pulumi.Resource] = []
         principals: pulumi.Output[list[str]] = pulumi.Output.from_input([])
         if not args.existing:
@@ -554,6 +564,7 @@ class AksCluster(pulumi.ComponentResource):
                 "apiServerEndpoint": self.api_server_endpoint,
                 "kubeletIdentityClientId": self.kubelet_identity_client_id,
                 "kubeletIdentityResourceId": self.kubelet_identity_resource_id,
+                "kubeletIdentityObjectId": self.kubelet_identity_object_id,
                 "networkPlugin": self.network_plugin,
                 "networkPluginMode": self.network_plugin_mode,
                 "networkPolicy": self.network_policy,
@@ -576,6 +587,7 @@ class AksCluster(pulumi.ComponentResource):
             opts=child,
         )
         subnet_id, vnet_guid = self._node_subnet(name, args, group, child)
+        check = deployer_permission(name, args.entra, args.local_accounts, args.resource_group, args.name, child)
         cluster = containerservice.ManagedCluster(
             name,
             resource_name_=args.name,
@@ -590,11 +602,17 @@ class AksCluster(pulumi.ComponentResource):
                     # The network policy engine is set when the cluster is created: on an existing
                     # cluster adding it would replace the cluster (pulumi-azure-native marks it
                     # force-new), so its old value is kept and _expect_policy_engine says what to do.
-                    ignore_changes=["agentPoolProfiles", *NETWORK_ENGINE],
+                    # A tier or add-on the stack does not set is left as it is (a hand's).
+                    ignore_changes=[
+                        "agentPoolProfiles",
+                        *NETWORK_ENGINE,
+                        *left_alone(args.tier, args.key_vault_secrets_provider),
+                    ],
                     # A private API server cannot be turned on or off in place: say so as a replacement.
                     # (The engine replaces on a change at or under a path: turning it on for a cluster
                     # with no access profile adds the whole profile, so then the whole profile counts.)
                     replace_on_changes=[API_SERVER if args.api_server.private else PRIVATE_CLUSTER],
+                    depends_on=[check] if check is not None else None,  # the deployer keeps a way in
                 ),
             ),
         )
@@ -677,7 +695,7 @@ class AksCluster(pulumi.ComponentResource):
         if wanted is None:
             return None, None
         if wanted.subnet_id is not None:
-            parts = pulumi.Output.from_input(wanted.subnet_id).apply(_subnet_parts)
+            parts = pulumi.Output.from_input(wanted.subnet_id).apply(subnet_parts)
             found = network.get_virtual_network_output(
                 resource_group_name=parts.apply(lambda p: p[0]),
                 virtual_network_name=parts.apply(lambda p: p[1]),
@@ -736,6 +754,7 @@ class AksCluster(pulumi.ComponentResource):
         kubelet = identities.apply(lambda p: (p or {}).get(KUBELET_IDENTITY))
         self.kubelet_identity_client_id = kubelet.apply(lambda k: _field(k, "client_id"))
         self.kubelet_identity_resource_id = kubelet.apply(lambda k: _field(k, "resource_id"))
+        self.kubelet_identity_object_id = kubelet.apply(lambda k: _field(k, "object_id"))
         self.network_plugin = profile.apply(lambda p: _network_value(p.network_plugin if p else None))
         self.network_plugin_mode = profile.apply(lambda p: _network_value(p.network_plugin_mode if p else None))
         self.network_policy = profile.apply(lambda p: _network_value(p.network_policy if p else None))

@@ -15,6 +15,8 @@ import ipaddress
 from dataclasses import field
 from typing import Annotated, Literal
 
+from pulumi_azure_native import containerservice
+
 from kaito_aks.problems import Problem
 from kaito_aks.schema import Check, Input, Matches, MaxItems, Range, args_class
 
@@ -25,6 +27,22 @@ GUID_TEXT = Matches(
 DOCUMENTATION_RANGES = tuple(
     ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
 )
+# Addresses no request to a public API server comes from (IANA's special-purpose registries):
+# what each is, by block. A range inside one of them cannot be the egress of a runner or an admin.
+UNROUTABLE_RANGES: tuple[tuple[str, str], ...] = (
+    *((str(n), "a documentation range (RFC 5737/3849), never routed") for n in DOCUMENTATION_RANGES),
+    ("0.0.0.0/8", '"this network" (RFC 1122), a source only while a host has no address'),
+    ("::/128", "the unspecified address (RFC 4291)"),
+    ("127.0.0.0/8", "loopback (RFC 1122), a host's own"),
+    ("::1/128", "loopback (RFC 4291), a host's own"),
+    ("169.254.0.0/16", "link-local (RFC 3927), never past its link"),
+    ("fe80::/10", "link-local (RFC 4291), never past its link"),
+    ("224.0.0.0/4", "multicast (RFC 5771), never a source"),
+    ("ff00::/8", "multicast (RFC 4291), never a source"),
+    ("240.0.0.0/4", "reserved (RFC 1112) or the broadcast address, never routed"),
+    ("100::/64", "discard-only (RFC 6666), never routed"),
+)
+UNROUTABLE_CODE = "api-server-unroutable"
 EVERYWHERE = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -171,9 +189,13 @@ def kubernetes_version_problems(channel: str, kubernetes_version: str | None) ->
     return []
 
 
-def access_problems(entra: EntraArgs, local_accounts: bool, api_server: ApiServerArgs) -> list[Problem]:
-    """Settings that leave nobody able to reach the cluster, or that AKS refuses together."""
-    problems: list[Problem] = []
+def access_problems(
+    entra: EntraArgs, local_accounts: bool, api_server: ApiServerArgs, bypass_checks: list[str] | None = None
+) -> list[Problem]:
+    """Settings that leave nobody able to reach the cluster, or that AKS refuses together (an
+    unroutable range that `bypass_checks` names: a bypassed warning)."""
+    problems = unroutable_problems(api_server.authorized_ip_ranges, bypass_checks)
+    problems += bypass_checks_problems(bypass_checks or [])
     if not entra.azure_rbac and not local_accounts and not entra.admin_group_object_ids:
         why = (
             "with `entra.azure_rbac` off and `local_accounts` off, only members of `entra.admin_group_object_ids` can reach the cluster "
@@ -190,23 +212,67 @@ def access_problems(entra: EntraArgs, local_accounts: bool, api_server: ApiServe
     return problems
 
 
+def unroutable_problems(ranges: list[str], bypass_checks: list[str] | None = None) -> list[Problem]:
+    """Authorized ranges no caller's address can be in (a documentation range, loopback, link-local,
+    multicast, ...): with only such ranges `pulumi up` creates the cluster and then never reaches
+    its API server. Refused, each at its entry; `bypass_checks` naming the code says it instead
+    (a bypassed warning: e.g. an example's placeholder, to replace before `up`)."""
+    found: list[Problem] = []
+    for i, text in enumerate(ranges):
+        if cidr_problem(text) is not None:
+            continue
+        network = ipaddress.ip_network(text)
+        what = next((why for block, why in UNROUTABLE_RANGES if _within(network, ipaddress.ip_network(block))), None)
+        if what is None or network in EVERYWHERE:
+            continue
+        found.append(
+            Problem.at(
+                ("api_server", "authorized_ip_ranges", i),
+                f"{text} is {what}, so no runner's or admin's address is in it: `pulumi up` would create the cluster "
+                "and then never reach its API server; list the egress ranges of where `pulumi up` runs (your CI "
+                "runners, your admins' network) and the cluster's outbound IPs instead (an example's placeholder, "
+                f"never deployed, may stay with `bypass_checks`: [{UNROUTABLE_CODE}])",
+                UNROUTABLE_CODE,
+            )
+        )
+    if bypass_checks and UNROUTABLE_CODE in bypass_checks:
+        return [
+            Problem(
+                p.path,
+                f"bypassed ({UNROUTABLE_CODE}): {p.message.split(' (an example')[0]}; replace it before `pulumi up`",
+                p.code,
+                True,
+            )
+            for p in found
+        ]
+    return found
+
+
+def bypass_checks_problems(bypass_checks: list[str]) -> list[Problem]:
+    """A cluster's `bypass_checks` may name only its own refusals that have a way past."""
+    return [
+        Problem.at(
+            ("bypass_checks", i),
+            f"{code!r} is no refusal of the cluster's that may be bypassed; the one that may: {UNROUTABLE_CODE}",
+            "bypass",
+        )
+        for i, code in enumerate(bypass_checks)
+        if code != UNROUTABLE_CODE
+    ]
+
+
 def ranges_warning(ranges: list[str]) -> Problem | None:
-    """What authorized ranges must hold, and placeholders or catch-alls among them."""
+    """What authorized ranges must hold, and catch-alls among them (an unroutable range is
+    refused: `unroutable_problems`)."""
     if not ranges:
         return None
     networks = [ipaddress.ip_network(r) for r in ranges if cidr_problem(r) is None]
-    placeholders = [str(n) for n in networks if any(_within(n, d) for d in DOCUMENTATION_RANGES)]
     everywhere = [str(n) for n in networks if n in EVERYWHERE]
     said = [
         "the API server answers only these ranges: they must include where `pulumi up` runs (your network, your CI "
         "runners) and the cluster's outbound IPs (az aks show --query networkProfile.loadBalancerProfile."
         "effectiveOutboundIPs; AKS adds them itself only when it creates a cluster with ranges)"
     ]
-    if placeholders:
-        said.append(
-            f"{', '.join(placeholders)} {'is a documentation range' if len(placeholders) == 1 else 'are documentation ranges'}"
-            " (RFC 5737/3849), never routed: a placeholder to replace with your own"
-        )
     if everywhere:
         said.append(f"{', '.join(everywhere)} admits every address: no restriction")
     return Problem.at(("api_server", "authorized_ip_ranges"), "; ".join(said), "api-server-ranges")
@@ -279,7 +345,27 @@ def lowered_defaults(
     return found
 
 
-def production_warnings(api_server: ApiServerArgs, tier: str, defender: DefenderArgs | None) -> list[Problem]:
+KEY_VAULT_ADD_ON = "azureKeyvaultSecretsProvider"
+
+
+def key_vault_add_on(enabled: bool | None) -> dict[str, containerservice.ManagedClusterAddonProfileArgs]:
+    """The Key Vault secrets store add-on's profile when the args say it (none: left alone)."""
+    if enabled is None:
+        return {}
+    config = {"enableSecretRotation": "true", "rotationPollInterval": "2m"} if enabled else None
+    return {KEY_VAULT_ADD_ON: containerservice.ManagedClusterAddonProfileArgs(enabled=enabled, config=config)}
+
+
+def left_alone(tier: str | None, key_vault_secrets_provider: bool | None) -> list[str]:
+    """The cluster's settings someone may set by hand that the args do not set: never written, and
+    ignored, so a stack deployed when the program wrote them sees no change and sends what it sent."""
+    return [
+        *(["sku"] if tier is None else []),
+        *([f"addonProfiles.{KEY_VAULT_ADD_ON}"] if key_vault_secrets_provider is None else []),
+    ]
+
+
+def production_warnings(api_server: ApiServerArgs, tier: str | None, defender: DefenderArgs | None) -> list[Problem]:
     """What a production cluster (a stack named prod, or a protected cluster) should not lack."""
     found: list[Problem] = []
     if not api_server.private and not api_server.authorized_ip_ranges:
@@ -291,11 +377,12 @@ def production_warnings(api_server: ApiServerArgs, tier: str, defender: Defender
                 "api-server-public",
             )
         )
-    if tier == "Free":
+    if tier in ("Free", None):
+        free = "on the Free tier" if tier == "Free" else "without `tier` (a new one is created on the Free tier)"
         found.append(
             Problem.at(
                 ("tier",),
-                "a production cluster on the Free tier: no uptime SLA, and a control plane sized for tests; use Standard",
+                f"a production cluster {free}: no uptime SLA, and a control plane sized for tests; use Standard",
                 "tier",
             )
         )

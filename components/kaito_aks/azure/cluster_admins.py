@@ -12,6 +12,7 @@ from pulumi_azure_native import authorization
 
 from kaito_aks import catalog
 from kaito_aks.azure.aks_security import EntraArgs
+from kaito_aks.azure.deployer_permission import DeployerPermission, cluster_scopes
 from kaito_aks.parsed import is_dict
 
 CLUSTER_ADMIN_ROLE = "Azure Kubernetes Service RBAC Cluster Admin"
@@ -47,6 +48,22 @@ def deployer_principal_type(entra: EntraArgs, parent: pulumi.Resource) -> pulumi
         return pulumi.Output.from_input(entra.deployer_principal_type)
     token = authorization.get_client_token_output(opts=pulumi.InvokeOptions(parent=parent))
     return pulumi.Output.unsecret(token.token.apply(principal_type_of_token))
+
+
+def deployer_permission(
+    name: str, entra: EntraArgs, local_accounts: bool, resource_group: str, cluster: str, opts: pulumi.ResourceOptions
+) -> DeployerPermission | None:
+    """The check that the deployer can reach the cluster once local accounts are off (its grant
+    writable, or held), when the cluster turns them off and grants the deployer; the cluster
+    depends on it, so a deployer who would be locked out is refused before anything changes."""
+    if local_accounts or not entra.azure_rbac or not entra.grant_deployer:
+        return None
+    parent = opts.parent
+    assert isinstance(parent, pulumi.Resource)
+    deployer = authorization.get_client_config_output(opts=pulumi.InvokeOptions(parent=parent))
+    token = authorization.get_client_token_output(opts=pulumi.InvokeOptions(parent=parent))
+    scopes = deployer.subscription_id.apply(lambda s: cluster_scopes(s, resource_group, cluster))
+    return DeployerPermission(f"{name}-deployer-permission", scopes, deployer.object_id, token.token, opts=opts)
 
 
 def cluster_admin_assignments(

@@ -1,5 +1,5 @@
 """An AKS cluster as one argument of the components that act on it (its node pools,
-gpu-provisioner, Karpenter), as pulumi-eks's node groups take their cluster: its outputs, in one
+gpu-provisioner, Karpenter, ModelStreaming), as pulumi-eks's node groups take their cluster: its outputs, in one
 reference, instead of a field per output; and the cluster's resource id read apart."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def cluster_ref(cluster_id: str) -> ClusterRef:
 @args_class
 class AksClusterRefArgs:
     """An AKS cluster by its outputs (`AksClusterRefArgs.of(cluster)` for an `AksCluster`): what its
-    pools, gpu-provisioner and Karpenter read of it. Outputs of a cluster another program manages
+    pools, gpu-provisioner, Karpenter and ModelStreaming read of it. Outputs of a cluster another program manages
     are given the same way."""
 
     cluster_id: Input[str]
@@ -59,9 +59,11 @@ class AksClusterRefArgs:
     api_server_endpoint: Input[str] | None = None
     """https://<API server FQDN>:443 (Karpenter's nodes reach it)."""
     kubelet_identity_client_id: Input[str] | None = None
-    """The client id of its nodes' kubelet identity (Karpenter)."""
+    """The client id of its nodes' kubelet identity (Karpenter, ModelStreaming)."""
     kubelet_identity_resource_id: Input[str] | None = None
-    """The resource id of its nodes' kubelet identity (Karpenter)."""
+    """The resource id of its nodes' kubelet identity (Karpenter, ModelStreaming)."""
+    kubelet_identity_object_id: Input[str] | None = None
+    """The object id of its nodes' kubelet identity (ModelStreaming's blob role)."""
     node_subnet_id: Input[str] | None = None
     """The subnet of its nodes, where it has one of its own (Karpenter's nodes join it)."""
     vnet_guid: Input[str] | None = None
@@ -88,6 +90,7 @@ class AksClusterRefArgs:
             api_server_endpoint=cluster.api_server_endpoint,
             kubelet_identity_client_id=cluster.kubelet_identity_client_id,
             kubelet_identity_resource_id=cluster.kubelet_identity_resource_id,
+            kubelet_identity_object_id=cluster.kubelet_identity_object_id,
             node_subnet_id=cluster.node_subnet_id,
             vnet_guid=cluster.vnet_guid,
             network_plugin=cluster.network_plugin,

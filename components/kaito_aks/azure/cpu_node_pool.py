@@ -16,12 +16,15 @@ from kaito_aks.azure.cluster_ref import POOL_CLUSTER, AksClusterRefArgs, cluster
 from kaito_aks.azure.node_pool import (
     NODES,
     POOL_NAME,
+    VM_SIZE,
     AutoscaleArgs,
     default_name,
     initial_nodes,
     label_problems,
+    most_nodes,
     size_problems,
 )
+from kaito_aks.capacity import Capacity, CapacityPool
 from kaito_aks.nodes import SYSTEM_POOL, CpuNodes, Labels, Taint
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem
@@ -48,7 +51,7 @@ class CpuNodePoolArgs:
     """Deprecated (kept one release): give `cluster`. The cluster's name."""
     resource_group_name: Input[str] | None = None
     """Deprecated (kept one release): give `cluster`. The cluster's resource group."""
-    vm_size: str
+    vm_size: Annotated[str, VM_SIZE]
     """A CPU VM size, e.g. Standard_D8s_v5 (a GPU size is GpuNodePool's). Set at creation: a
     change replaces the pool."""
     name: Annotated[str, POOL_NAME] | None = None
@@ -114,6 +117,24 @@ def cpu_nodes(args: CpuNodePoolArgs, pool_name: str) -> CpuNodes:
     return CpuNodes(pool_name, args.vm_size, args.mode, dict(args.labels), tuple(args.taints))
 
 
+def cpu_pool_capacity(args: CpuNodePoolArgs, pool_name: str, kubernetes_version: str | None = None) -> Capacity:
+    """The pool as the capacity budget counts it: its nodes (the autoscaler's most), their labels
+    and taints (`kubernetes_version`: the cluster's, for AKS's memory reservation)."""
+    nodes = cpu_nodes(args, pool_name)
+    grow = "autoscale.max" if args.autoscale is not None else "count"
+    pool = CapacityPool(
+        pool_name,
+        args.vm_size,
+        initial_nodes(args),
+        most_nodes(args),
+        nodes.node_labels,
+        tuple(args.taints),
+        kubernetes_version,
+        grow=grow,
+    )
+    return Capacity((pool,))
+
+
 class CpuNodePool(pulumi.ComponentResource):
     """A CPU pool of an AKS cluster: an AgentPool of one CPU VM size, User mode (CPU models and RAG
     engines select it by `kubernetes.azure.com/agentpool: <name>`) or System mode (a second
@@ -126,6 +147,8 @@ class CpuNodePool(pulumi.ComponentResource):
 
     cpu_nodes: CpuNodes
     """Its nodes as placement rules see them (name, size, mode, labels, taints)."""
+    capacity: Capacity
+    """The pool as the capacity budget counts it (give it to `deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: CpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         args = checked_args(
@@ -141,6 +164,7 @@ class CpuNodePool(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         pool_name = args.name or name
         self.cpu_nodes = cpu_nodes(args, pool_name)
+        self.capacity = cpu_pool_capacity(args, pool_name)
         autoscale = args.autoscale is not None
         self.agent_pool = containerservice.AgentPool(
             name,

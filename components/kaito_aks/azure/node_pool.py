@@ -16,6 +16,17 @@ POOL_NAME = Matches(
     r"[a-z][a-z0-9]{0,11}", "an AKS node pool name: 1-12 lowercase letters and digits, starting with a letter"
 )
 NODES = Range(0, MAX_POOL_NODES, "AKS: at most 1000 nodes per pool")
+# An Azure VM size's name, as Azure's naming convention writes it (learn.microsoft.com,
+# virtual-machines/vm-naming-conventions: [Family][Sub-family][# of vCPUs][-constrained vCPUs]
+# [additive features][_accelerator][_version], after the tier): Standard_D4s_v5,
+# Standard_E64-16ds_v4, Standard_NC24ads_A100_v4, Basic_A0. The GPU pools check theirs against the
+# GPU SKU catalog; a CPU or system pool's size no catalog here lists, so at least its form, before
+# AKS refuses it at `pulumi up`.
+VM_SIZE = Matches(
+    r"(?i:(Standard|Basic)_[A-Z]{1,4}[0-9]{1,3}(-[0-9]{1,3})?[a-z]{0,8}(_[A-Za-z0-9]{1,10}){0,3})",
+    "an Azure VM size (e.g. Standard_D4s_v5: Standard_<family><vCPUs><features>[_<accelerator>][_v<version>]; "
+    "`az vm list-skus --location <region> --resource-type virtualMachines --output table` lists a region's)",
+)
 
 # The AgentPool property each pool arg sets, for the properties AKS takes only when it creates a
 # pool (the pools' `replace_on_changes` name them): what a change of that arg replaces.

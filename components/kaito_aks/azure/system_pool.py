@@ -10,7 +10,10 @@ from typing import Annotated
 from pulumi_azure_native import containerservice
 
 from kaito_aks.azure.aks_security import MAX_SURGE, Zone
-from kaito_aks.nodes import SYSTEM_POOL
+from kaito_aks.azure.node_pool import VM_SIZE
+from kaito_aks.capacity import Capacity, CapacityPool, pods_of
+from kaito_aks.catalog.capacity import pod_requests
+from kaito_aks.nodes import SYSTEM_POOL, system_pool_nodes
 from kaito_aks.schema import MaxItems, Range, args_class
 
 
@@ -20,7 +23,7 @@ class SystemPoolArgs:
     kubernetes.azure.com/mode: system) unless a CPU pool takes them. Applied when the cluster is
     created; later edits are checked against the live pool at `pulumi up`, not applied."""
 
-    vm_size: str = "Standard_D4s_v5"
+    vm_size: Annotated[str, VM_SIZE] = "Standard_D4s_v5"
     """VM size of the system nodes; applied when the cluster is created; later edits are checked
     against the live pool at `pulumi up`, not applied (AKS cannot resize a pool: add a System-mode
     CpuNodePool instead)."""
@@ -70,3 +73,31 @@ def system_pool_drift(live: containerservice.GetAgentPoolResult, wanted: SystemP
             "in those zones (cpuNodePools, CpuNodePool)"
         )
     return found
+
+
+def cluster_capacity(
+    pool: SystemPoolArgs, kubernetes_version: str | None, managed_prometheus: bool, existing: bool = False
+) -> Capacity:
+    """A created cluster's system pool and AKS's own pods with published requests (coredns and the
+    per-node agents; the managed Prometheus collectors when it runs them), for the capacity budget.
+    An existing cluster's pools are not known here: nothing."""
+    if existing:
+        return Capacity()
+    data = pod_requests().pods
+    nodes = system_pool_nodes(pool.vm_size)
+    system = CapacityPool(
+        SYSTEM_POOL,
+        pool.vm_size,
+        pool.count,
+        pool.count,
+        nodes.node_labels,
+        (),
+        kubernetes_version,
+        ("system_pool",),
+        note=f"the system pool's count and size apply when the cluster is created: on an existing one `az aks nodepool "
+        f"scale -n {SYSTEM_POOL}`, or a System-mode CPU pool of a larger size",
+    )
+    pods = pods_of(data.aks, note="AKS")
+    if managed_prometheus:
+        pods += pods_of(data.aks_managed_prometheus, note="AKS managed Prometheus")
+    return Capacity((system,), pods)

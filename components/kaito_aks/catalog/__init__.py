@@ -273,17 +273,22 @@ class KarpenterChart(CamelModel):
     """What kaito-aks knows about one self-hosted Azure Karpenter chart release."""
 
     version: str = ""
+    crds: list[str]
     controller_env: list[str]
     value_keys: list[str]
 
 
 class KarpenterSource(CamelModel):
-    """How Karpenter runs for KAITO: its service account, its Azure roles, the release per KAITO minor."""
+    """How Karpenter runs for KAITO: its service account, its Azure roles, the release per KAITO
+    minor, the chart of its CRDs and its controller's resources."""
 
     service_account: str
     roles: list[str]
     subnet_role: str
     for_kaito: dict[str, str | None]
+    crd_chart: str
+    crd_release_name: str
+    controller_resources: dict[str, dict[str, str]]
 
 
 class ChartSource(CamelModel):
@@ -725,7 +730,7 @@ def karpenter_chart_source() -> ChartSource:
 
 def karpenter_source() -> KarpenterSource:
     data = load_catalog("karpenter_charts.yaml")
-    keys = ("serviceAccount", "roles", "subnetRole", "forKaito")
+    keys = ("serviceAccount", "roles", "subnetRole", "forKaito", "crdChart", "crdReleaseName", "controllerResources")
     return KarpenterSource.model_validate({k: data[k] for k in keys})
 
 

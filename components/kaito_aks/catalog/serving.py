@@ -46,6 +46,8 @@ class IstioPin(CamelModel):
 
 class BodyBasedRoutingPin(HelmChartPin):
     model_header: str
+    service: str  # the router's Service (the chart's bbr.name), in the gateway's namespace
+    port: int  # its gRPC port (bbr.port)
 
 
 class AuthorinoPin(HelmChartPin):

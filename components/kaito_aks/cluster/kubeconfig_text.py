@@ -5,9 +5,12 @@ wherever contents are taken, and contents known at preview must list a cluster."
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Sequence
 from typing import Annotated, Any, TypeVar
 
 import yaml
+from pulumi_azure_native import containerservice
 
 from kaito_aks.parsed import is_dict
 from kaito_aks.schema import Check, Input, Secret
@@ -49,3 +52,16 @@ def require_contents(contents: T) -> T:
     if (isinstance(value, str) and not value.strip()) or (is_dict(value) and not value) or value is None:
         raise ValueError(f"the kubeconfig contents {EMPTY}")
     return contents
+
+
+def user_kubeconfig(name: str, kubeconfigs: Sequence[containerservice.outputs.CredentialResultResponse] | None) -> str:
+    """The user kubeconfig Azure lists for the cluster. None there (Pulumi's plain test mocks
+    answer every call with {}) is an error that says what to answer, not a TypeError."""
+    if not kubeconfigs:
+        raise ValueError(
+            f"AksCluster {name!r}: Azure listed no user kubeconfig for the cluster; under test mocks, answer "
+            "azure-native:containerservice:listManagedClusterUserCredentials with "
+            "{'kubeconfigs': [{'name': 'clusterUser', 'value': <base64 kubeconfig>}]}, as "
+            "kaito_aks.testing.ProgramMocks does"
+        )
+    return base64.b64decode(kubeconfigs[0].value).decode()

@@ -5,6 +5,7 @@ Service that is its endpoint, and the waits that make `pulumi up` end with it se
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.endpoints import declare_network_policy, network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
 from kaito_aks.kaito.workspace import HF_TOKEN_KEY, WORKSPACE_IMMUTABLE_PATHS
+from kaito_aks.model.disruption import disruption_budget
 from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_verdict
@@ -23,8 +25,10 @@ from kaito_aks.model.spec import KaitoModelArgs
 from kaito_aks.operators.release import operator_problems
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Problem, raise_if
+from kaito_aks.serving.metrics import REGISTERED_BY
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
+from kaito_aks.waits.crd_served import CrdServed, served_kind
 from kaito_aks.waits.gpu_nodes import GpuNodesReady
 from kaito_aks.waits.model_ready import ModelReady, Watched, revision_of
 
@@ -101,8 +105,15 @@ class KaitoModel(pulumi.ComponentResource):
     """The objects it creates, as data."""
 
     def __init__(
-        self, name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        args: KaitoModelArgs | Judged[KaitoModelArgs],
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        service_monitor_after: Sequence[pulumi.Resource] | None = None,
     ):
+        """`service_monitor_after`: what its ServiceMonitor waits for (deploy_models gives the
+        group's shared wait for the ServiceMonitor CRD); default: a wait of its own."""
         member = args if isinstance(args, GroupMember) else None
         args, warnings, access = _checked(name, args, opts)
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
@@ -149,7 +160,8 @@ class KaitoModel(pulumi.ComponentResource):
             )
         self.endpoint = self._service(name, args, plan, child)
         gateway = member.gateway if member is not None and member.gateway is not None else args.gateway
-        self.serving_objects = self._serving(name, gateway, plan, child)
+        monitor_after = self._monitor_after(name, args, plan, access, service_monitor_after, child)
+        self.serving_objects = self._serving(name, gateway, plan, child, monitor_after)
         self.model = pulumi.Output.from_input(plan.served_model)
         self.source = pulumi.Output.from_input(plan.model)
         self.replicas = pulumi.Output.from_input(plan.replicas)
@@ -222,15 +234,50 @@ class KaitoModel(pulumi.ComponentResource):
             planned.target_port,
         )
         declare_network_policy(f"{name}/{policy['metadata']['name']}", policy, child)
+        # Two or more instances keep serving while AKS drains their nodes one at a time.
+        budget = disruption_budget(args, planned.name, plan.namespace, planned.pods)
+        if budget is not None:
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}/{planned.name}-disruption-budget", metadata=budget["metadata"], spec=budget["spec"], opts=child
+            )
         url = endpoint_of(args)
         return service.metadata.apply(lambda _: url)
 
+    def _monitor_after(
+        self,
+        name: str,
+        args: KaitoModelArgs,
+        plan: ModelPlan,
+        access: ClusterAccess | None,
+        given: Sequence[pulumi.Resource] | None,
+        child: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        """What its ServiceMonitor waits for: the group's wait, else its own wait for the cluster
+        to serve the ServiceMonitor kind (none without credentials)."""
+        if plan.service_monitor is None or args.metrics is None:
+            return []
+        if given is not None:
+            return list(given)
+        if access is None:
+            return []
+        crd, version = served_kind(plan.service_monitor)
+        return [
+            CrdServed(
+                f"{name}/service-monitor-crd", access, crd, version, REGISTERED_BY[args.metrics.flavour], opts=child
+            )
+        ]
+
     def _serving(
-        self, name: str, gateway: GatewayRefArgs | None, plan: ModelPlan, child: pulumi.ResourceOptions
+        self,
+        name: str,
+        gateway: GatewayRefArgs | None,
+        plan: ModelPlan,
+        child: pulumi.ResourceOptions,
+        monitor_after: list[pulumi.Resource],
     ) -> list[KubernetesObject]:
         """Its route through the gateway (the HTTPRoute names the Gateway by the outputs it was
         given, so it waits for the Gateway, and the DestinationRule for the route) and its
-        ServiceMonitor."""
+        ServiceMonitor (once the cluster serves its kind)."""
         made: list[KubernetesObject] = []
         if plan.route is not None and gateway is not None:
             route = KubernetesObject(
@@ -243,7 +290,8 @@ class KaitoModel(pulumi.ComponentResource):
             )
             made += [route, picker]
         if plan.service_monitor is not None:
-            made.append(KubernetesObject(f"{name}/service-monitor", plan.service_monitor, opts=child))
+            after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=monitor_after))
+            made.append(KubernetesObject(f"{name}/service-monitor", plan.service_monitor, opts=after))
         return made
 
 

@@ -32,6 +32,7 @@ from kaito_aks.model.names import hf_token_secret_name, workspace_names
 from kaito_aks.model.placement import match_labels, node_lookup_labels
 from kaito_aks.model.serving import routed_plan, scaled_plan
 from kaito_aks.model.spec import AdapterArgs, KaitoModelArgs, LabelSelectorArgs, TuningArgs, ready_timeout
+from kaito_aks.model_streaming import model_annotations
 from kaito_aks.serving.metrics import service_labels, service_monitor
 from kaito_aks.serving.route import RoutePlan
 from kaito_aks.serving.scaler import PATCH_FORCE, AutoscalePlan
@@ -160,6 +161,10 @@ def plan_model(args: KaitoModelArgs, gateway: GatewayRefArgs | None = None) -> M
     annotations = {RUNTIME_ANNOTATION: args.runtime} if args.runtime else {}
     if args.node_class is not None and auto:  # (the class's name in the chart: catalog/kaito_charts.yaml)
         annotations[NODE_CLASS_ANNOTATION] = chart.node_classes[args.node_class]
+    if args.weights_streaming is not None and args.tuning is None:
+        annotations.update(
+            model_annotations(args.weights_streaming.storage_class, args.weights_streaming.service_account)
+        )
     annotations = annotations or None
     if args.tuning is not None:
         return _tuning_plan(args, args.tuning, resource, annotations)

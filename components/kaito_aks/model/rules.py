@@ -45,6 +45,7 @@ def model_findings(args: KaitoModelArgs) -> list[Problem]:
         *serving_problems(args),
         *serving_warnings(args),
         *_one_replica_served(args, chart),
+        *_streaming(args),
     ]
     problems += node_groups_problems(args.node_groups or [])  # a pool described by hand, as GpuNodePool checks it
     # Sizing means something only on sound args; a missing token changes nothing it reads.
@@ -82,6 +83,25 @@ def model_warnings(args: KaitoModelArgs) -> list[Problem]:
     and what cannot be checked before KAITO sees it. The components log them (pulumi.log.warn)
     and `validate` prints them."""
     return model_verdict(args)[1]
+
+
+def needs_hf_token(model: str, kaito_version: str) -> bool:
+    """Whether serving `model` on a KAITO release needs a Hugging Face token: a preset KAITO's
+    webhook denies without one (supported_models.yaml downloadAuthRequired: llama-3.1-8b-instruct
+    and llama-3.3-70b-instruct, lines 25 and 35 at v0.8.1, 42 and 52 at v0.11.0, 49 and 59 at
+    v0.12.0), a gated Hugging Face repository (catalog/hugging_face_models.yaml `gated`), or any
+    preset that downloads its weights on a release whose webhook asks a secret of every download
+    (0.6). A program with one token for many models gives it to these, and to a private
+    repository's model: a Workspace's preset is replaced, not patched, so a model given a token it
+    does not need is replaced when the token is first added."""
+    chart = catalog.kaito_charts().get(kaito_version)
+    if chart is None:
+        return False
+    preset = catalog.find_preset(model, chart.preset_catalog)
+    if preset is None:  # (0.11+) a Hugging Face id KAITO sizes itself: gated if its repository is known to be
+        return chart.accepts_hugging_face_ids and model.lower() in catalog.gated_models()
+    needed = preset.auth_required or preset.gated or chart.secret_for_every_download
+    return preset.download_at_runtime and needed
 
 
 def _unchecked(args: KaitoModelArgs, chart: catalog.KaitoChart | None) -> Iterator[Problem]:
@@ -314,3 +334,26 @@ def _runtime(args: KaitoModelArgs, chart: catalog.KaitoChart, preset: catalog.Pr
                 "strength",
             )
     yield from max_model_len_problems(args, preset)
+
+
+def _streaming(args: KaitoModelArgs) -> Iterator[Problem]:
+    """Weights streamed where KAITO streams them: a release with the gates, a preset (KAITO mirrors
+    inference presets only), served by vLLM (the transformers runtime silently downloads instead:
+    pkg/workspace/inference/modelstreaming/modelstreaming.go@v0.12.0 ModelStreamingEnabled)."""
+    if args.weights_streaming is None:
+        return
+    from kaito_aks.model_streaming import streaming_problem
+
+    why = streaming_problem(args.kaito_version)
+    if why is not None:
+        yield Problem.at("weights_streaming", why, "model-streaming")
+    elif not args.model or args.tuning is not None:
+        yield Problem.at(
+            "weights_streaming", "KAITO mirrors and streams the weights of an inference preset only", "model-streaming"
+        )
+    elif args.runtime == "transformers":
+        yield Problem.at(
+            "weights_streaming",
+            "KAITO streams weights to vLLM only: with the transformers runtime it downloads them at start as before",
+            "streaming-runtime",
+        )

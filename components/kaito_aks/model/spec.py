@@ -130,6 +130,16 @@ class TuningArgs:
 
 
 @args_class
+class WeightsStreamingArgs:
+    """Where KAITO mirrors a model's weights and who streams them (kaito_aks.model_streaming)."""
+
+    storage_class: Annotated[str, DNS_LABEL] = "blob-fuse"
+    """A StorageClass of the Blob CSI driver (blob.csi.azure.com)."""
+    service_account: Annotated[str, DNS_LABEL] = "kaito-model-streamer"
+    """A ServiceAccount of the model's namespace annotated for workload identity."""
+
+
+@args_class
 class KaitoModelArgs:
     """One model KAITO serves or fine-tunes: a preset (GPU) or a custom serving image (e.g.
     llama.cpp on CPU). Only `kaito_version` and one of `model` / `image` are required."""
@@ -188,6 +198,11 @@ class KaitoModelArgs:
     8192}}); default: KAITO's own."""
     tuning: TuningArgs | None = None
     """Fine-tune the preset instead of serving it; default: serve it."""
+    weights_streaming: WeightsStreamingArgs | None = None
+    """KAITO 0.11+ with its ModelMirror and ModelStreaming gates on (`ModelStreaming`): the
+    StorageClass and ServiceAccount this model's mirror and pod use, written on the model
+    (kaito.sh/model-mirror-storage-class, kaito.sh/streaming-service-account) so they do not hang
+    on the chart's defaults. Default: none (the chart's defaults, if any)."""
     hf_token: Secret[Input[str]] | None = None
     """Hugging Face token (kept secret), put in a Secret for presets that download their weights;
     default: none (a gated preset then needs `model_access_secret`)."""

@@ -3,17 +3,21 @@ it serves."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import field
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.capacity import ALL_TAINTS, Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints, with_driver
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
 from kaito_aks.options import child_options, component_type
+from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, Problem
 from kaito_aks.schema import args_class
 from kaito_aks.validation import checked_args
@@ -81,6 +85,29 @@ def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, Any]:
     return deep_merge(out, args.values)
 
 
+def gpu_operator_capacity(args: GpuOperatorArgs) -> Capacity:
+    """What the release runs on the non-GPU nodes, for the capacity budget: the operator, NFD's
+    master and garbage collector, and NFD's worker on every node whose taints its tolerations
+    (the chart's and the GPU pools') cover. Its operands run on GPU nodes only."""
+    kinds = pod_requests().pods.gpu_operator.get(args.version)
+    if kinds is None:
+        return Capacity()
+    values = gpu_operator_values(args)
+    keys = toleration_keys(values["node-feature-discovery"]["worker"]["tolerations"])
+    pods = tuple(
+        dataclasses.replace(p, tolerates=keys) if p.per_node else p
+        for p in pods_of(kinds, note=f"GPU Operator {args.version}")
+    )
+    return Capacity(pods=with_requests(pods[:1], values, "operator", "resources") + pods[1:])
+
+
+def toleration_keys(tolerations: object) -> tuple[str, ...]:
+    """The taint keys a pod's tolerations cover (ALL_TAINTS: one without a key covers every taint)."""
+    listed: list[object] = list(cast(list[object], tolerations)) if isinstance(tolerations, list) else []
+    keys = [str(t.get("key") or ALL_TAINTS) for t in listed if is_dict(t)]
+    return tuple(dict.fromkeys(keys))
+
+
 def gpu_operator_release(args: GpuOperatorArgs) -> ChartRelease:
     return ChartRelease.of(catalog.gpu_operator_chart_source(), args.version, gpu_operator_values(args))
 
@@ -93,6 +120,8 @@ class GpuOperator(pulumi.ComponentResource):
     """The installed chart version."""
 
     release: k8s.helm.v3.Release
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
     node_groups: list[NodeGroup]
     """The GPU pools it was given, marked as having their driver installed (`driver_installed`):
     pass these to KaitoOperator and KaitoModel, which refuse a pool left to the GPU Operator
@@ -107,5 +136,6 @@ class GpuOperator(pulumi.ComponentResource):
             name, gpu_operator_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)
         )
         self.node_groups = [with_driver(g) for g in checked.node_groups]
+        self.capacity = gpu_operator_capacity(checked)
         self.chart_version = self.release.status.version
         self.register_outputs({"chartVersion": self.chart_version})

@@ -24,6 +24,8 @@ from kaito_aks.azure.cluster_ref import (
     cluster_ref,
 )
 from kaito_aks.azure.workload_identity import IDENTITY_NAME, RoleGrantArgs, WorkloadIdentity, operator_identity
+from kaito_aks.capacity import Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
@@ -179,6 +181,15 @@ def gpu_provisioner_values(
     return deep_merge(values, args.values)
 
 
+def gpu_provisioner_capacity(args: GpuProvisionerArgs) -> Capacity:
+    """The controller, at the values' requests, for the capacity budget."""
+    kinds = pod_requests().pods.gpu_provisioner.get(args.version)
+    if kinds is None:
+        return Capacity()
+    pods = pods_of(kinds, note=f"gpu-provisioner {args.version}")
+    return Capacity(pods=with_requests(pods, args.values, "controller", "resources"))
+
+
 class GpuProvisioner(pulumi.ComponentResource):
     """gpu-provisioner's Helm release with its WorkloadIdentity (managed identity, federated
     credential for the chart's service account, a custom role on the cluster with the agent pool
@@ -203,6 +214,8 @@ class GpuProvisioner(pulumi.ComponentResource):
     """Its custom role: the cluster's agent pools, read, write and delete."""
     identity: WorkloadIdentity
     release: k8s.helm.v3.Release
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: GpuProvisionerArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -213,6 +226,7 @@ class GpuProvisioner(pulumi.ComponentResource):
             gpu_provisioner_problems,
             also=[*cluster_problems(args, FLAT_CLUSTER), *provider_problems(opts)],
         )
+        self.capacity = gpu_provisioner_capacity(checked)
         access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
             raise_if("GpuProvisioner", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])

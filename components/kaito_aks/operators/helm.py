@@ -37,10 +37,11 @@ class ChartRelease:
 
 
 def pinned_release(
-    name: str, release: ChartRelease, timeout_seconds: int, opts: pulumi.ResourceOptions
+    name: str, release: ChartRelease, timeout_seconds: int, opts: pulumi.ResourceOptions, *, skip_crds: bool = False
 ) -> k8s.helm.v3.Release:
     """A Helm release that waits for its workloads to be ready and rolls back if they are not
-    (atomic), so whatever depends on it starts against a working operator."""
+    (atomic), so whatever depends on it starts against a working operator. `skip_crds`: the
+    chart's crds/ folder is not installed (its CRDs come from elsewhere)."""
     # Helm pulls a chart from an OCI registry by its full reference, with no repository.
     oci = release.repository is not None and release.repository.startswith(OCI)
     return k8s.helm.v3.Release(
@@ -58,6 +59,7 @@ def pinned_release(
             atomic=True,
             cleanup_on_fail=True,
             timeout=timeout_seconds,
+            skip_crds=True if skip_crds else None,
         ),
         opts=opts,
     )

@@ -11,6 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.capacity import Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.nodes import (
     DEFAULT_GPU_TAINTS,
@@ -281,6 +283,28 @@ def kaito_operator_warnings(args: KaitoOperatorArgs) -> list[Problem]:
     ]
 
 
+def kaito_operator_capacity(args: KaitoOperatorArgs) -> Capacity:
+    """What the release runs on the non-GPU nodes, for the capacity budget: the controller (at the
+    values' requests), Flux's two controllers with the gateway extension's gate, the local CSI
+    driver (on unless the values turn it off) and, in BYO with KAITO's own GPU discovery, its
+    bundled NFD (no requests at that chart)."""
+    data = pod_requests().pods.kaito.get(args.version)
+    chart = catalog.kaito_charts().get(args.version)
+    if data is None or chart is None:
+        return Capacity()
+    values = kaito_chart_values(args)
+    note = f"KAITO {args.version}"
+    pods = with_requests(pods_of(data.controller, note=note), values, "resources")
+    if gateway_extension_on(args, chart):
+        pods += pods_of(data.flux, note=f"{note}'s gateway extension")
+    local_csi = values.get("localCSIDriver")
+    if not (is_dict(local_csi) and local_csi.get("useLocalCSIDriver") is False):
+        pods += pods_of(data.local_csi_driver, note=f"{note}'s local CSI driver")
+    if args.node_provisioning == "byo" and args.gpu_discovery != "external":
+        pods += pods_of(data.gpu_feature_discovery, note=note)
+    return Capacity(pods=pods)
+
+
 def kaito_release(args: KaitoOperatorArgs) -> ChartRelease:
     return ChartRelease.of(catalog.kaito_chart_source(), args.version, kaito_chart_values(args))
 
@@ -299,6 +323,8 @@ class KaitoOperator(pulumi.ComponentResource):
     installs_kaito: tuple[str, str]
     """(its name, the KAITO release it installs): a model or RAG engine depending on it must be
     checked by the same release's rules (`kaito_version`)."""
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: KaitoOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -306,6 +332,7 @@ class KaitoOperator(pulumi.ComponentResource):
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.installs_kaito = (name, checked.version)  # what the models that depend on it are checked by
+        self.capacity = kaito_operator_capacity(checked)
         for warning in kaito_operator_warnings(checked):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self.release = pinned_release(name, kaito_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts))

@@ -3,10 +3,12 @@ KAITO 0.12's docs call gpu-provisioner deprecated): KAITO creates a Karpenter No
 Workspace, and Karpenter creates its Azure VMs, which join the cluster as nodes.
 
 Everything the controller needs comes from the cluster (its name, API server, node resource
-group, kubelet identity, network), the nodes' subnet, a workload identity with the narrow
-built-in roles Karpenter's own install gives it, an SSH public key made for it, and a kubelet
-bootstrap token of the program's own: nothing is read by hand with kubectl or az, as the
-upstream scripts do (hack/deploy/configure-values.sh at v1.12.0)."""
+group, kubelet identity, network), the nodes' subnet and its VNet's GUID, a workload identity
+with the narrow built-in roles Karpenter's own install gives it, an SSH public key made for it,
+and a kubelet bootstrap token of the program's own, which expires and which `pulumi up` renews:
+nothing is read by hand with kubectl or az, as the upstream scripts do
+(hack/deploy/configure-values.sh at v1.12.0). Its CRDs come from the karpenter-crd chart, which
+Helm upgrades (KarpenterCrds)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from typing import Annotated, Any, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_azure_native import network as azure_network
 
 from kaito_aks import catalog
-from kaito_aks.azure.aks_cluster import AksCluster
+from kaito_aks.azure.aks_cluster import AksCluster, subnet_parts
 from kaito_aks.azure.cluster_ref import (
     CLUSTER_ID,
     AksClusterRefArgs,
@@ -28,9 +31,17 @@ from kaito_aks.azure.cluster_ref import (
 )
 from kaito_aks.azure.ssh_public_key import SshPublicKey
 from kaito_aks.azure.workload_identity import RoleGrantArgs, WorkloadIdentity, operator_identity
+from kaito_aks.capacity import Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import access_for, provider_problems
-from kaito_aks.cluster.node_bootstrap import NodeBootstrapToken, NodeBootstrapTokenArgs
+from kaito_aks.cluster.node_bootstrap import (
+    DEFAULT_LIFETIME_DAYS,
+    MAX_LIFETIME_DAYS,
+    NodeBootstrapToken,
+    NodeBootstrapTokenArgs,
+)
 from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.pod_security import pod_security_labels
@@ -101,7 +112,10 @@ class KarpenterNetworkArgs:
     """The subnet the nodes join: the system pool's, of a VNet the program or you made (AKS's
     managed VNet cannot be given). Karpenter's identity gets the subnet role on it."""
     vnet_guid: Input[str]
-    """The resource GUID of the subnet's VNet (Azure CNI overlay nodes carry it)."""
+    """The resource GUID of the subnet's VNet (Azure CNI overlay nodes carry it); empty: read
+    from the VNet (azure-native getVirtualNetwork) with the deployer's credentials. Karpenter
+    would read it itself at start-up, with its identity, whose role on the subnet alone cannot
+    read the VNet, and exit (operator.go:133-137, 301-330 at v1.12.0)."""
     plugin: Input[str]
     """The network plugin (azure)."""
     plugin_mode: Input[str]
@@ -148,15 +162,22 @@ class KarpenterArgs:
     bootstrap_token_rotation: Annotated[int, Range(0, None, "a count: raise it to rotate")] = 0
     """Raise it to replace the kubelet bootstrap token new nodes join with (Karpenter restarts
     with the new one)."""
+    bootstrap_token_lifetime_days: Annotated[int, Range(1, MAX_LIFETIME_DAYS, "days")] | None = DEFAULT_LIFETIME_DAYS
+    """How many days the nodes' bootstrap token lives: `pulumi up` replaces it (and restarts
+    Karpenter with the new one) once half of that has passed, so bring the stack up at least
+    every half-lifetime (a scheduled job), or Karpenter's new nodes cannot join once it lapses.
+    None: a token that never expires (warned), which a program deployed before tokens expired
+    keeps unreplaced; giving a lifetime later replaces it once."""
     values: dict[str, Any] = field(default_factory=dict[str, Any])
     """Extra chart values, deep-merged last; default: none."""
     wait_for_nodeclaims_on_delete: bool = True
     """On `pulumi destroy`, keep Karpenter until the NodeClaims of KAITO's nodes are gone, so their
     VMs are deleted rather than left running."""
     kubeconfig: Secret[Input[str]] | None = None
-    """Credentials that wait reads NodeClaims with (kept secret). Default: those of the cluster's
-    provider it is deployed through (a Python program's AksCluster `provider`); elsewhere give
-    it, or turn the wait off."""
+    """Credentials that wait reads NodeClaims with, and with which the CRDs an earlier install
+    left are handed to the karpenter-crd chart (KarpenterCrds; kept secret). Default: those of
+    the cluster's provider it is deployed through (a Python program's AksCluster `provider`);
+    elsewhere give it, or turn the wait off."""
 
 
 def karpenter_cluster_args(cluster: AksCluster) -> dict[str, Any]:
@@ -178,7 +199,8 @@ FLAT_CLUSTER = (
 
 
 class OnAks(NamedTuple):
-    """What Karpenter reads of its cluster: its `cluster`, or the deprecated fields."""
+    """What Karpenter reads of its cluster: its `cluster`'s outputs, each deprecated field given
+    over them (without `cluster`, the deprecated fields alone)."""
 
     cluster_id: pulumi.Input[str]
     location: pulumi.Input[str]
@@ -190,28 +212,21 @@ class OnAks(NamedTuple):
 
     @classmethod
     def of(cls, args: KarpenterArgs) -> OnAks:
-        c = args.cluster
-        if c is None:
-            none = KarpenterNetworkArgs(subnet_id="", vnet_guid="", plugin="", plugin_mode="", policy="", dataplane="")
-            return cls(
-                args.cluster_id or "",
-                args.location or "",
-                args.node_resource_group or "",
-                args.oidc_issuer_url or "",
-                args.api_server_endpoint or "",
-                args.kubelet_identity or KubeletIdentityArgs(client_id="", resource_id=""),
-                args.network or none,
-            )
+        c = args.cluster or AksClusterRefArgs(
+            cluster_id="", name="", resource_group_name="", location="", node_resource_group="", oidc_issuer_url=""
+        )
         return cls(
-            c.cluster_id,
-            c.location,
-            c.node_resource_group,  # its roles apply there
-            c.oidc_issuer_url,
-            _given(c.api_server_endpoint),
-            KubeletIdentityArgs(
+            args.cluster_id or c.cluster_id,
+            args.location or c.location,
+            args.node_resource_group or c.node_resource_group,  # its roles apply there
+            args.oidc_issuer_url or c.oidc_issuer_url,
+            args.api_server_endpoint or _given(c.api_server_endpoint),
+            args.kubelet_identity
+            or KubeletIdentityArgs(
                 client_id=_given(c.kubelet_identity_client_id), resource_id=_given(c.kubelet_identity_resource_id)
             ),
-            KarpenterNetworkArgs(
+            args.network
+            or KarpenterNetworkArgs(
                 subnet_id=_given(c.node_subnet_id),
                 vnet_guid=_given(c.vnet_guid),
                 plugin=_given(c.network_plugin),
@@ -225,6 +240,13 @@ class OnAks(NamedTuple):
 def _given(value: pulumi.Input[str] | None) -> pulumi.Input[str]:
     """A reference's output, or empty where it gives none (Karpenter then refuses to start, saying why)."""
     return value if value is not None else ""
+
+
+TOKEN_FOREVER = (
+    "the bootstrap token Karpenter's nodes join with never expires: whoever holds it can join a node under any name "
+    f"until it is rotated; give it a lifetime (e.g. {DEFAULT_LIFETIME_DAYS} days) and `pulumi up` renews it before it "
+    "lapses (the token is replaced once; Karpenter restarts with the new one, joined nodes keep their certificates)"
+)
 
 
 def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
@@ -254,6 +276,8 @@ def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
     gate = ("settings", "featureGates", "staticCapacity")
     if _at(args.values, gate) is False:
         problems.append(Problem(("values", *map(Key, gate)), STATIC_CAPACITY, "static-capacity"))
+    if args.bootstrap_token_lifetime_days is None:
+        problems.append(Problem.at("bootstrap_token_lifetime_days", TOKEN_FOREVER, "bootstrap-token-forever"))
     return problems
 
 
@@ -314,9 +338,11 @@ def karpenter_values(
     ssh_public_key: pulumi.Input[str],
     token_id: pulumi.Input[str],
 ) -> dict[str, Any]:
-    """The chart's values: the controller's environment, its service account signing in as the
-    workload identity, static capacity on (KAITO sets NodePool replicas), and a pod annotation of
-    the token's id, so a rotated token restarts the controller."""
+    """The chart's values: the controller's environment and its requests and limits (1 CPU and
+    1 GiB, as Karpenter's README and KAITO's install set them; the chart's default is none, a
+    BestEffort pod evicted first), its service account signing in as the workload identity,
+    static capacity on (KAITO sets NodePool replicas), and a pod annotation of the token's id, so
+    a rotated token restarts the controller."""
     source = catalog.karpenter_source()
     values: dict[str, Any] = {
         "serviceAccount": {
@@ -326,7 +352,10 @@ def karpenter_values(
         "podLabels": {"azure.workload.identity/use": "true"},
         "podAnnotations": {"kaito-aks/bootstrap-token-id": token_id},
         "settings": {"featureGates": {"staticCapacity": True}},
-        "controller": {"env": karpenter_env(on, cluster, endpoint, ssh_public_key)},
+        "controller": {
+            "env": karpenter_env(on, cluster, endpoint, ssh_public_key),
+            "resources": source.controller_resources,
+        },
     }
     return deep_merge(values, args.values)
 
@@ -337,9 +366,52 @@ def _expect_subnet(subnet_id: str) -> str:
     return subnet_id
 
 
+def vnet_guid_of(subnet_id: str, parent: pulumi.Resource) -> pulumi.Output[str]:
+    """The resource GUID of a subnet's VNet, read from Azure with the deployer's credentials."""
+    group, vnet = subnet_parts(subnet_id)
+    found = azure_network.get_virtual_network_output(
+        resource_group_name=group, virtual_network_name=vnet, opts=pulumi.InvokeOptions(parent=parent)
+    )
+    return found.resource_guid.apply(lambda g: _expect_guid(g or "", subnet_id))
+
+
+def _expect_guid(guid: str, subnet_id: str) -> str:
+    if not guid:
+        raise KarpenterCannotStart(
+            f"the VNet of {subnet_id} reports no resource GUID, which Karpenter needs (VNET_GUID): give it "
+            "(KarpenterNetworkArgs.vnet_guid; az network vnet show --query resourceGuid)"
+        )
+    return guid
+
+
+def token_copy(
+    name: str, namespace: k8s.core.v1.Namespace, token: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Secret:
+    """The bootstrap token where Karpenter's KUBELET_BOOTSTRAP_TOKEN reads it (a Secret of its
+    namespace): a rotated token updates it in place, and the pod annotation of the token's id
+    restarts the controller to read it."""
+    return k8s.core.v1.Secret(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace.metadata.name),
+        string_data={"token": token},
+        opts=opts,
+    )
+
+
 def node_resource_group_id(cluster: ClusterRef, node_resource_group: str) -> str:
     """The node resource group's id: AKS makes it in the cluster's subscription."""
     return f"/subscriptions/{cluster.subscription}/resourceGroups/{node_resource_group}"
+
+
+def karpenter_capacity(args: KarpenterArgs) -> Capacity:
+    """Its two controller replicas (never two on one node), at the requests the release sets (the
+    catalog's controllerResources, or the values' own), for the capacity budget."""
+    kinds = pod_requests().pods.karpenter.get(args.version)
+    if kinds is None:
+        return Capacity()
+    pods = pods_of(kinds, note=f"Karpenter {args.version}")
+    values = deep_merge({"controller": {"resources": catalog.karpenter_source().controller_resources}}, args.values)
+    return Capacity(pods=with_requests(pods, values, "controller", "resources"))
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -347,7 +419,8 @@ class Karpenter(pulumi.ComponentResource):
     installs it), after its WorkloadIdentity (managed identity, federated credential; Virtual
     Machine Contributor, Network Contributor and Managed Identity Operator on the node resource
     group, Network Contributor on the nodes' subnet: no Contributor or Owner), a NodeBootstrapToken
-    (copied into a Secret of Karpenter's namespace) and the nodes' SSH key. The release waits for
+    (copied into a Secret of Karpenter's namespace), the nodes' SSH key and its CRDs from the
+    karpenter-crd chart (KarpenterCrds; the karpenter chart's own crds/ are skipped). The release waits for
     all of them, so the controller signs in and can make nodes on first start; KAITO in Karpenter
     mode must come after this component (it exits if its default AKSNodeClass is not Ready within
     120 s), and so must the Workspaces, so that `pulumi destroy` removes them, and the NodeClaims
@@ -367,14 +440,21 @@ class Karpenter(pulumi.ComponentResource):
     """The SSH public key of the nodes."""
     bootstrap_token_id: pulumi.Output[str]
     """The public id of the nodes' bootstrap token (kube-system/bootstrap-token-<id>)."""
+    bootstrap_token_expires: pulumi.Output[str]
+    """When the nodes' bootstrap token lapses (RFC 3339): `pulumi up` renews it half its
+    lifetime before."""
 
     identity: WorkloadIdentity
     bootstrap: NodeBootstrapToken
+    crds: KarpenterCrds
     release: k8s.helm.v3.Release
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None):
         also = [*cluster_problems(args, FLAT_CLUSTER), *provider_problems(opts)]
         checked = checked_args("Karpenter", name, KarpenterArgs, args, karpenter_problems, also=also)
+        self.capacity = karpenter_capacity(checked)
         access = access_for(checked.kubeconfig, None, opts)
         if access is None and checked.wait_for_nodeclaims_on_delete:
             raise_if("Karpenter", name, [Problem.at("kubeconfig", NO_CREDENTIALS, "no-credentials")])
@@ -385,7 +465,11 @@ class Karpenter(pulumi.ComponentResource):
         # the subnet as the cluster reports it: none stops Karpenter before anything is granted or installed
         on = OnAks.of(checked)
         subnet = pulumi.Output.from_input(on.network.subnet_id).apply(_expect_subnet)
-        on = on._replace(network=replace(on.network, subnet_id=subnet))
+        # its VNet's GUID as given, else read from the VNet here (Karpenter cannot read it)
+        guid = pulumi.Output.all(subnet, on.network.vnet_guid).apply(
+            lambda a: str(a[1]) if a[1] else vnet_guid_of(str(a[0]), self)
+        )
+        on = on._replace(network=replace(on.network, subnet_id=subnet, vnet_guid=guid))
         cluster = pulumi.Output.from_input(on.cluster_id).apply(cluster_ref)
         node_group = pulumi.Output.all(on.cluster_id, on.node_resource_group).apply(
             lambda a: node_resource_group_id(cluster_ref(a[0]), a[1])
@@ -406,7 +490,11 @@ class Karpenter(pulumi.ComponentResource):
         )
         self.bootstrap = NodeBootstrapToken(
             f"{name}-bootstrap",
-            NodeBootstrapTokenArgs(group=BOOTSTRAP_GROUP, rotation=checked.bootstrap_token_rotation),
+            NodeBootstrapTokenArgs(
+                group=BOOTSTRAP_GROUP,
+                rotation=checked.bootstrap_token_rotation,
+                lifetime_days=checked.bootstrap_token_lifetime_days,
+            ),
             opts=child_options(self, opts),
         )
         namespace = k8s.core.v1.Namespace(
@@ -420,12 +508,7 @@ class Karpenter(pulumi.ComponentResource):
             ),
             opts=child_options(self, opts),
         )
-        token = k8s.core.v1.Secret(
-            f"{name}-bootstrap-token",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=TOKEN_SECRET, namespace=namespace.metadata.name),
-            string_data={"token": self.bootstrap.token},
-            opts=child_options(self, opts),
-        )
+        token = token_copy(f"{name}-bootstrap-token", namespace, self.bootstrap.token, child_options(self, opts))
         ssh_key = checked.ssh_public_key
         if ssh_key is None:
             ssh_key = SshPublicKey(f"{name}-ssh-key", opts=child_options(self, opts)).public_key_openssh
@@ -438,11 +521,17 @@ class Karpenter(pulumi.ComponentResource):
             ssh_public_key=ssh_key,
             token_id=self.bootstrap.token_id,
         )
+        self.crds = KarpenterCrds(
+            f"{name}-crds",
+            KarpenterCrdsArgs(version=checked.version, kubeconfig=checked.kubeconfig),
+            opts=child_options(self, opts, depends_on=[namespace]),
+        )
         self.release = pinned_release(
             name,
             ChartRelease.of(source, checked.version, values),
             INSTALL_TIMEOUT_SECONDS,
-            child_options(self, opts, depends_on=[self.identity, self.bootstrap, namespace, token]),
+            child_options(self, opts, depends_on=[self.identity, self.bootstrap, namespace, token, self.crds]),
+            skip_crds=True,  # the karpenter-crd chart's (above), which Helm upgrades
         )
         self.nodeclaims_gone: NodeClaimsGone | None = None
         if access is not None and checked.wait_for_nodeclaims_on_delete:
@@ -460,6 +549,7 @@ class Karpenter(pulumi.ComponentResource):
         self.identity_name = self.identity.identity_name
         self.ssh_public_key = pulumi.Output.from_input(ssh_key)
         self.bootstrap_token_id = self.bootstrap.token_id
+        self.bootstrap_token_expires = self.bootstrap.expires
         self.register_outputs(
             {
                 "namespace": self.namespace,
@@ -469,6 +559,7 @@ class Karpenter(pulumi.ComponentResource):
                 "identityName": self.identity_name,
                 "sshPublicKey": self.ssh_public_key,
                 "bootstrapTokenId": self.bootstrap_token_id,
+                "bootstrapTokenExpires": self.bootstrap_token_expires,
             }
         )
 

@@ -10,6 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.capacity import Capacity, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
@@ -77,6 +79,14 @@ def ragengine_operator_problems(args: RagEngineOperatorArgs) -> list[Problem]:
     return problems
 
 
+def ragengine_operator_capacity(args: RagEngineOperatorArgs) -> Capacity:
+    """The controller, at the values' requests, for the capacity budget."""
+    kinds = pod_requests().pods.ragengine_operator.get(args.version)
+    if kinds is None:
+        return Capacity()
+    return Capacity(pods=with_requests(pods_of(kinds, note=f"KAITO {args.version}"), args.values, "resources"))
+
+
 def ragengine_release(args: RagEngineOperatorArgs) -> ChartRelease:
     return ChartRelease.of(catalog.ragengine_chart_source(), args.version, dict(args.values))
 
@@ -105,6 +115,8 @@ class RagEngineOperator(pulumi.ComponentResource):
     installs_kaito: tuple[str, str]
     """(its name, the KAITO release it installs): a model or RAG engine depending on it must be
     checked by the same release's rules (`kaito_version`)."""
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: RagEngineOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -117,6 +129,7 @@ class RagEngineOperator(pulumi.ComponentResource):
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         self.installs_kaito = (name, checked.version)  # what the models that depend on it are checked by
+        self.capacity = ragengine_operator_capacity(checked)
         self.release = pinned_release(
             name, ragengine_release(checked), INSTALL_TIMEOUT_SECONDS, child_options(self, opts)
         )

@@ -13,15 +13,18 @@ guardrails.yaml) stays KAITO's: the component writes the ConfigMap itself when g
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from urllib.parse import urlsplit
 
 from kaito_aks import catalog, policy
+from kaito_aks.capacity import Capacity, pods_of
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.endpoints import load_balancer_problems, load_balancer_warnings
 from kaito_aks.kaito.go_url import parse_request_uri
 from kaito_aks.model.names import RESERVED_NAMESPACES
-from kaito_aks.problems import Key, Problem
+from kaito_aks.problems import Key, PathPart, Problem
 from kaito_aks.rag.spec import EFFECTIVE_EMBEDDING_MODEL, EmbeddingArgs, LocalEmbeddingArgs, RagEngineArgs
 
 # KAITO's webhook: an embedding image is a full reference with a tag (ragengine_validation.go).
@@ -391,3 +394,29 @@ def _guardrails(args: RagEngineArgs, chart: catalog.RagEngineChart) -> Iterator[
             "`inference_service`, or leave `guardrails` out",
             "guardrails-unused",
         )
+
+
+def rag_engine_capacity(args: RagEngineArgs, who: str, at: tuple[PathPart, ...] = ()) -> Capacity:
+    """The engine's pod on non-GPU nodes, for the capacity budget: none when it embeds locally on
+    a GPU size (it then takes a GPU node: the GPU pools' budget counts it); else the requests
+    KAITO's controller gives it (0.11+: 500m and 512Mi; 0.8: none), on the nodes its compute's
+    selector picks, with KAITO's GPU tolerations."""
+    kinds = pod_requests().pods.rag_engine.get(args.kaito_version)
+    if kinds is None or gpu_request(args) > 0:
+        return Capacity()
+    selector = args.compute.label_selector.match_labels if args.compute is not None else None
+    local_on_cpu = args.compute is not None and effective_embedding(args).local is not None
+    pods = pods_of(
+        [kinds.remote],
+        who=f"{who} (a RAG engine)",
+        selector=dict(selector or {}),
+        tolerates=("sku", "nvidia.com/gpu"),
+        at=at,
+        model=True,
+        bypassed="capacity" in args.bypass_checks,
+    )
+    if local_on_cpu and kinds.remote.cpu_m:  # 0.11+: a local embedding on a CPU size gets no requests
+        pods = tuple(
+            dataclasses.replace(p, cpu_m=0, memory_mi=0, source=f"{p.source}: none for a CPU size") for p in pods
+        )
+    return Capacity(pods=pods)

@@ -4,8 +4,10 @@ Istio serves the Gateway (with its gateway extension for InferencePool backends 
 body-based router copies each request's `model` into a header that each model's HTTPRoute
 matches (the routes are the models' own: KaitoModelArgs.gateway), and Authorino, Istio's
 external authorizer, admits a request with one of the API keys (each a Kubernetes Secret made
-from a Pulumi secret) or an Entra ID token of the tenant and audiences given. Every piece from its
-pinned release (catalog/serving_charts.yaml); any of them may be there already (`existing`)."""
+from a Pulumi secret) or an Entra ID token of the tenant and audiences given, before the router
+reads any body; Envoy answers `GET /v1/models`, an unknown model (404 model_not_found) and a
+request without one itself (serving/edges.py). Every piece from its pinned release
+(catalog/serving_charts.yaml); any of them may be there already (`existing`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import catalog
+from kaito_aks.capacity import Capacity, PodSet, pods_of, with_requests
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.operators.helm import ChartRelease, pinned_release
@@ -27,6 +31,7 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.problems import Problem
 from kaito_aks.schema import DNS_LABEL, SECRET_SHOWN, Check, Input, Matches, MaxItems, Secret, args_class
+from kaito_aks.serving.edges import body_router_destination, body_router_filter, edges_filter
 from kaito_aks.serving.route import GATEWAY_API
 from kaito_aks.validation import checked_args
 from kaito_aks.vocabulary import GATEWAY_NAME_LABEL, Exposure, Installed
@@ -130,7 +135,11 @@ class InferenceGatewayArgs:
     authorino: Installed = "install"
     """The Authorino operator: install, or existing (its CRDs and operator run already)."""
     body_based_routing: Installed = "install"
-    """GAIE's body-based router in the gateway's namespace: install, or existing."""
+    """GAIE's body-based router in the gateway's namespace: install (wired into the gateway after
+    authentication), or existing (wired by whoever installed it)."""
+    models: Annotated[list[str], MaxItems(1000)] = field(default_factory=list[str])
+    """The model ids `GET /v1/models` lists: every `model` value the gateway routes (each routed
+    model's served id and its adapters'; the stack fills it in). Default: none (an empty list)."""
 
 
 def inference_gateway_problems(args: InferenceGatewayArgs) -> list[Problem]:
@@ -202,6 +211,16 @@ def inference_gateway_warnings(args: InferenceGatewayArgs) -> list[Problem]:
                 "gateway-public",
             )
         )
+    if args.body_based_routing == "existing":
+        found.append(
+            Problem.at(
+                "body_based_routing",
+                "an existing body-based router is wired by whoever installed it: GAIE's chart with provider.name istio "
+                "runs it before authentication, reading every request's body; install it with provider.name none and "
+                "`body_based_routing: install` wires it after authentication",
+                "gateway-existing-router",
+            )
+        )
     if args.istio == "existing" and (args.api_keys or args.entra is not None):
         found.append(
             Problem.at(
@@ -248,6 +267,49 @@ def istiod_values(args: InferenceGatewayArgs) -> dict[str, Any]:
     if mesh:
         values["meshConfig"] = mesh
     return values
+
+
+def default_requests() -> PodSet:
+    """What a container of the gateway's namespace that requests nothing is given (its
+    LimitRange): the gateway's own Envoy's requests. The body-based router's chart and the
+    Authorino instance the operator makes set none (catalog/pod_requests.yaml), and a pod
+    without requests runs BestEffort, evicted first and counted nowhere."""
+    istio = catalog.serving_charts().istio
+    return pods_of(pod_requests().pods.gateway_pods[istio.version])[0]
+
+
+def limit_range_manifest(args: InferenceGatewayArgs) -> dict[str, Any]:
+    proxy = default_requests()
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": f"{args.name}-default-requests", "namespace": args.namespace},
+        "spec": {
+            "limits": [
+                {"type": "Container", "defaultRequest": {"cpu": f"{proxy.cpu_m}m", "memory": f"{proxy.memory_mi}Mi"}}
+            ]
+        },
+    }
+
+
+def inference_gateway_capacity(args: InferenceGatewayArgs) -> Capacity:
+    """What the gateway runs on the non-GPU nodes, for the capacity budget: istiod (at its values'
+    requests) when it installs Istio, the Gateway's Envoy, the body-based router and Authorino
+    (operator and instance) when it installs them."""
+    pins = catalog.serving_charts()
+    data = pod_requests().pods
+    istio = f"Istio {pins.istio.version}"
+    pods = pods_of(data.gateway_pods[pins.istio.version], note=f"gateway {args.name}")
+    if args.istio == "install":
+        pods += with_requests(pods_of(data.istio[pins.istio.version], note=istio), istiod_values(args), "resources")
+    if args.body_based_routing == "install":
+        pods += pods_of(data.body_based_routing[pins.body_based_routing.version], note=f"gateway {args.name}")
+    if args.api_keys or args.entra is not None:
+        authorino = pins.authorino.version
+        pods += pods_of(data.authorino_instance[authorino], note=f"gateway {args.name}")
+        if args.authorino == "install":
+            pods += pods_of(data.authorino[authorino])
+    return Capacity(pods=pods)
 
 
 def service_overlay(args: InferenceGatewayArgs) -> dict[str, str] | None:
@@ -430,9 +492,9 @@ def authorino_manifest(args: InferenceGatewayArgs) -> dict[str, Any]:
 
 class InferenceGateway(pulumi.ComponentResource):
     """One OpenAI-compatible gateway for many models, with authentication. Deploy it through the
-    cluster's Kubernetes provider; give each model `gateway=GatewayRefArgs(name=gateway.gateway_name,
-    namespace=gateway.namespace)` (KAITO 0.12, its feature gate gatewayAPIInferenceExtension on:
-    KaitoOperator `feature_gates`), and call `url` with `Authorization: Bearer <key or token>`."""
+    cluster's Kubernetes provider; give each model a `gateway` naming this one's `gateway_name` and
+    `namespace` (KAITO 0.12, its feature gate gatewayAPIInferenceExtension on: KaitoOperator
+    `feature_gates`), and call `url` with `Authorization: Bearer <key or token>`."""
 
     url: pulumi.Output[str]
     """The gateway's URL (http:// or https:// and the address Istio reports): POST
@@ -447,6 +509,8 @@ class InferenceGateway(pulumi.ComponentResource):
     """How clients authenticate: the API keys' names (never their values), the Entra tenant and audiences."""
     mesh_config: pulumi.Output[dict[str, Any]]
     """The istiod meshConfig the gateway's authentication needs (set by this component when it installs Istio)."""
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -461,6 +525,7 @@ class InferenceGateway(pulumi.ComponentResource):
         for warning in inference_gateway_warnings(checked):
             pulumi.log.warn(warning.under("args").text(), resource=self)
         self._args = args = checked
+        self.capacity = inference_gateway_capacity(args)
         child = child_options(self, opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}/namespace",
@@ -471,8 +536,16 @@ class InferenceGateway(pulumi.ComponentResource):
             },
             opts=child,
         )
-        in_namespace = child_options(self, opts, depends_on=[namespace])
-        control_plane = self._control_plane(name, args, child, namespace)
+        # before any pod of the namespace: a container that requests nothing gets the gateway's requests
+        limits = limit_range_manifest(args)
+        defaults = k8s.core.v1.LimitRange(
+            f"{name}/default-requests",
+            metadata=limits["metadata"],
+            spec=limits["spec"],
+            opts=child_options(self, opts, depends_on=[namespace]),
+        )
+        in_namespace = child_options(self, opts, depends_on=[namespace, defaults])
+        control_plane = self._control_plane(name, args, child, defaults)
         auth = self._authentication(name, args, in_namespace, control_plane)
         gateway = self._gateway(name, args, in_namespace, [*control_plane, *auth])
         self.gateway_name = gateway.output("metadata").apply(lambda m: str(m["name"]))
@@ -505,7 +578,10 @@ class InferenceGateway(pulumi.ComponentResource):
         self, name: str, args: InferenceGatewayArgs, child: pulumi.ResourceOptions, namespace: pulumi.Resource
     ) -> list[pulumi.Resource]:
         """The Gateway API CRDs, Istio (base, then istiod), and the body-based router in the
-        gateway's namespace (its EnvoyFilter and DestinationRule need Istio's CRDs)."""
+        gateway's namespace, its chart without Istio wiring (provider.name none): its EnvoyFilter
+        (after authentication) and DestinationRule are written here, before the release (they
+        need Istio's CRDs; on a stack whose release rendered GAIE's own, those go when it is
+        upgraded, after these exist)."""
         pins = catalog.serving_charts()
         made: list[pulumi.Resource] = []
         if args.gateway_api_crds == "install":
@@ -525,14 +601,24 @@ class InferenceGateway(pulumi.ComponentResource):
             )
             made += [base, istiod]
         if args.body_based_routing == "install":
+            after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made]))
+            wiring = [
+                KubernetesObject(
+                    f"{name}/body-based-router-filter", body_router_filter(args.name, args.namespace), opts=after
+                ),
+                KubernetesObject(
+                    f"{name}/body-based-router-tls", body_router_destination(args.name, args.namespace), opts=after
+                ),
+            ]
             made.append(
                 pinned_release(
                     f"{name}/body-based-router",
-                    ChartRelease.pinned(pins.body_based_routing, args.namespace, {"provider": {"name": "istio"}}),
+                    ChartRelease.pinned(pins.body_based_routing, args.namespace, {"provider": {"name": "none"}}),
                     INSTALL_TIMEOUT_SECONDS,
-                    pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made])),
+                    pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, *made, *wiring])),
                 )
             )
+            made += wiring
         return made
 
     def _authentication(
@@ -586,7 +672,13 @@ class InferenceGateway(pulumi.ComponentResource):
     def _gateway(
         self, name: str, args: InferenceGatewayArgs, in_namespace: pulumi.ResourceOptions, after: list[pulumi.Resource]
     ) -> KubernetesObject:
-        made: list[pulumi.Resource] = []
+        made: list[pulumi.Resource] = [
+            KubernetesObject(
+                f"{name}/openai-edges",
+                edges_filter(args.name, args.namespace, args.models),
+                opts=pulumi.ResourceOptions.merge(in_namespace, pulumi.ResourceOptions(depends_on=after)),
+            )
+        ]
         overlay = service_overlay(args)
         if overlay is not None:
             made.append(

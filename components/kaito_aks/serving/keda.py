@@ -9,6 +9,8 @@ from typing import Annotated
 import pulumi
 
 from kaito_aks import catalog
+from kaito_aks.capacity import Capacity, pods_of
+from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.options import child_options, component_type
@@ -72,6 +74,17 @@ def scaler_release(args: KedaAutoscalingArgs) -> ChartRelease:
     return ChartRelease(source.repository, source.chart, version, source.release_name, keda_namespace(args), {})
 
 
+def keda_autoscaling_capacity(args: KedaAutoscalingArgs) -> Capacity:
+    """KEDA's three pods when it installs KEDA's chart, and keda-kaito-scaler when it installs it,
+    for the capacity budget."""
+    data = pod_requests().pods
+    pods = pods_of(data.keda.get(catalog.serving_charts().keda.version, [])) if args.keda == "chart" else ()
+    scaler = scaler_version(args.kaito_version) if args.kaito_version in catalog.kaito_charts() else None
+    if args.scaler == "install" and scaler is not None:
+        pods += pods_of(data.keda_kaito_scaler.get(scaler, []))
+    return Capacity(pods=pods)
+
+
 class KedaAutoscaling(pulumi.ComponentResource):
     """KEDA (its chart, the AKS add-on's, or one already there) and keda-kaito-scaler beside it,
     paired with the KAITO release. Deploy it through the cluster's Kubernetes provider."""
@@ -82,6 +95,8 @@ class KedaAutoscaling(pulumi.ComponentResource):
     """The KEDA chart installed, or who runs KEDA (the AKS add-on, existing)."""
     scaler_version: pulumi.Output[str]
     """The keda-kaito-scaler chart paired with the KAITO release."""
+    capacity: Capacity
+    """What it runs on the non-GPU nodes, for the capacity budget (`deploy_models`' `capacity`)."""
 
     def __init__(self, name: str, args: KedaAutoscalingArgs, opts: pulumi.ResourceOptions | None = None):
         checked = checked_args(
@@ -89,6 +104,7 @@ class KedaAutoscaling(pulumi.ComponentResource):
         )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         args = checked
+        self.capacity = keda_autoscaling_capacity(args)
         child = child_options(self, opts)
         namespace = keda_namespace(args)
         pins = catalog.serving_charts().keda

@@ -5,6 +5,8 @@ fails a list that is not one with a KubeApiError, which the waits retry and `sta
 
 from __future__ import annotations
 
+import calendar
+import time
 import urllib.parse
 from typing import Any, cast
 
@@ -61,3 +63,14 @@ def labels_of(obj: object) -> dict[str, str]:
 def segment(name: str) -> str:
     """A name as one path segment of a URL (a name from the cluster cannot reach another path)."""
     return urllib.parse.quote(name, safe="")
+
+
+def seconds_since(stamp: object, now: float) -> float | None:
+    """Seconds since an RFC 3339 UTC time, as the API server writes them (None: not one)."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        then = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+    return max(0.0, now - then)

@@ -47,14 +47,21 @@ def _nothing() -> str:
     return ""
 
 
+def _unexplained(_said: str) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Watch:
     """One thing a wait waits for: how to look at it, its own time limit (None: the wait's), and
-    what more to say when that runs out (`detail`: only adds to the error, so it never raises)."""
+    what more to say when that runs out (`detail`: only adds to the error, so it never raises;
+    `explain`: given the error's line, the first broken link of the chain, from the failure
+    library, appended to it)."""
 
     look: Callable[[], Check]
     limit: float | None = None
     detail: Callable[[], str] = _nothing
+    explain: Callable[[str], str] = _unexplained
 
 
 UNANSWERED_HINT = (
@@ -69,9 +76,11 @@ def poll(
     forbidden: str,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    explain: Callable[[str], str] = _unexplained,
 ) -> dict[str, Any]:
-    """Look until done; raise "<what is missing> after <timeout>: <hint>" when time runs out."""
-    return poll_each([Watch(look)], timeout_seconds, forbidden=forbidden, sleep=sleep, clock=clock)[0]
+    """Look until done; raise "<what is missing> after <timeout>: <hint>" when time runs out
+    (and `explain`'s words on it)."""
+    return poll_each([Watch(look, explain=explain)], timeout_seconds, forbidden=forbidden, sleep=sleep, clock=clock)[0]
 
 
 def poll_each(
@@ -102,9 +111,11 @@ def poll_each(
             if check.done:
                 found[i] = check.found or {}
             elif check.fatal:
-                failed.append(f"{check.waiting_for}: {check.hint}")
+                failed.append(_explained(watch, f"{check.waiting_for}: {check.hint}"))
             elif clock() - start >= limit:
-                failed.append(f"{check.waiting_for}{watch.detail()} after {duration(limit)}: {check.hint}")
+                failed.append(
+                    _explained(watch, f"{check.waiting_for}{watch.detail()} after {duration(limit)}: {check.hint}")
+                )
             else:
                 still.append(i)
         pending = still
@@ -115,6 +126,16 @@ def poll_each(
     if failed:
         raise RuntimeError("\n".join(bounded(line) for line in failed))
     return [found[i] for i in range(len(watches))]
+
+
+def _explained(watch: Watch, line: str) -> str:
+    """The error's line and, when the failure library finds one, the first broken link (never
+    raises: it only adds to the error)."""
+    try:
+        more = watch.explain(line)
+    except Exception:  # an explanation that fails (an odd answer, no time left) says nothing
+        more = ""
+    return f"{line}; {more}" if more else line
 
 
 def _limit(watch: Watch, timeout_seconds: float) -> float:
@@ -181,8 +202,10 @@ class ClusterWaitProvider(dynamic.ResourceProvider):
         return {**{k: v for k, v in props.items() if k != "kubeconfig"}, **found}
 
 
-# The wait's last look comes at its limit; its calls get this long to end (a server that answers
-# at all answers in milliseconds), so the error names what the cluster last said.
+# The wait's last look comes at its limit; its calls, and the failure library's walk of the chain
+# that explains it, get this long to end (a server that answers at all answers in milliseconds:
+# the walk's dozen reads take a fraction of it), so the error names what the cluster last said and
+# its first broken link; a server too slow for them leaves the error without the link.
 LAST_LOOK_SECONDS = 5.0
 
 

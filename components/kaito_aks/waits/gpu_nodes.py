@@ -152,7 +152,12 @@ def wait_for_gpu_nodes(
     def look() -> Check:
         return survey(items_of(client.get("/api/v1/nodes", labelSelector=query), "nodes", named=True), selector, demand)
 
-    return poll(look, timeout_seconds, forbidden=FORBIDDEN, **clock)
+    def explain(said: str) -> str:
+        from kaito_aks.diagnose import explain_nodes  # (it reads the waits' own readers)
+
+        return explain_nodes(client, selector).explain(said)
+
+    return poll(look, timeout_seconds, forbidden=FORBIDDEN, explain=explain, **clock)
 
 
 class GpuNodesProvider(ClusterWaitProvider):

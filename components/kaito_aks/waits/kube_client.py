@@ -1,6 +1,7 @@
-"""Read-only calls to a Kubernetes API server with a kubeconfig's credentials, made so that a
-broken or hostile API server can neither take the credentials elsewhere nor hang, flood or
-crash its caller (issue 29). Standard library only.
+"""Calls to a Kubernetes API server with a kubeconfig's credentials, made so that a broken or
+hostile API server can neither take the credentials elsewhere nor hang, flood or crash its
+caller (issue 29). Standard library only. GETs, and one kind of write: a JSON merge patch
+(`patch`), with which the step that hands Karpenter's CRDs to their Helm chart labels them.
 
 The waits (in Pulumi's dynamic-provider process, during `pulumi up`) and `python -m stacks
 status` read a few objects with the stack's kubeconfig, read as kubectl reads it: the contents,
@@ -72,6 +73,7 @@ from kaito_aks.waits.kubeconfig import (
 REQUEST_TIMEOUT_SECONDS = 30.0  # one call, from connecting to the answer's last byte
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024  # a list of 1,000 nodes is about 20 MiB
 ERROR_BODY_BYTES = 64 * 1024  # read of an error answer, for its message
+MAX_TEXT_BYTES = 64 * 1024  # of a text answer (a container's log tail)
 EXPIRY_MARGIN_SECONDS = 10  # an exec credential is renewed this long before it expires
 _CHUNK = 64 * 1024
 
@@ -80,6 +82,15 @@ class Reader(Protocol):
     """What reads the cluster: a KubeClient, or a stand-in for it in tests."""
 
     def get(self, path: str, **query: str) -> dict[str, Any]: ...
+
+
+class Writer(Reader, Protocol):
+    """What also writes to the cluster (a JSON merge patch): a KubeClient, or a stand-in."""
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class KubeApiError(RuntimeError):
@@ -381,7 +392,8 @@ def _proxy(cluster: dict[str, Any], where: str, scheme: str, host: str) -> urlli
 
 
 class KubeClient:
-    """GETs to one API server with one kubeconfig user's credentials (see the module's guarantees)."""
+    """GETs (and merge patches) to one API server with one kubeconfig user's credentials (see the
+    module's guarantees)."""
 
     def __init__(self, cluster: dict[str, Any], user: dict[str, Any], cluster_name: str, user_name: str):
         self.where = f"the kubeconfig's cluster {cluster_name!r}"
@@ -503,18 +515,44 @@ class KubeClient:
     def get(self, path: str, **query: str) -> dict[str, Any]:
         """GET a path (with its query), as a JSON object; KubeApiError otherwise. An expired
         exec credential is renewed first; a 401 renews a renewable one (token file, exec) once."""
+        body, content_type = self._renewed("GET", path, query, self.max_bytes)
+        return _json_object(body, f"GET {path}", content_type)
+
+    def get_text(self, path: str, **query: str) -> str:
+        """GET a path whose answer is text (a container's log), at most MAX_TEXT_BYTES of it (the
+        rest is not read), decoded, with the same guarantees as `get`."""
+        body, _ = self._renewed("GET", path, query, MAX_TEXT_BYTES, cut=True)
+        return body.decode("utf-8", errors="replace")
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386) of the object at `path`: the object as stored after it,
+        with the same guarantees and credential renewal as `get`."""
+        answer, content_type = self._renewed("PATCH", path, {}, self.max_bytes, payload=json.dumps(body).encode())
+        return _json_object(answer, f"PATCH {path}", content_type)
+
+    def _renewed(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        limit: int,
+        cut: bool = False,
+        payload: bytes | None = None,
+    ) -> tuple[bytes, str]:
         if self.expires is not None and time.time() >= self.expires - EXPIRY_MARGIN_SECONDS:
             self._log_in()
         try:
-            return self._get(path, query)
+            return self._call(method, path, query, limit, cut, payload)
         except KubeApiError as err:
             if err.status != 401 or not self.renewable:
                 raise
         self._log_in()
-        return self._get(path, query)
+        return self._call(method, path, query, limit, cut, payload)
 
-    def _get(self, path: str, query: dict[str, str]) -> dict[str, Any]:
-        what = f"GET {path}"
+    def _call(
+        self, method: str, path: str, query: dict[str, str], limit: int, cut: bool, payload: bytes | None
+    ) -> tuple[bytes, str]:
+        what = f"{method} {path}"
         start = time.monotonic()
         deadline = start + self.timeout_seconds
         if self.deadline is not None:
@@ -526,15 +564,17 @@ class KubeClient:
         if self.proxy is not None and self.tls is None:  # plain HTTP through a proxy: the absolute URL, as kubectl
             target = self.server + target
             headers += list(self._proxy_authorization().items())
+        if payload is not None:
+            headers.append(("Content-Type", MERGE_PATCH))
         try:
             reused = self._conn is not None
             try:
-                resp = self._ask(deadline, target, headers)
+                resp = self._ask(deadline, method, target, headers, payload)
             except (http.client.RemoteDisconnected, ConnectionError, ssl.SSLEOFError):
                 if not reused:
                     raise
                 self._close()  # the server had closed the idle connection: once more on a new one
-                resp = self._ask(deadline, target, headers)
+                resp = self._ask(deadline, method, target, headers, payload)
             if 300 <= resp.status < 400:
                 where = resp.getheader("Location") or "no location"
                 raise KubeApiError(
@@ -546,10 +586,10 @@ class KubeClient:
             if not 200 <= resp.status < 300:
                 message = _status_message(_read(resp, ERROR_BODY_BYTES, cut=True), resp.reason)
                 raise KubeApiError(resp.status, message)
-            body = _read(resp, self.max_bytes)
+            body = _read(resp, limit, cut=cut)
             content_type = resp.getheader("Content-Type") or ""
-            if resp.will_close:
-                self._close()
+            if resp.will_close or cut:
+                self._close()  # (a cut answer leaves bytes unread on the connection)
         except KubeApiError:
             self._close()
             raise
@@ -557,8 +597,7 @@ class KubeClient:
             self._close()
             raise KubeApiError(
                 0,
-                f"the API server's answer to {what} is larger than {self.max_bytes // 2**20} MiB, which kaito-aks "
-                "does not read",
+                f"the API server's answer to {what} is larger than {limit // 2**20} MiB, which kaito-aks does not read",
                 fatal=True,
             ) from None
         except TimeoutError:
@@ -583,10 +622,12 @@ class KubeClient:
         except OSError as err:
             self._close()
             raise KubeApiError(0, f"cannot reach {self.server}: {os_reason(err)}") from None
-        return _json_object(body, what, content_type)
+        return body, content_type
 
-    def _ask(self, deadline: float, target: str, headers: list[tuple[str, str]]) -> http.client.HTTPResponse:
-        """Send the GET on the open connection (re-armed with this call's deadline) or a new one."""
+    def _ask(
+        self, deadline: float, method: str, target: str, headers: list[tuple[str, str]], body: bytes | None
+    ) -> http.client.HTTPResponse:
+        """Send the call on the open connection (re-armed with this call's deadline) or a new one."""
         conn = self._conn
         if conn is None:
             host = f"[{self.host}]" if ":" in self.host else self.host
@@ -598,10 +639,12 @@ class KubeClient:
                 conn = _Connection(*proxy, deadline, self.tls, self.server_hostname, through)
             self._conn = conn
         conn.arm(deadline)
-        conn.putrequest("GET", target, skip_accept_encoding=True)
+        conn.putrequest(method, target, skip_accept_encoding=True)
         for name, value in headers:
             conn.putheader(name, value)
-        conn.endheaders()
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
         return conn.getresponse()
 
     def _close(self) -> None:

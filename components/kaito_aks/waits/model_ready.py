@@ -167,7 +167,18 @@ def _watch(client: Reader, w: Watched) -> Watch:
         last[0] = read_watched(client, w)
         return judge(last[0], w)
 
-    return Watch(look, w.timeout_seconds, lambda: provisioning_detail(client, last[0], w))
+    return Watch(
+        look, w.timeout_seconds, lambda: provisioning_detail(client, last[0], w), lambda line: explain(client, w, line)
+    )
+
+
+def explain(client: Reader, w: Watched, said: str) -> str:
+    """The first broken link of the model's chain (the failure library's walk of it), for an
+    error that already says `said`."""
+    from kaito_aks.diagnose import Subject, diagnose  # (it reads the waits' own readers)
+
+    found = diagnose(client, Subject(f"{w.namespace}/{w.name}", (w,)))
+    return found.explain(said)
 
 
 # Where KAITO keeps what went wrong with a node it asked for. An InferenceSet reports only its

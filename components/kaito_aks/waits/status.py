@@ -6,14 +6,13 @@ prints it, and any program may call `read_model` with the objects a KaitoModel w
 
 from __future__ import annotations
 
-import calendar
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kaito_aks.parsed import is_list
-from kaito_aks.waits.answers import conditions_of, field_at, items_of, segment
+from kaito_aks.waits.answers import conditions_of, field_at, items_of, seconds_since, segment
 from kaito_aks.waits.gpu_nodes import GPU_COUNT, GPU_PRODUCT
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 from kaito_aks.waits.model_ready import (
@@ -368,19 +367,8 @@ def _condition(c: dict[str, Any], now: float) -> Condition:
         str(c.get("status", "")),
         str(c.get("reason") or ""),
         str(c.get("message") or ""),
-        _age(c.get("lastTransitionTime"), now),
+        seconds_since(c.get("lastTransitionTime"), now),
     )
-
-
-def _age(stamp: object, now: float) -> float | None:
-    """Seconds since an RFC 3339 UTC time, as the API server writes them."""
-    if not isinstance(stamp, str):
-        return None
-    try:
-        then = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None
-    return max(0.0, now - then)
 
 
 def _int(value: object) -> int | None:

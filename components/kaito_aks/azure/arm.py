@@ -1,0 +1,274 @@
+"""Reading Azure Resource Manager with the login `pulumi up` uses, for what pulumi-azure-native
+3.29.0 has no invoke for: a subscription's regional vCPU quota and usage (Microsoft.Compute
+usages), the VM sizes a region offers it (Microsoft.Compute resource SKUs) and the regions
+(Microsoft.Resources locations). azure-native 3.29.0 exposes none of them (its `quota` module has
+management-group quotas only), so the program asks the provider for an ARM token
+(`azure-native:authorization:getClientToken`, the provider's own credentials: CLI, OIDC, service
+principal, as configured) and its subscription (`getClientConfig`), and GETs ARM's REST API
+directly; no Azure SDK is added.
+
+Under the mock engine (`kaito_aks.testing.run`) nothing is read from Azure: the mocks' recorded
+answers in the APIs' own shapes answer (`RecordedArm`), or the reading says it was not checked."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Generator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from kaito_aks.parsed import is_dict, is_list
+
+ARM_ENDPOINT = "https://management.azure.com"
+ENDPOINT_ENV = "KAITO_AKS_ARM_ENDPOINT"  # another endpoint (a sovereign cloud's, or recorded answers)
+# azure-native's `environment` setting -> its ARM endpoint
+CLOUD_ENDPOINTS = {
+    "public": ARM_ENDPOINT,
+    "usgovernment": "https://management.usgovernmentcloudapi.net",
+    "china": "https://management.chinacloudapi.cn",
+}
+# The API versions read (each a GA version of its provider)
+USAGES_API = "2024-07-01"  # Microsoft.Compute usages (Usage - List)
+SKUS_API = "2021-07-01"  # Microsoft.Compute resource SKUs (Resource Skus - List), its newest
+LOCATIONS_API = "2022-12-01"  # Microsoft.Resources subscriptions locations (Subscriptions - List Locations)
+MANAGED_CLUSTER_API = "2025-09-01"  # Microsoft.ContainerService managedClusters, azure-native 3.29.0's default
+VIRTUAL_MACHINES_API = "2024-07-01"  # Microsoft.Compute virtualMachines (Virtual Machines - List)
+MAX_PAGES = 100
+# What a whole check may take, all its calls together: a preview waits no longer for Azure.
+READ_SECONDS = 60.0
+
+
+Json = dict[str, Any]
+
+
+def obj(value: object) -> Json:
+    """A JSON object of an ARM answer, or {} for anything else."""
+    return cast(Json, value) if is_dict(value) else {}
+
+
+def objs(value: object) -> list[Json]:
+    """The JSON objects of an ARM answer's list ([] for anything else)."""
+    return [cast(Json, v) for v in cast(list[object], value) if is_dict(v)] if is_list(value) else []
+
+
+def text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def number(value: object) -> int:
+    return (
+        int(value)
+        if isinstance(value, int | float)
+        else int(value)
+        if isinstance(value, str) and value.isdigit()
+        else 0
+    )
+
+
+class ArmError(Exception):
+    """An ARM answer other than 200 (status 0: no answer at all)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class ArmReader(Protocol):
+    """GET an ARM collection or resource; collections give every page's `value` items."""
+
+    def get(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> dict[str, Any]: ...
+
+    def list(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> list[dict[str, Any]]: ...
+
+
+@dataclass
+class LiveArm:
+    """ARM's REST API with a bearer token (as azure-native's getClientToken gives it). The token
+    goes to `endpoint` alone (a next page elsewhere is refused) and is never in its repr; all the
+    calls together take at most `budget` seconds."""
+
+    token: str = field(repr=False)
+    endpoint: str = ARM_ENDPOINT
+    timeout: float = 30.0
+    budget: float = READ_SECONDS
+    calls: list[str] = field(default_factory=list[str])  # each GET's path and API version, in order
+    _deadline: float | None = field(default=None, repr=False)
+
+    def _seconds_left(self) -> float:
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + self.budget
+        left = self._deadline - now
+        if left <= 0:
+            raise ArmError(0, f"reading {self.endpoint} took longer than {self.budget:.0f} s ({len(self.calls)} calls)")
+        return min(self.timeout, left)
+
+    def _get_url(self, url: str) -> dict[str, Any]:
+        if not _same_origin(url, self.endpoint):
+            raise ArmError(0, f"a next page outside {self.endpoint} ({urllib.parse.urlsplit(url).netloc}): not read")
+        request = urllib.request.Request(
+            url, headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._seconds_left()) as answer:
+                body = json.load(answer)
+        except urllib.error.HTTPError as err:
+            raise ArmError(err.code, _arm_message(err.read(), err.code)) from None
+        except (OSError, ValueError) as err:
+            raise ArmError(0, f"{self.endpoint} could not be read: {err}") from None
+        if not is_dict(body):
+            raise ArmError(0, f"{url}: not a JSON object")
+        return body
+
+    def _url(self, path: str, api_version: str, query: Mapping[str, str] | None) -> str:
+        self.calls.append(f"GET {path}?api-version={api_version}")
+        params = urllib.parse.urlencode({"api-version": api_version, **(query or {})})
+        return f"{self.endpoint.rstrip('/')}{path}?{params}"
+
+    def get(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return self._get_url(self._url(path, api_version, query))
+
+    def list(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        url: str | None = self._url(path, api_version, query)
+        items: list[dict[str, Any]] = []
+        pages = 0
+        while url and pages < MAX_PAGES:
+            page = self._get_url(url)
+            items += objs(page.get("value"))
+            link = page.get("nextLink")
+            url, pages = (link if isinstance(link, str) and link else None), pages + 1
+        return items
+
+
+def _same_origin(url: str, endpoint: str) -> bool:
+    a, b = urllib.parse.urlsplit(url), urllib.parse.urlsplit(endpoint)
+    return (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
+
+
+def _arm_message(body: bytes, status: int) -> str:
+    """ARM's error answer {"error": {"code", "message"}} as one line."""
+    try:
+        error = obj(obj(json.loads(body)).get("error"))
+    except ValueError:
+        return f"{status}: {body[:200]!r}"
+    return f"{status} {text(error.get('code'))}: {text(error.get('message'))}".strip()
+
+
+@dataclass
+class RecordedArm:
+    """Recorded ARM answers, by path (no query): a collection's answer in ARM's own shape
+    ({"value": [...]}) or a resource's; an int answers with that HTTP status instead (e.g. 404).
+    Paths not recorded answer 404, as ARM does for a resource that does not exist."""
+
+    answers: Mapping[str, Any]
+    calls: list[str] = field(default_factory=list[str])
+
+    def get(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
+        self.calls.append(f"GET {path}?api-version={api_version}")
+        answer = self.answers.get(path.lower(), self.answers.get(path, 404))
+        if isinstance(answer, int):
+            raise ArmError(answer, f"{answer} (recorded): {path}")
+        if not is_dict(answer):
+            raise ArmError(0, f"recorded answer of {path} is not a JSON object")
+        return dict(answer)
+
+    def list(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        out = objs(self.get(path, api_version, query).get("value"))
+        wanted = _location_filter(query)
+        if wanted is not None:  # the resource SKUs' $filter=location eq '<region>', applied as ARM does
+            out = [i for i in out if wanted in [text(x).lower() for x in cast(list[object], i.get("locations") or [])]]
+        return out
+
+
+def _location_filter(query: Mapping[str, str] | None) -> str | None:
+    text = (query or {}).get("$filter", "")
+    prefix = "location eq '"
+    return text[len(prefix) : -1].lower() if text.startswith(prefix) and text.endswith("'") else None
+
+
+class NotCheckedError(Exception):
+    """Azure cannot be read here (offline, under the mock engine without recorded answers)."""
+
+
+# What the program reads ARM with: None -> live, through azure-native's credentials; set by
+# kaito_aks.testing.run (the mocks' RecordedArm, or OFFLINE when they have none).
+OFFLINE = "offline"
+_READER: ContextVar[ArmReader | str | None] = ContextVar("kaito_aks_arm_reader", default=None)
+
+
+@contextlib.contextmanager
+def reading_with(reader: ArmReader | str | None) -> Generator[None, None, None]:
+    """Within the block, ARM is read with `reader` (OFFLINE: not at all)."""
+    token = _READER.set(reader)
+    try:
+        yield
+    finally:
+        _READER.reset(token)
+
+
+def endpoint_for(environment: str | None) -> str:
+    """ARM's endpoint: $KAITO_AKS_ARM_ENDPOINT, else azure-native's `environment`'s."""
+    return os.environ.get(ENDPOINT_ENV) or CLOUD_ENDPOINTS.get((environment or "public").lower(), ARM_ENDPOINT)
+
+
+def arm_reader() -> tuple[ArmReader, str]:
+    """The reader and the subscription id: recorded answers under the mocks, else ARM itself
+    with azure-native's token (raises NotCheckedError when neither can be had)."""
+    given = _READER.get()
+    if given == OFFLINE:
+        raise NotCheckedError("offline (the mock engine, no Azure)")
+    import pulumi
+    from pulumi_azure_native import authorization
+
+    try:
+        subscription = authorization.get_client_config().subscription_id
+    except Exception as err:
+        raise NotCheckedError(f"azure-native has no Azure login here ({_first_line(err)})") from None
+    if given is not None and not isinstance(given, str):
+        return given, subscription
+    try:
+        token = authorization.get_client_token().token
+    except Exception as err:
+        raise NotCheckedError(f"no ARM token from azure-native ({_first_line(err)})") from None
+    environment = pulumi.Config("azure-native").get("environment")
+    return LiveArm(token, endpoint_for(environment)), subscription
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+
+
+def az_cli_reader(subscription: str | None = None, environment: str | None = None) -> tuple[ArmReader, str]:
+    """Outside a Pulumi program (`validate --online`): the Azure CLI's login, as azure-native uses
+    it by default (`az account get-access-token`); raises NotCheckedError without one."""
+    import shutil
+    import subprocess
+
+    az = shutil.which("az")
+    if az is None:
+        raise NotCheckedError("no Azure CLI (az) to sign in with")
+    endpoint = endpoint_for(environment)
+    command = [az, "account", "get-access-token", "--resource", endpoint.rstrip("/") + "/", "-o", "json"]
+    if subscription:
+        command += ["--subscription", subscription]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise NotCheckedError(f"az account get-access-token failed: {err}") from None
+    if done.returncode != 0:
+        raise NotCheckedError(f"az account get-access-token: {_first_line(RuntimeError(done.stderr or done.stdout))}")
+    try:
+        answer = obj(json.loads(done.stdout))
+    except ValueError:
+        raise NotCheckedError("az account get-access-token did not answer JSON") from None
+    token, sub = text(answer.get("accessToken")), subscription or text(answer.get("subscription"))
+    if not token or not sub:
+        raise NotCheckedError("az account get-access-token gave no token or subscription")
+    return LiveArm(token, endpoint), sub
