@@ -162,6 +162,6 @@ def test_the_budgets_first_count_is_the_one_that_works_llama_beside_phi_autoscal
     errors = errors_of(aks(**stack), hf_token="hf_x")
     assert [e.split(":")[0] for e in errors] == ["gpuNodePools[0]"], errors
     assert "at most 2 nodes of Standard_NC24ads_A100_v4, and 4 are needed at once" in errors[0]
-    assert "give the pool 2 nodes more" in errors[0]
+    assert "give the pool 2 nodes more (count, or autoscale.max), or lower autoscale.maxReplicas" in errors[0]
     assert "1 node more" not in " ".join(errors)
     run(aks(**{**stack, "pools": [{**a100, "count": 4}]}), hf_token="hf_x")  # the count it named fits

@@ -293,8 +293,9 @@ def _overflow(inside: list[Demand], pools: list[NodeGroup], first: int, need: in
     engines = [d for d in inside if d.engine]
     if engines and len(inside) > len(engines):
         fix += ", or give the RAG engine a pool of its own (`compute.label_selector` and `instance_type`)"
-    elif any(d.replicas > 1 for d in inside):
-        fix += ", or lower `autoscale.max_replicas`" if all(d.scaled for d in inside) else ", or lower replicas"
+    elif any(d.replicas > 1 for d in inside):  # (the knob of those with more than one)
+        scaled = all(d.scaled for d in inside if d.replicas > 1)
+        fix += ", or lower `autoscale.max_replicas`" if scaled else ", or lower replicas"
     else:
         fix += ", or select another pool for one of them (`label_selector`)"
     names = ", ".join(g.name for g in pools)
