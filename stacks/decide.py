@@ -107,6 +107,9 @@ class Decisions:
     model_streaming: bool
     """on for KAITO 0.12 installed on cluster.aks in a stack of `defaults: 3`, off otherwise (no
     existing stack changes)."""
+    generation_streams: bool
+    """(The stack's generation of defaults decides kaito.modelStreaming: not written, KAITO 0.12
+    installed on a cluster this stack creates, not the add-on.)"""
     streaming: bool
     """(Model streaming wired: asked, where KAITO can stream (0.11+, AKS, not the add-on) and the
     file turns none of its gates off; stacks/streaming.py says why not.)"""
@@ -211,7 +214,9 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     created = written.cluster_kind == "aks"
     recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
     generation_decides = recommended and "node_provisioner" not in kaito
-    asked = _streaming_asked(written, version, kaito_install, add_on)
+    given = kaito.get("model_streaming")  # (written wins; else generation 3 streams where it decides)
+    by_generation = given is None and generation_streams(version, created, kaito_install, add_on)
+    asked = bool(given) if given is not None else by_generation and written.generation >= 3
     streaming = asked and _may_stream(written, version, kaito_install, add_on)
     gates = _feature_gates(written, version, kaito_install, streaming)
     return {
@@ -224,6 +229,7 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
         "feature_gates": gates,
         "forced_runtime": runtime_forced_by(version, gates, kaito.get("values", {})),
         "model_streaming": asked,
+        "generation_streams": by_generation,
         "streaming": streaming,
     }
 
@@ -232,15 +238,6 @@ def generation_streams(version: str, created: bool, kaito_install: bool, add_on:
     """Whether the generation of the defaults decides model streaming for a stack: one that
     installs KAITO 0.12 on a cluster it creates (not the add-on)."""
     return _minor(version) == "0.12" and created and kaito_install and not add_on
-
-
-def _streaming_asked(written: Written, version: str, kaito_install: bool, add_on: bool) -> bool:
-    """kaito.modelStreaming, else on for a stack of generation 3 the generation decides it for."""
-    given = written.kaito.get("model_streaming")
-    if given is not None:
-        return bool(given)
-    created = written.cluster_kind == "aks"
-    return written.generation >= 3 and generation_streams(version, created, kaito_install, add_on)
 
 
 def _may_stream(written: Written, version: str, kaito_install: bool, add_on: bool) -> bool:

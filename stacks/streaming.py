@@ -14,7 +14,7 @@ from kaito_aks.model.spec import vllm_preset
 from kaito_aks.model_streaming import GATES, streaming_problem
 from kaito_aks.problems import Problem
 from stacks.config import StackConfig
-from stacks.decide import Written, generation_streams, streaming_gates_off
+from stacks.decide import Written, streaming_gates_off
 
 AT = ("kaito", "model_streaming")
 
@@ -69,12 +69,7 @@ def _refused(cfg: StackConfig, written: Written) -> Iterator[Problem]:
 def streaming_note(cfg: StackConfig) -> str | None:
     """What the stack's generation of defaults decides about its weights, where it decides it
     (`validate` says it; None: kaito.modelStreaming is written, or nothing would stream)."""
-    created = cfg.aks_cluster is not None and not cfg.aks_cluster.existing
-    if (
-        "kaito.modelStreaming" in cfg.decided.written
-        or not generation_streams(cfg.kaito.version, created, cfg.kaito_install, cfg.add_on)
-        or not any(vllm_preset(w.args) and not w.args.image for w in cfg.workspaces)
-    ):
+    if not cfg.decided.generation_streams or not any(vllm_preset(w.args) and not w.args.image for w in cfg.workspaces):
         return None
     if cfg.generation >= 3:
         return f"defaults generation {cfg.generation}: KAITO mirrors and streams the vLLM presets' weights (kaito.modelStreaming)"
