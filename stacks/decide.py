@@ -184,6 +184,7 @@ def decide(written: Written, azure_location: str | None = None) -> Decisions:
     else."""
     made = _cluster(written, azure_location)
     made |= _kaito(written, made)
+    made |= _streaming(written, made)
     made |= _operators(written, made)
     made |= _models(written, made)
     made |= _serving(written, made)
@@ -214,11 +215,6 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     created = written.cluster_kind == "aks"
     recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
     generation_decides = recommended and "node_provisioner" not in kaito
-    given = kaito.get("model_streaming")  # (written wins; else generation 3 streams where it decides)
-    by_generation = given is None and generation_streams(version, created, kaito_install, add_on)
-    asked = bool(given) if given is not None else by_generation and written.generation >= 3
-    streaming = asked and _may_stream(written, version, kaito_install, add_on)
-    gates = _feature_gates(written, version, kaito_install, streaming)
     return {
         "kaito_version": version,
         "node_provisioning": provisioning,
@@ -226,11 +222,23 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
         "node_provisioner": kaito.get("node_provisioner")
         or ("karpenter" if generation_decides and written.generation >= 2 else "gpu-provisioner"),
         "generation_decides": generation_decides,
-        "feature_gates": gates,
-        "forced_runtime": runtime_forced_by(version, gates, kaito.get("values", {})),
+    }
+
+
+def _streaming(written: Written, made: dict[str, Any]) -> dict[str, Any]:
+    """Model streaming (asked, wired, whether the generation decides it) and the gates KAITO gets."""
+    version, install, add_on = made["kaito_version"], made["kaito_install"], made["add_on"]
+    given = written.kaito.get("model_streaming")  # (written wins; else generation 3 streams where it decides)
+    by_generation = given is None and generation_streams(version, written.cluster_kind == "aks", install, add_on)
+    asked = bool(given) if given is not None else by_generation and written.generation >= 3
+    streaming = asked and _may_stream(written, version, install, add_on)
+    gates = _feature_gates(written, version, install, streaming)
+    return {
         "model_streaming": asked,
         "generation_streams": by_generation,
         "streaming": streaming,
+        "feature_gates": gates,
+        "forced_runtime": runtime_forced_by(version, gates, written.kaito.get("values", {})),
     }
 
 

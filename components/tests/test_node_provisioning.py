@@ -15,6 +15,7 @@ import upstream_facts
 from kaito_aks import (
     AksCluster,
     AksClusterArgs,
+    AksClusterRefArgs,
     GpuProvisioner,
     GpuProvisionerArgs,
     InvalidArgsError,
@@ -626,3 +627,20 @@ def test_a_cluster_without_workload_identity_is_named_at_deploy_time(caplog: pyt
     caplog.clear()
     run(program)
     assert "workload identity off" not in caplog.text
+
+
+def test_a_deprecated_field_given_beside_the_cluster_goes_over_the_clusters_output():
+    """As Karpenter reads its cluster: a flat field given with `cluster` is used, not dropped."""
+
+    def program() -> None:
+        cluster = AksCluster("c", AksClusterArgs(resource_group="rg", name="aks", location="eastus2"))
+        GpuProvisioner(
+            "gpu-provisioner",
+            GpuProvisionerArgs(cluster=AksClusterRefArgs.of(cluster), location="westus3", version="0.4.3"),
+            opts=pulumi.ResourceOptions(providers=[cluster.provider]),
+        )
+
+    ev = run(program)
+    env = env_of(ev.named("gpu-provisioner", RELEASE))
+    assert env["LOCATION"] == "westus3"  # the given field
+    assert env["AZURE_NODE_RESOURCE_GROUP"] == "MC_rg_aks_eastus2"  # the rest from the cluster

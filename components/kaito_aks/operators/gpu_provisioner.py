@@ -105,7 +105,8 @@ FLAT_CLUSTER = ("cluster_id", "location", "node_resource_group", "oidc_issuer_ur
 
 
 class OnAks(NamedTuple):
-    """What gpu-provisioner reads of its cluster: its `cluster`, or the deprecated fields."""
+    """What gpu-provisioner reads of its cluster: its `cluster`'s outputs, each deprecated field
+    given over them (as Karpenter reads its own; without `cluster`, the deprecated fields alone)."""
 
     cluster_id: pulumi.Input[str]
     location: pulumi.Input[str]
@@ -115,10 +116,11 @@ class OnAks(NamedTuple):
     @classmethod
     def of(cls, args: GpuProvisionerArgs) -> OnAks:
         c = args.cluster
-        if c is not None:
-            return cls(c.cluster_id, c.location, c.node_resource_group, c.oidc_issuer_url)
         return cls(
-            args.cluster_id or "", args.location or "", args.node_resource_group or "", args.oidc_issuer_url or ""
+            args.cluster_id or (c.cluster_id if c is not None else ""),
+            args.location or (c.location if c is not None else ""),
+            args.node_resource_group or (c.node_resource_group if c is not None else ""),
+            args.oidc_issuer_url or (c.oidc_issuer_url if c is not None else ""),
         )
 
 
