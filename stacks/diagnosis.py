@@ -89,7 +89,7 @@ def subject_of(
         authenticated = is_dict(auth) and ((is_list(keys) and bool(keys)) or bool(auth.get("entra")))
         reach = Route(dict(route), picker_label(kaito_version), gw, gw if authenticated else None)
     scaled = key.partition("/")[2] if is_dict(entry.get("autoscaling")) else None
-    return Subject(key, watched, reach, scaled, selector, demands, serving=serving)
+    return Subject(key, watched, reach, scaled, selector, demands, serving=serving, kaito_version=kaito_version)
 
 
 def explain(

@@ -760,6 +760,43 @@ def test_status_explains_a_model_that_does_not_serve_with_its_first_broken_link(
     assert [link["link"] for link in tiny["diagnosis"]["links"]][:4] == ["azure", "nodeclaims", "nodes", "kaito"]
 
 
+def test_a_mirror_being_downloaded_is_one_reading_for_its_line_and_the_weights_link(project, capsys, monkeypatch):
+    """KAITO 0.12 holds phi for its weights: status prints the ModelMirror's line and the
+    diagnosis's weights link from one GET of the mirror, in one wording."""
+    from kaito_aks.kaito.modelmirror import MODEL_MIRRORS, mirror_of
+
+    name = mirror_of("phi-4-mini-instruct", "0.12.0")
+    entry = {**outputs()["workspaces"]["default/phi"], "modelMirror": name}
+    monkeypatch.setenv(
+        "FAKE_OUTPUTS",
+        json.dumps(outputs(charts={"kaito": {"version": "0.12.0"}}, workspaces={"default/phi": entry})),
+    )
+    held = workspace(
+        "phi-0",
+        condition("ResourceReady", "False", "ModelMirrorNotReady", "Model download in progress"),
+        condition("ModelMirrorReady", "False", "ModelMirrorPending", "Model download in progress"),
+    )
+    _Api.answers[ws_path("phi-0")] = {**held, "inference": {"preset": {"name": "phi-4-mini-instruct"}}}
+    labels = {**GPU_NODE["metadata"]["labels"], "nvidia.com/gpu.memory": "81920", "apps": "phi-0"}
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"nvidia.com/gpu": "1"}}
+    node = {"metadata": {"name": "aks-a100-0", "labels": labels}, "status": ready}
+    _Api.answers["/api/v1/nodes?labelSelector=apps%3Dphi-0"] = {"items": [node]}
+    gets: list[str] = []
+    mirror = {
+        "metadata": {"name": name},
+        "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 52_400_000, "remainingSeconds": 95}},
+    }
+    _Api.answers[f"{MODEL_MIRRORS}/{name}"] = lambda: gets.append(name) or mirror
+    _Api.answers[MODEL_MIRRORS] = lambda: gets.append("every mirror") or {"items": [mirror]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    progress = "downloading at 52.4 MB/s, about 1m35s left"
+    assert f"    ModelMirror {name}: Pending, {progress}\n" in out, out
+    assert f"    waits at: weights (ModelMirror {name})\n      Model download in progress, {progress}\n" in out, out
+    assert f"weights waiting (Model download in progress, {progress})" in out, out
+    assert gets == [name], "the mirror is read once for the line and the link"
+
+
 def test_every_detector_of_the_failure_library_is_documented():
     from kaito_aks.diagnose import DETECTORS
 
