@@ -817,7 +817,6 @@ def aks_project(project: Path, monkeypatch: pytest.MonkeyPatch, api: str) -> Pat
     launch, and ARM (the fake API server here) holds its agent pool, refused for quota."""
     from diagnose_answers import CUT_ERROR, GPU_PROVISIONER_LABELS, QUOTA_MESSAGE, agent_pool, nodeclaim
     from diagnose_answers import cond as claim_cond
-    from kaito_aks.diagnose import arm
 
     (project / "Pulumi.lab.yaml").write_text(
         "config:\n  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: lab}\n"
@@ -833,7 +832,7 @@ def aks_project(project: Path, monkeypatch: pytest.MonkeyPatch, api: str) -> Pat
             )
         ),
     )
-    monkeypatch.setattr(arm, "ARM", api)
+    monkeypatch.setenv("KAITO_AKS_ARM_ENDPOINT", api)  # ARM, stood in for by the fake API server
     waiting = condition("ResourceReady", "False", "NodeClaimNotReady", "Ready NodeClaims are not enough")
     _Api.answers[ws_path("phi-0")] = workspace("phi-0", waiting, instance_type="Standard_NC24ads_A100_v4")
     claims = "/apis/karpenter.sh/v1/nodeclaims?" + urllib.parse.urlencode(
@@ -852,7 +851,7 @@ def _az(project: Path, script: str) -> None:
 
 
 def test_on_aks_the_agent_pool_of_a_nodeclaim_that_did_not_launch_is_read_with_the_azure_clis_login(
-    aks_project, capsys
+    aks_project, capsys, api
 ):
     _az(
         aks_project,
@@ -870,9 +869,9 @@ def test_on_aks_the_agent_pool_of_a_nodeclaim_that_did_not_launch_is_read_with_t
     assert "    first broken link: Azure node pool (agent pool ws1a2b3c4)\n" in block, block
     assert "QuotaExceeded: Preflight validation check" in block
     assert "means: the subscription has no vCPU quota left for standardNCADSA100v4Family in eastus2" in block
+    # a token for the endpoint it goes to (https://management.azure.com/ without the stand-in)
     assert calls.read_text().split() == [
-        "account", "get-access-token", "--resource", "https://management.azure.com/", "--output", "json",
-        "--subscription", SUB,
+        "account", "get-access-token", "--resource", f"{api}/", "--output", "json", "--subscription", SUB,
     ]  # fmt: skip
     assert "arm-secret-token" not in out + err
     assert "Bearer arm-secret-token" in _Api.tokens  # ARM got the CLI's token, the cluster its own

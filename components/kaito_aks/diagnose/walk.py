@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kaito_aks import catalog
+from kaito_aks.azure.arm import ArmError
 from kaito_aks.diagnose import azure, cluster, serving, workload
 from kaito_aks.diagnose.chain import Diagnosis, Finding, Link, found, in_order, worst
 from kaito_aks.kaito.modelmirror import NEWEST_MIRRORING_RELEASE, mirror_of, read_mirror
@@ -46,7 +47,8 @@ class LogReader(Protocol):
 
 
 class AgentPools(Protocol):
-    """Reads gpu-provisioner's AKS agent pools from ARM (arm.AgentPoolReader)."""
+    """Reads gpu-provisioner's AKS agent pools from ARM (kaito_aks.azure.arm.AgentPoolReader);
+    raises ArmError when ARM cannot be read."""
 
     def agent_pool(self, name: str) -> dict[str, Any] | None: ...
 
@@ -315,7 +317,7 @@ class _Walk:
             name = text_at(claim, "metadata", "name") or ""
             try:
                 pool = arm.agent_pool(name)
-            except KubeApiError as err:
+            except ArmError as err:
                 looks.append(Link("azure", "unread", f"agent pool {name}: {err}"))
                 continue
             hit = azure.agent_pool_failed(pool) if pool is not None else None
