@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from hostile_api import huge, raw, redirect
 from kaito_aks.azure.arm import MANAGED_CLUSTER_API, ArmError, LiveArm, RecordedArm
 from kaito_aks.azure.quota import VmDemand, capacity_verdict, surge_nodes
 from kaito_aks.testing import MOCK_SUBSCRIPTION
@@ -139,16 +140,10 @@ def arm_server() -> Iterator[tuple[str, list[str]]]:
             seen.append(self.path)
             url = urlsplit(self.path)
             if url.path == "/moved":  # a redirect elsewhere, which would take the token along
-                self.send_response(302)
-                self.send_header("Location", "http://attacker.example/steal")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                redirect("http://attacker.example/steal")(self)
                 return
             if url.path == "/huge":  # more than the client reads
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(64 * 2**20))
-                self.end_headers()
+                huge(64 * 2**20, declare=True)(self)
                 return
             if self.headers.get("Authorization") != "Bearer t0ken":
                 self._send(401, {"error": {"code": "InvalidAuthenticationToken", "message": "no"}})
@@ -165,12 +160,7 @@ def arm_server() -> Iterator[tuple[str, list[str]]]:
                 self._send(200, {"value": items[:1], "nextLink": f"{host}{url.path}?{url.query}&page=2"})
 
         def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            raw(status, json.dumps(body).encode())(self)
 
         def log_message(self, *args: object) -> None:
             pass
