@@ -48,6 +48,7 @@ LOCATIONS_API = "2022-12-01"  # Microsoft.Resources subscriptions locations (Sub
 MANAGED_CLUSTER_API = "2025-09-01"  # Microsoft.ContainerService managedClusters and agentPools, azure-native 3.29.0's
 VIRTUAL_MACHINES_API = "2024-07-01"  # Microsoft.Compute virtualMachines (Virtual Machines - List)
 MAX_PAGES = 100
+PATH_SAFE = "/%!$&'()*+,;=:@~"  # RFC 3986's path characters, and escapes already made
 # What a whole check may take, all its calls together: a preview waits no longer for Azure.
 READ_SECONDS = 60.0
 AZ_TIMEOUT_SECONDS = 60.0  # `az account get-access-token` (it may refresh the login first)
@@ -152,9 +153,11 @@ class LiveArm:
             raise ArmError(err.status, f"{err.status} {said}" if err.status else said) from None
 
     def _url(self, path: str, api_version: str, query: Mapping[str, str] | None) -> str:
+        """The URL of an ARM path (a resource id as Azure writes it, or with segments already
+        quoted): what a URL path cannot carry is quoted, escapes already there are kept."""
         self.calls.append(f"GET {path}?api-version={api_version}")
         params = urllib.parse.urlencode({"api-version": api_version, **(query or {})})
-        return f"{self.endpoint.rstrip('/')}{path}?{params}"
+        return f"{self.endpoint.rstrip('/')}{urllib.parse.quote(path, safe=PATH_SAFE)}?{params}"
 
     def get(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._get_url(self._url(path, api_version, query))
@@ -307,11 +310,10 @@ def az_cli_reader(
 
 
 def managed_cluster_path(subscription: str, resource_group: str, cluster: str) -> str:
-    """An AKS cluster's ARM resource path (each name one path segment)."""
-    q = urllib.parse.quote
+    """An AKS cluster's resource id, as Azure writes it (LiveArm quotes it for the URL)."""
     return (
-        f"/subscriptions/{q(subscription, safe='')}/resourceGroups/{q(resource_group, safe='')}"
-        f"/providers/Microsoft.ContainerService/managedClusters/{q(cluster, safe='')}"
+        f"/subscriptions/{subscription}/resourceGroups/{resource_group}"
+        f"/providers/Microsoft.ContainerService/managedClusters/{cluster}"
     )
 
 
@@ -327,7 +329,8 @@ class AgentPoolReader:
 
     def agent_pool(self, name: str) -> dict[str, Any] | None:
         """The agent pool's ARM resource (its shape at MANAGED_CLUSTER_API); None when there is none
-        of that name. Raises ArmError when ARM cannot be read."""
+        of that name. Raises ArmError when ARM cannot be read. (The name comes from the cluster:
+        quoted, it cannot reach another path.)"""
         path = managed_cluster_path(self.subscription, self.resource_group, self.cluster)
         try:
             return self.arm.get(f"{path}/agentPools/{urllib.parse.quote(name, safe='')}", MANAGED_CLUSTER_API)
