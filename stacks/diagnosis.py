@@ -22,8 +22,6 @@ from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import ModelStatus
 from stacks.stackfile import StackFile
 
-DEFAULT_PICKER_LABEL = "llm-d-router-gateway"  # KAITO 0.12's (catalog/kaito_charts.yaml endpointPicker.podLabel)
-
 
 @dataclass
 class AzureSide:
@@ -70,11 +68,14 @@ def azure_side(f: StackFile, outputs: dict[str, Any]) -> AzureSide | None:
 
 
 def picker_label(kaito_version: str | None) -> str:
-    """The label key of the endpoint picker's pods on the stack's KAITO release."""
-    chart = catalog.kaito_charts().get(kaito_version or "")
-    found = chart.serving if chart is not None else None
-    picker = found.endpoint_picker if found is not None else None
-    return picker.pod_label if picker is not None else DEFAULT_PICKER_LABEL
+    """The label key of the endpoint picker's pods on the stack's KAITO release (not known, or one
+    this program does not route on: the newest that it does), from catalog/kaito_charts.yaml."""
+    charts = catalog.kaito_charts()
+    chart = charts.get(kaito_version or "")
+    if chart is None or chart.serving is None:
+        chart = max((c for c in charts.values() if c.serving is not None), key=lambda c: c.minor)
+    assert chart.serving is not None
+    return chart.serving.endpoint_picker.pod_label
 
 
 def subject_of(
