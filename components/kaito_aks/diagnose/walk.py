@@ -16,7 +16,7 @@ from kaito_aks import catalog
 from kaito_aks.azure.arm import ArmError
 from kaito_aks.diagnose import azure, cluster, serving, workload
 from kaito_aks.diagnose.chain import Diagnosis, Finding, Link, found, in_order, worst
-from kaito_aks.kaito.modelmirror import NEWEST_MIRRORING_RELEASE, mirror_of, read_mirror
+from kaito_aks.kaito.modelmirror import mirror_of, read_mirror
 from kaito_aks.parsed import is_dict
 from kaito_aks.vocabulary import WORKSPACE_LABEL, GpuDemand
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, labels_of, seconds_since, segment, text_at
@@ -420,7 +420,7 @@ class _Walk:
         if condition.get("status") == "True":
             return Link("weights", "ok")
         preset = str(field_at(obj, "inference", "preset", "name") or "")
-        name = mirror_of(preset, kaito_version or NEWEST_MIRRORING_RELEASE)
+        name = mirror_of(preset, kaito_version)
         try:
             mirror = read_mirror(self.reader, name)
         except KubeApiError as err:

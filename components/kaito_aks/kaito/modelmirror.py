@@ -15,15 +15,19 @@ from kaito_aks.waits.answers import conditions_of, field_at, segment
 from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 MODEL_MIRRORS = "/apis/kaito.sh/v1alpha1/modelmirrors"
-NEWEST_MIRRORING_RELEASE = "0.12.0"  # whose catalog names a legacy preset's id when the release is not known
+GATE = "ModelMirror"  # pkg/featuregates/featuregates.go@v0.11.0
 
 
-def mirrored_model_id(model: str, kaito_version: str = NEWEST_MIRRORING_RELEASE) -> str:
+def mirrored_model_id(model: str, kaito_version: str | None = None) -> str:
     """The Hugging Face id KAITO mirrors for a Workspace's preset name: a legacy preset name's
     catalog id (KAITO's map, lower case), else the name as written
     (pkg/utils/plugin/plugin.go:129-135@v0.12.0 ResolveHFModelID, called by
-    pkg/workspace/inference/modelstreaming/modelstreaming.go:97-104@v0.12.0)."""
-    chart = catalog.kaito_charts().get(kaito_version)
+    pkg/workspace/inference/modelstreaming/modelstreaming.go:97-104@v0.12.0). The release's map;
+    not known: the newest mirroring release's."""
+    charts = catalog.kaito_charts()
+    chart = charts.get(kaito_version or "")
+    if chart is None:
+        chart = max((c for c in charts.values() if GATE in c.known_gates), key=lambda c: c.minor, default=None)
     code = catalog.catalog_code(chart.preset_catalog) if chart is not None else None
     aliases = code.legacy_aliases if code is not None else {}
     return aliases.get(model.lower(), model)
@@ -37,7 +41,7 @@ def model_mirror_name(model_id: str) -> str:
     return hashlib.sha256(model_id.encode()).hexdigest()[:6]
 
 
-def mirror_of(preset: str, kaito_version: str = NEWEST_MIRRORING_RELEASE) -> str:
+def mirror_of(preset: str, kaito_version: str | None = None) -> str:
     """The name of the ModelMirror that holds a preset's weights."""
     return model_mirror_name(mirrored_model_id(preset, kaito_version))
 
