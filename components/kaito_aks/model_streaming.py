@@ -32,6 +32,7 @@ from pulumi_azure_native import authorization, managedidentity
 
 from kaito_aks import catalog
 from kaito_aks.azure.workload_identity import TOKEN_AUDIENCE, role_definition_id, subject_of
+from kaito_aks.kaito.modelmirror import GATE as MIRROR_GATE
 from kaito_aks.kaito.modelmirror import mirrored_model_id as mirrored_model_id
 from kaito_aks.kaito.modelmirror import model_mirror_name as model_mirror_name
 from kaito_aks.options import child_options, component_type
@@ -41,7 +42,7 @@ from kaito_aks.validation import checked_args
 
 TYPE = "kaito-aks:index:ModelStreaming"
 FORMER_TYPES: tuple[str, ...] = ()
-GATES = ("ModelMirror", "ModelStreaming")  # pkg/featuregates/featuregates.go@v0.11.0 (both off by default)
+GATES = (MIRROR_GATE, "ModelStreaming")  # pkg/featuregates/featuregates.go@v0.11.0 (both off by default)
 FIRST_RELEASE = (0, 11)
 CSI_DRIVER = "blob.csi.azure.com"
 STORAGE_CLASS = "blob-fuse"  # KAITO's guide's names
