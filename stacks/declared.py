@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DECLARED = "stacks.yaml"
 # A stack name as the Pulumi CLI takes it (and a file name can hold it): letters, digits, - _ .
 STACK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+NOT_A_STACK_NAME = "is not a stack name (letters, digits, - _ .)"
 # What a pull request may change without changing what any stack deploys: prose, tests, tools.
 INERT = re.compile(r"^(docs/|tests/|components/tests/|components/examples/|scripts/|\.ci/)|\.md$")
 STACK_FILE = re.compile(r"^Pulumi\.([^/]+)\.yaml$")
@@ -101,6 +102,10 @@ def previewed(changed: Iterable[str], declared: Declared) -> list[Deployment]:
     return [d for d in declared.deploy if d.stack in stacks]
 
 
+def _is_stack_name(value: object) -> bool:
+    return isinstance(value, str) and STACK_NAME.match(value) is not None
+
+
 def _names(value: Any, key: str, problems: list[str]) -> list[str]:
     if value is None:
         return []
@@ -109,8 +114,8 @@ def _names(value: Any, key: str, problems: list[str]) -> list[str]:
         return []
     names: list[str] = []
     for item in value:
-        if not isinstance(item, str) or not STACK_NAME.match(item):
-            problems.append(f"{DECLARED}: {key}: {item!r} is not a stack name (letters, digits, - _ .)")
+        if not _is_stack_name(item):
+            problems.append(f"{DECLARED}: {key}: {item!r} {NOT_A_STACK_NAME}")
         elif item in names:
             problems.append(f"{DECLARED}: {key}: {item} is named twice; keep one")
         else:
@@ -131,8 +136,8 @@ def _deployments(value: Any, problems: list[str]) -> list[Deployment]:
             problems.append(f"{at}: write {{stack: <name>, environment: <GitHub environment>}}")
             continue
         stack, environment = item["stack"], item["environment"]
-        if not isinstance(stack, str) or not STACK_NAME.match(stack):
-            problems.append(f"{at}.stack: {stack!r} is not a stack name (letters, digits, - _ .)")
+        if not _is_stack_name(stack):
+            problems.append(f"{at}.stack: {stack!r} {NOT_A_STACK_NAME}")
         elif not isinstance(environment, str) or not environment.strip():
             problems.append(f"{at}.environment: the GitHub environment whose rules gate the deploy, e.g. production")
         elif any(d.stack == stack for d in out):

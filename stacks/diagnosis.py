@@ -2,44 +2,49 @@
 failure library's walk of its chain (kaito_aks.diagnose), with what the stack knows of it: its
 route and gateway, its autoscaler, its nodes of your own and presets (for a Workspace KAITO's
 webhook refused), and, on an AKS stack whose KAITO makes nodes with gpu-provisioner, the agent
-pools in Azure (read with the Azure CLI's login, only when a NodeClaim has not launched)."""
+pools in Azure (read with the Azure CLI's login through kaito_aks.azure.arm, only when a
+NodeClaim has not launched)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kaito_aks import catalog
+from kaito_aks.azure.arm import AgentPoolReader, LiveArm, NotCheckedError, az_cli_reader
 from kaito_aks.diagnose import Diagnosis, OneLook, Route, Subject, diagnose
-from kaito_aks.diagnose.arm import AgentPoolReader, azure_cli_reader
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.vocabulary import GpuDemand
-from kaito_aks.waits.kube_client import KubeClient
 from kaito_aks.waits.model_ready import Watched
 from kaito_aks.waits.status import ModelStatus
 from stacks.stackfile import StackFile
-
-DEFAULT_PICKER_LABEL = "llm-d-router-gateway"  # KAITO 0.12's (catalog/kaito_charts.yaml endpointPicker.podLabel)
 
 
 @dataclass
 class AzureSide:
     """An AKS stack whose KAITO makes its nodes with gpu-provisioner: where its agent pools are.
-    The reader is made once, when a NodeClaim first needs it (`az account get-access-token`)."""
+    The reader is made once, when a NodeClaim first needs it (`az account get-access-token`), or
+    why there is none (no `az`, not logged in): the Azure side is then not read."""
 
     resource_group: str
     cluster: str
     subscription: str | None = None
+    environment: str | None = None  # azure-native's cloud
     made: list[AgentPoolReader | str] = field(default_factory=list[AgentPoolReader | str])
 
     def reader(self, deadline: float | None) -> AgentPoolReader | str:
         if not self.made:
-            self.made.append(azure_cli_reader(self.resource_group, self.cluster, self.subscription, deadline=deadline))
+            try:  # no budget of its own: each reading has its deadline (a --watch reads for minutes)
+                arm, sub = az_cli_reader(self.subscription, self.environment, budget=math.inf, deadline=deadline)
+                self.made.append(AgentPoolReader(arm, sub, self.resource_group, self.cluster))
+            except NotCheckedError as why:
+                self.made.append(str(why))
         made = self.made[0]
-        if isinstance(made, AgentPoolReader) and isinstance(made.client, KubeClient):
-            made.client.deadline = deadline  # each reading's own
+        if isinstance(made, AgentPoolReader) and isinstance(made.arm, LiveArm):
+            made.arm.deadline = deadline  # each reading's own
         return made
 
 
@@ -56,16 +61,21 @@ def azure_side(f: StackFile, outputs: dict[str, Any]) -> AzureSide | None:
     group, name = aks.get("resourceGroup"), aks.get("name")
     if not isinstance(group, str) or not isinstance(name, str):
         return None
-    subscription = f.config.get("azure-native:subscriptionId")
-    return AzureSide(group, name, subscription if isinstance(subscription, str) else None)
+    subscription, cloud = f.config.get("azure-native:subscriptionId"), f.config.get("azure-native:environment")
+    return AzureSide(
+        group, name, subscription if isinstance(subscription, str) else None, cloud if isinstance(cloud, str) else None
+    )
 
 
 def picker_label(kaito_version: str | None) -> str:
-    """The label key of the endpoint picker's pods on the stack's KAITO release."""
-    chart = catalog.kaito_charts().get(kaito_version or "")
-    found = chart.serving if chart is not None else None
-    picker = found.endpoint_picker if found is not None else None
-    return picker.pod_label if picker is not None else DEFAULT_PICKER_LABEL
+    """The label key of the endpoint picker's pods on the stack's KAITO release (not known, or one
+    this program does not route on: the newest that it does), from catalog/kaito_charts.yaml."""
+    charts = catalog.kaito_charts()
+    chart = charts.get(kaito_version or "")
+    if chart is None or chart.serving is None:
+        chart = max((c for c in charts.values() if c.serving is not None), key=lambda c: c.minor)
+    assert chart.serving is not None
+    return chart.serving.endpoint_picker.pod_label
 
 
 def subject_of(
@@ -89,7 +99,7 @@ def subject_of(
         authenticated = is_dict(auth) and ((is_list(keys) and bool(keys)) or bool(auth.get("entra")))
         reach = Route(dict(route), picker_label(kaito_version), gw, gw if authenticated else None)
     scaled = key.partition("/")[2] if is_dict(entry.get("autoscaling")) else None
-    return Subject(key, watched, reach, scaled, selector, demands, serving=serving)
+    return Subject(key, watched, reach, scaled, selector, demands, serving=serving, kaito_version=kaito_version)
 
 
 def explain(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kaito_aks.diagnose import Diagnosis, OneLook
-from kaito_aks.model_streaming import MirrorStatus, read_mirror
+from kaito_aks.kaito.modelmirror import MirrorStatus, read_mirror
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import bounded, escaped
 from kaito_aks.serving.status import (
@@ -361,6 +361,7 @@ def _served(
         demands=plan.demands if plan is not None else (),
     )
     found = why.explain(look, subject, d.azure, deadline, clock) if kind == "model" else None
+    # the same look: the weights link's reading of the mirror, not a second GET
     mirror = read_mirror(look, entry["modelMirror"]) if isinstance(entry.get("modelMirror"), str) else None
     return Served(key, kind, entry, status, route, scaler, mirror=mirror, diagnosis=found)
 

@@ -119,7 +119,7 @@ class _Cluster:
 
 
 def test_status_shows_the_mirrors_download_progress() -> None:
-    from kaito_aks.model_streaming import MODEL_MIRRORS, mirrored_model_id, read_mirror
+    from kaito_aks.kaito.modelmirror import MODEL_MIRRORS, mirrored_model_id, read_mirror
 
     ev = run(stack())
     name = ev.outputs["workspaces"]["llm/phi"]["modelMirror"]

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import yaml
 
+from hostile_api import raw
 from kaito_aks.catalog.retail_prices import (
     HOW_TO_PRICE,
     SOURCE,
@@ -64,12 +65,7 @@ def retail_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
                 "NextPageLink": link,
                 "Count": len(kept[skip : skip + PAGE]),
             }
-            data = json.dumps(body).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            raw(200, json.dumps(body).encode())(self)
 
         def log_message(self, *args: object) -> None:
             pass

@@ -760,6 +760,43 @@ def test_status_explains_a_model_that_does_not_serve_with_its_first_broken_link(
     assert [link["link"] for link in tiny["diagnosis"]["links"]][:4] == ["azure", "nodeclaims", "nodes", "kaito"]
 
 
+def test_a_mirror_being_downloaded_is_one_reading_for_its_line_and_the_weights_link(project, capsys, monkeypatch):
+    """KAITO 0.12 holds phi for its weights: status prints the ModelMirror's line and the
+    diagnosis's weights link from one GET of the mirror, in one wording."""
+    from kaito_aks.kaito.modelmirror import MODEL_MIRRORS, mirror_of
+
+    name = mirror_of("phi-4-mini-instruct", "0.12.0")
+    entry = {**outputs()["workspaces"]["default/phi"], "modelMirror": name}
+    monkeypatch.setenv(
+        "FAKE_OUTPUTS",
+        json.dumps(outputs(charts={"kaito": {"version": "0.12.0"}}, workspaces={"default/phi": entry})),
+    )
+    held = workspace(
+        "phi-0",
+        condition("ResourceReady", "False", "ModelMirrorNotReady", "Model download in progress"),
+        condition("ModelMirrorReady", "False", "ModelMirrorPending", "Model download in progress"),
+    )
+    _Api.answers[ws_path("phi-0")] = {**held, "inference": {"preset": {"name": "phi-4-mini-instruct"}}}
+    labels = {**GPU_NODE["metadata"]["labels"], "nvidia.com/gpu.memory": "81920", "apps": "phi-0"}
+    ready = {"conditions": [{"type": "Ready", "status": "True"}], "allocatable": {"nvidia.com/gpu": "1"}}
+    node = {"metadata": {"name": "aks-a100-0", "labels": labels}, "status": ready}
+    _Api.answers["/api/v1/nodes?labelSelector=apps%3Dphi-0"] = {"items": [node]}
+    gets: list[str] = []
+    mirror = {
+        "metadata": {"name": name},
+        "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 52_400_000, "remainingSeconds": 95}},
+    }
+    _Api.answers[f"{MODEL_MIRRORS}/{name}"] = lambda: gets.append(name) or mirror
+    _Api.answers[MODEL_MIRRORS] = lambda: gets.append("every mirror") or {"items": [mirror]}
+    assert main(["status", "lab", "--dir", str(project)]) == 1
+    out = capsys.readouterr().out
+    progress = "downloading at 52.4 MB/s, about 1m35s left"
+    assert f"    ModelMirror {name}: Pending, {progress}\n" in out, out
+    assert f"    waits at: weights (ModelMirror {name})\n      Model download in progress, {progress}\n" in out, out
+    assert f"weights waiting (Model download in progress, {progress})" in out, out
+    assert gets == [name], "the mirror is read once for the line and the link"
+
+
 def test_every_detector_of_the_failure_library_is_documented():
     from kaito_aks.diagnose import DETECTORS
 
@@ -780,7 +817,6 @@ def aks_project(project: Path, monkeypatch: pytest.MonkeyPatch, api: str) -> Pat
     launch, and ARM (the fake API server here) holds its agent pool, refused for quota."""
     from diagnose_answers import CUT_ERROR, GPU_PROVISIONER_LABELS, QUOTA_MESSAGE, agent_pool, nodeclaim
     from diagnose_answers import cond as claim_cond
-    from kaito_aks.diagnose import arm
 
     (project / "Pulumi.lab.yaml").write_text(
         "config:\n  kaito-aks:cluster:\n    aks: {resourceGroup: rg, name: lab}\n"
@@ -796,7 +832,7 @@ def aks_project(project: Path, monkeypatch: pytest.MonkeyPatch, api: str) -> Pat
             )
         ),
     )
-    monkeypatch.setattr(arm, "ARM", api)
+    monkeypatch.setenv("KAITO_AKS_ARM_ENDPOINT", api)  # ARM, stood in for by the fake API server
     waiting = condition("ResourceReady", "False", "NodeClaimNotReady", "Ready NodeClaims are not enough")
     _Api.answers[ws_path("phi-0")] = workspace("phi-0", waiting, instance_type="Standard_NC24ads_A100_v4")
     claims = "/apis/karpenter.sh/v1/nodeclaims?" + urllib.parse.urlencode(
@@ -815,7 +851,7 @@ def _az(project: Path, script: str) -> None:
 
 
 def test_on_aks_the_agent_pool_of_a_nodeclaim_that_did_not_launch_is_read_with_the_azure_clis_login(
-    aks_project, capsys
+    aks_project, capsys, api
 ):
     _az(
         aks_project,
@@ -833,9 +869,9 @@ def test_on_aks_the_agent_pool_of_a_nodeclaim_that_did_not_launch_is_read_with_t
     assert "    first broken link: Azure node pool (agent pool ws1a2b3c4)\n" in block, block
     assert "QuotaExceeded: Preflight validation check" in block
     assert "means: the subscription has no vCPU quota left for standardNCADSA100v4Family in eastus2" in block
+    # a token for the endpoint it goes to (https://management.azure.com/ without the stand-in)
     assert calls.read_text().split() == [
-        "account", "get-access-token", "--resource", "https://management.azure.com/", "--output", "json",
-        "--subscription", SUB,
+        "account", "get-access-token", "--resource", f"{api}/", "--output", "json", "--subscription", SUB,
     ]  # fmt: skip
     assert "arm-secret-token" not in out + err
     assert "Bearer arm-secret-token" in _Api.tokens  # ARM got the CLI's token, the cluster its own

@@ -20,8 +20,11 @@ from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.problems import Key, PathPart, did_you_mean
 
 FIELDS_FILE = Path(__file__).parent / "catalog" / "kube_fields.yaml"
-# resource.ParseQuantity's grammar: a signed decimal number and a binary, decimal or exponent suffix.
-QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+# resource.ParseQuantity's grammar: a signed decimal number and a binary, decimal or exponent suffix
+# (what a quantity is for every reader: the capacity budget's arithmetic too, catalog/capacity.py).
+QUANTITY = re.compile(
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?"
+)
 _INT_RANGE = {"int32": 1 << 31, "int64": 1 << 63}
 
 Found = tuple[tuple[PathPart, ...], str]

@@ -17,12 +17,13 @@ Point KAITO at them with the chart values `defaultModelMirrorStorageClass` and
 `defaultStreamingServiceAccount` (`chart_values`), or each model's annotations
 (`model_annotations`). Where the identity's federation and roles are managed elsewhere,
 `azure_access=False` makes the Kubernetes objects alone (the kubelet identity's client id is all
-it needs)."""
+it needs). Which ModelMirror holds a model's weights, and what it reports:
+kaito_aks.kaito.modelmirror."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Annotated, NamedTuple, cast
 
 import pulumi
@@ -32,17 +33,17 @@ from pulumi_azure_native import authorization, managedidentity
 from kaito_aks import catalog
 from kaito_aks.azure.cluster_ref import AksClusterRefArgs
 from kaito_aks.azure.workload_identity import TOKEN_AUDIENCE, role_definition_id, subject_of
+from kaito_aks.kaito.modelmirror import GATE as MIRROR_GATE
+from kaito_aks.kaito.modelmirror import mirrored_model_id as mirrored_model_id
+from kaito_aks.kaito.modelmirror import model_mirror_name as model_mirror_name
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Problem
 from kaito_aks.schema import DNS_LABEL, Input, MaxItems, args_class
 from kaito_aks.validation import checked_args
-from kaito_aks.waits.answers import field_at
-from kaito_aks.waits.kube_client import KubeApiError, Reader
 
 TYPE = "kaito-aks:index:ModelStreaming"
 FORMER_TYPES: tuple[str, ...] = ()
-GATES = ("ModelMirror", "ModelStreaming")  # pkg/featuregates/featuregates.go@v0.11.0 (both off by default)
+GATES = (MIRROR_GATE, "ModelStreaming")  # pkg/featuregates/featuregates.go@v0.11.0 (both off by default)
 FIRST_RELEASE = (0, 11)
 CSI_DRIVER = "blob.csi.azure.com"
 STORAGE_CLASS = "blob-fuse"  # KAITO's guide's names
@@ -98,14 +99,6 @@ def model_annotations(storage_class: str = STORAGE_CLASS, service_account: str =
     """A streaming model's annotations naming its StorageClass and ServiceAccount, so that it does
     not depend on the defaults of a KAITO installed elsewhere."""
     return {STORAGE_CLASS_ANNOTATION: storage_class, SERVICE_ACCOUNT_ANNOTATION: service_account}
-
-
-def model_mirror_name(model_id: str) -> str:
-    """The ModelMirror KAITO makes for a Hugging Face model id: the first 6 hex characters of its
-    SHA-256 (pkg/workspace/inference/modelstreaming/modelstreaming.go@v0.12.0 ModelMirrorCRName)."""
-    import hashlib
-
-    return hashlib.sha256(model_id.encode()).hexdigest()[:6]
 
 
 @args_class
@@ -305,79 +298,3 @@ class ModelStreaming(pulumi.ComponentResource):
             scope=scope,
             opts=child,
         )
-
-
-def mirrored_model_id(model: str, kaito_version: str) -> str:
-    """The Hugging Face id KAITO mirrors for a Workspace's preset name: a legacy preset name's
-    catalog id (KAITO's map, lower case), else the name as written
-    (pkg/utils/plugin/plugin.go@v0.12.0 ResolveHFModelID)."""
-    chart = catalog.kaito_charts().get(kaito_version)
-    code = catalog.catalog_code(chart.preset_catalog) if chart is not None else None
-    aliases = code.legacy_aliases if code is not None else {}
-    return aliases.get(model.lower(), model)
-
-
-@dataclass(frozen=True)
-class MirrorStatus:
-    """A ModelMirror as KAITO's mirror controller reports it (status.phase, status.download)."""
-
-    name: str
-    found: bool
-    phase: str = ""
-    speed_bytes_per_second: int | None = None
-    remaining_seconds: int | None = None  # -1: not known
-    failure: str = ""
-
-    def text(self) -> str:
-        if not self.found:
-            return f"ModelMirror {self.name}: not made yet (KAITO makes it when it reconciles the Workspace)"
-        if self.phase == "Ready":
-            return f"ModelMirror {self.name}: Ready, the weights are mirrored"
-        said = [f"ModelMirror {self.name}: {self.phase or 'Pending'}"]
-        if self.speed_bytes_per_second:
-            said.append(f"downloading at {self.speed_bytes_per_second / 1e6:.1f} MB/s")
-        if self.remaining_seconds is not None and self.remaining_seconds >= 0:
-            minutes, seconds = divmod(self.remaining_seconds, 60)
-            said.append(f"about {minutes}m{seconds:02d}s left")
-        elif self.remaining_seconds == -1:
-            said.append("time left not known")
-        if self.failure:
-            said.append(self.failure)
-        return ", ".join(said)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "found": self.found,
-            "phase": self.phase,
-            "speedBytesPerSecond": self.speed_bytes_per_second,
-            "remainingSeconds": self.remaining_seconds,
-            "failureMessage": self.failure,
-        }
-
-
-MODEL_MIRRORS = "/apis/kaito.sh/v1alpha1/modelmirrors"
-
-
-def read_mirror(reader: Reader, name: str) -> MirrorStatus:
-    """The ModelMirror `name` (cluster-scoped, kaito.sh/v1alpha1) as its status says; not found
-    when KAITO has not made it (or its CRD is not installed)."""
-    try:
-        obj = reader.get(f"{MODEL_MIRRORS}/{name}")
-    except KubeApiError as err:
-        if err.status in (403, 404):
-            return MirrorStatus(name, False)
-        raise
-    status = field_at(obj, "status")
-    status = status if is_dict(status) else {}
-    download = status.get("download")
-    download = download if is_dict(download) else {}
-    speed, left = download.get("speedBytesPerSecond"), download.get("remainingSeconds")
-    return MirrorStatus(
-        name,
-        True,
-        str(status.get("phase") or ""),
-        speed if isinstance(speed, int) else None,
-        left if isinstance(left, int) else None,
-        str(status.get("failureMessage") or ""),
-    )

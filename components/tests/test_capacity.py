@@ -320,3 +320,29 @@ def test_the_system_pools_labels_are_akss():
     (pool,) = _system().pools
     assert isinstance(pool, CapacityPool)
     assert pool.labels == system_pool_nodes(D4).node_labels
+
+
+@pytest.mark.parametrize(
+    ("quantity", "millicores", "mib"),
+    [
+        ("100m", 100, 1),
+        ("0.1", 100, 1),
+        (".5", 500, 1),
+        ("500000u", 500, 1),
+        ("1e3", 1_000_000, 1),
+        ("64Mi", None, 64),
+        ("1000M", None, 954),
+        ("128974848000m", 128_974_848_000, 123),
+    ],
+)
+def test_the_budget_reads_every_quantity_a_kubernetes_field_accepts(quantity: str, millicores: int | None, mib: int):
+    """One grammar (kube_json.QUANTITY, resource.ParseQuantity's): a request the stack file's
+    checks accept as a quantity is counted, never read as none."""
+    from kaito_aks.kube_json import QUANTITY
+
+    assert QUANTITY.fullmatch(quantity)
+    assert memory_mib(quantity) == mib
+    if millicores is not None:
+        assert cpu_millicores(quantity) == millicores
+    assert cpu_millicores("-1") is None
+    assert memory_mib("1X") is None

@@ -10,6 +10,7 @@ import pytest
 
 from kaito_aks import AksCluster, AksClusterArgs
 from kaito_aks.azure import deployer_permission
+from kaito_aks.azure.arm import ARM_ENDPOINT, ArmReader, LiveArm, RecordedArm
 from kaito_aks.azure.deployer_permission import (
     CLUSTER_ADMIN_DATA,
     ROLE_ASSIGNMENTS_WRITE,
@@ -25,29 +26,26 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 CHECK = "pulumi-python:dynamic/kaito-aks:DeployerPermission"
 
 
-def answers(**by_scope: tuple[int, Any]) -> Any:
-    """A fake ARM: the permissions list of each scope ("cluster", "group", "subscription")."""
-    names = dict(zip(("cluster", "group", "subscription"), SCOPES, strict=True))
-    seen: list[str] = []
-
-    def fetch(url: str, token: str) -> tuple[int, Any]:
-        assert token == "t"
-        assert url.endswith("/providers/Microsoft.Authorization/permissions?api-version=2022-04-01")
-        for name, scope in names.items():
-            if (
-                url
-                == f"https://management.azure.com{scope}/providers/Microsoft.Authorization/permissions?api-version=2022-04-01"
-            ):
-                seen.append(name)
-                return by_scope.get(name, (404, None))
-        raise AssertionError(url)
-
-    fetch.seen = seen  # type: ignore[attr-defined]
-    return fetch
+NAMES = dict(zip(("cluster", "group", "subscription"), SCOPES, strict=True))
 
 
-def listed(*entries: dict[str, list[str]]) -> tuple[int, Any]:
-    return 200, {"value": list(entries)}
+class Answers(RecordedArm):
+    """ARM's answers: the permissions list of each scope ("cluster", "group", "subscription"),
+    an HTTP status, or (not given) 404; `seen`: the scopes asked, in order."""
+
+    def __init__(self, **by_scope: Any):
+        permissions = "/providers/Microsoft.Authorization/permissions"
+        super().__init__({f"{NAMES[name]}{permissions}": answer for name, answer in by_scope.items()})
+
+    @property
+    def seen(self) -> list[str]:
+        asked = [c.removeprefix("GET ").split("/providers/Microsoft.Authorization/")[0] for c in self.calls]
+        assert all(c.endswith("?api-version=2022-04-01") for c in self.calls)
+        return [next(n for n, scope in NAMES.items() if scope == a) for a in asked]
+
+
+def listed(*entries: dict[str, list[str]]) -> dict[str, Any]:
+    return {"value": list(entries)}
 
 
 CONTRIBUTOR = {"actions": ["*"], "notActions": ["Microsoft.Authorization/*/Delete", "Microsoft.Authorization/*/Write"]}
@@ -72,7 +70,7 @@ def test_wildcards_and_not_actions_are_azures():
 
 
 def test_a_contributor_without_a_grant_is_refused_before_the_cluster_changes_with_the_fix():
-    fetch = answers(cluster=listed(CONTRIBUTOR))
+    fetch = Answers(cluster=listed(CONTRIBUTOR))
     why = verdict(SCOPES, "t", fetch)
     assert why is not None
     assert why.startswith("the identity running `pulumi up` may not write role assignments at /subscriptions/sub/")
@@ -91,24 +89,24 @@ def test_a_contributor_without_a_grant_is_refused_before_the_cluster_changes_wit
         ("subscription", listed(OWNER)),  # a new resource group: the subscription's
     ],
 )
-def test_a_deployer_who_may_grant_or_holds_the_grant_passes(where: str, answer: tuple[int, Any]):
-    fetch = answers(**{where: answer})
+def test_a_deployer_who_may_grant_or_holds_the_grant_passes(where: str, answer: dict[str, Any]):
+    fetch = Answers(**{where: answer})
     assert verdict(SCOPES, "t", fetch) is None
     assert fetch.seen[-1] == where
 
 
 def test_what_cannot_be_known_is_left_to_the_role_assignment():
-    assert verdict(SCOPES, "t", answers(cluster=(500, None))) is None
-    assert verdict(SCOPES, "t", answers()) is None  # nowhere: the grant's own answer says it
+    assert verdict(SCOPES, "t", Answers(cluster=500)) is None
+    assert verdict(SCOPES, "t", Answers()) is None  # nowhere: the grant's own answer says it
 
 
 def test_the_provider_refuses_or_records_without_the_token_and_runs_again_for_another_deployer(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    monkeypatch.setattr(deployer_permission, "_arm_get", answers(cluster=listed(CONTRIBUTOR)))
+    monkeypatch.setattr(deployer_permission, "_arm", arm_with_token("t", Answers(cluster=listed(CONTRIBUTOR))))
     with pytest.raises(RuntimeError, match="may not write role assignments"):
         DeployerPermissionProvider().create({"scopes": SCOPES, "principal": "p", "token": "t"})
-    monkeypatch.setattr(deployer_permission, "_arm_get", answers(cluster=listed(RBAC_ADMIN)))
+    monkeypatch.setattr(deployer_permission, "_arm", arm_with_token("t", Answers(cluster=listed(RBAC_ADMIN))))
     made = DeployerPermissionProvider().create({"scopes": SCOPES, "principal": "p", "token": "t"})
     assert "token" not in made.outs
     provider = DeployerPermissionProvider()
@@ -118,6 +116,24 @@ def test_the_provider_refuses_or_records_without_the_token_and_runs_again_for_an
     again = provider.diff("x", {"principal": "p", "scopes": SCOPES}, {"principal": "q", "scopes": SCOPES})
     assert again.changes
     assert again.replaces == ["principal"]
+
+
+def arm_with_token(expected: str, answers: ArmReader) -> Any:
+    def arm(token: str) -> ArmReader:
+        assert token == expected
+        return answers
+
+    return arm
+
+
+def test_azure_is_asked_with_the_one_arm_client(monkeypatch: pytest.MonkeyPatch):
+    """The provider's token to ARM's endpoint alone, through kaito_aks.azure.arm (no redirect
+    followed, a bounded answer, the token never in its repr)."""
+    monkeypatch.delenv("KAITO_AKS_ARM_ENDPOINT", raising=False)
+    arm = deployer_permission._arm("t0ken")
+    assert isinstance(arm, LiveArm)
+    assert (arm.token, arm.endpoint) == ("t0ken", ARM_ENDPOINT)
+    assert "t0ken" not in repr(arm)
 
 
 def program(**kw: Any) -> Any:

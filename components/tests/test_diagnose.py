@@ -43,6 +43,7 @@ from kaito_aks.diagnose import (
     workload,
 )
 from kaito_aks.diagnose.chain import Finding
+from kaito_aks.kaito.modelmirror import MODEL_MIRRORS, MirrorStatus, model_mirror_name
 from kaito_aks.vocabulary import GpuDemand
 from kaito_aks.waits.kube_client import KubeApiError
 from kaito_aks.waits.model_ready import Watched
@@ -145,7 +146,7 @@ def _detector_cases() -> list[tuple[str, Finding | None, str, bool]]:
         ("container-start-failed", workload.container_start_failed(pod("p", containerStatuses=[waiting("inference", "CreateContainerConfigError", 'secret "phi-hf-token" not found')])), "Secret it reads", True),
         ("container-crash", workload.container_crash(pod("p", containerStatuses=[crash_looping("inference", 1)]), "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (41696). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`"), "max-model-len", True),
         ("pod-evicted", workload.pod_evicted(pod("p", phase="Failed", reason="Evicted", message="The node was low on resource: ephemeral-storage.")), "disk", True),
-        ("weights-download", workload.weights_download({"metadata": {"name": "3f2a1b"}, "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 104857600, "remainingSeconds": 600}}}, cond("ModelMirrorReady", "False", "ModelMirrorPending", "Model download in progress")), "100 MiB/s, about 10 min left", False),
+        ("weights-download", workload.weights_download(MirrorStatus("3f2a1b", True, "Pending", 104_857_600, 600), cond("ModelMirrorReady", "False", "ModelMirrorPending", "Model download in progress")), "downloading at 104.9 MB/s, about 10m00s left", False),
         ("picker-not-made", serving.picker_not_made("phi-inferencepool", {"status": {"conditions": [cond("Ready", "False", "ArtifactFailed", "failed to pull oci://ghcr.io/llm-d/charts/llm-d-router-gateway")]}}), "cannot install", True),
         ("pool-not-accepted", serving.pool_not_accepted({"metadata": {"name": "phi-inferencepool"}, "status": {"parents": [{"conditions": [cond("ResolvedRefs", "False", "InvalidExtensionRef", "no Service phi-epp")]}]}}), "endpoint picker", True),
         ("gateway-not-programmed", serving.gateway_not_programmed({"status": {"conditions": [cond("Programmed", "False", "Invalid", "no address")]}}, "gw", "kaito-gateway"), "not programmed", True),
@@ -467,20 +468,50 @@ def test_a_webhook_without_an_endpoint_is_why_the_workspace_is_missing():
 
 
 def test_weights_still_downloading_is_where_it_waits():
+    """The Workspace's ModelMirror is read by the name KAITO gives it (the first 6 hex of the
+    SHA-256 of the id its preset name resolves to), in the wording `status` prints it."""
+    name = model_mirror_name("microsoft/phi-4-mini-instruct")  # phi-4-mini-instruct, KAITO's legacy alias
     mirror = {
-        "metadata": {"name": "3f2a1b"},
-        "spec": {"source": {"modelID": "microsoft/Phi-4-mini-instruct"}},
-        "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 52428800, "remainingSeconds": 1200}},
+        "metadata": {"name": name},
+        "spec": {"source": {"modelID": "microsoft/phi-4-mini-instruct"}},
+        "status": {"phase": "Pending", "download": {"speedBytesPerSecond": 52_428_800, "remainingSeconds": 1200}},
     }
     api = _byo(
         cond("ResourceReady", "False", "ModelMirrorNotReady", "Model download in progress"),
         cond("ModelMirrorReady", "False", "ModelMirrorPending", "Model download in progress"),
     )
-    api.answers["/apis/kaito.sh/v1alpha1/modelmirrors"] = {"items": [mirror]}
+    api.answers[f"{MODEL_MIRRORS}/{name}"] = mirror
     found = diagnose(api, Subject("default/phi", (WS,)))
     assert found.first.name == "weights"  # type: ignore[union-attr]
     assert found.first.state == "waiting"  # type: ignore[union-attr]
-    assert "50 MiB/s, about 20 min left" in found.first.finding.said  # type: ignore[union-attr]
+    assert found.first.finding.said == (  # type: ignore[union-attr]
+        "Model download in progress, downloading at 52.4 MB/s, about 20m00s left"
+    )
+    assert found.first.finding.where == f"ModelMirror {name}"  # type: ignore[union-attr]
+    assert MODEL_MIRRORS not in api.seen, "the mirrors are not listed: KAITO's name finds the one"
+
+
+def test_a_failed_download_is_broken_and_a_mirror_the_credentials_may_not_read_is_unread():
+    name = model_mirror_name("microsoft/phi-4-mini-instruct")
+    failing = cond("ModelMirrorReady", "False", "DownloadFailed", "download job failed")
+    api = _byo(cond("ResourceReady", "False", "ModelMirrorNotReady", "download job failed"), failing)
+    api.answers[f"{MODEL_MIRRORS}/{name}"] = {
+        "metadata": {"name": name},
+        "status": {
+            "phase": "Pending",
+            "failureMessage": "401 Client Error: gated repo",
+            "conditions": [cond("Ready", "False", "DownloadFailed", "401 Client Error: gated repo")],
+        },
+    }
+    broken = diagnose(api, Subject("default/phi", (WS,))).link("weights")
+    assert broken is not None
+    assert broken.state == "broken"
+    assert broken.finding is not None
+    assert broken.finding.said == "DownloadFailed: 401 Client Error: gated repo"
+    api.answers[f"{MODEL_MIRRORS}/{name}"] = 403
+    unread = diagnose(api, Subject("default/phi", (WS,))).link("weights")
+    assert unread is not None
+    assert (unread.state, unread.brief) == ("unread", "modelmirrors.kaito.sh: HTTP 403: forbidden")
 
 
 def test_an_inference_set_is_judged_by_its_worst_replica():

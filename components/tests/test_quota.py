@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from hostile_api import huge, raw, redirect
 from kaito_aks.azure.arm import MANAGED_CLUSTER_API, ArmError, LiveArm, RecordedArm
 from kaito_aks.azure.quota import VmDemand, capacity_verdict, surge_nodes
 from kaito_aks.testing import MOCK_SUBSCRIPTION
@@ -138,6 +139,12 @@ def arm_server() -> Iterator[tuple[str, list[str]]]:
         def do_GET(self) -> None:
             seen.append(self.path)
             url = urlsplit(self.path)
+            if url.path == "/moved":  # a redirect elsewhere, which would take the token along
+                redirect("http://attacker.example/steal")(self)
+                return
+            if url.path == "/huge":  # more than the client reads
+                huge(64 * 2**20, declare=True)(self)
+                return
             if self.headers.get("Authorization") != "Bearer t0ken":
                 self._send(401, {"error": {"code": "InvalidAuthenticationToken", "message": "no"}})
                 return
@@ -153,12 +160,7 @@ def arm_server() -> Iterator[tuple[str, list[str]]]:
                 self._send(200, {"value": items[:1], "nextLink": f"{host}{url.path}?{url.query}&page=2"})
 
         def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            raw(status, json.dumps(body).encode())(self)
 
         def log_message(self, *args: object) -> None:
             pass
@@ -199,6 +201,103 @@ def test_the_token_goes_to_arm_alone_and_is_never_shown(arm_server: tuple[str, l
     with pytest.raises(ArmError) as err:  # every page, a nextLink too, is read through _get_url
         LiveArm("t0ken", endpoint)._get_url("https://attacker.example/steal?page=2")
     assert str(err.value) == f"a next page outside {endpoint} (attacker.example): not read"
+
+
+def test_arm_is_read_with_the_cluster_clients_guarantees(arm_server: tuple[str, list[str]]) -> None:
+    """No redirect is followed (the token would go along), and an answer larger than the client
+    reads is refused before it is read: the transport of kaito_aks.waits.kube_client."""
+    endpoint, seen = arm_server
+    with pytest.raises(ArmError) as err:
+        LiveArm("t0ken", endpoint).get("/moved", "1")
+    assert err.value.status == 302
+    assert str(err.value) == (
+        "302 Azure Resource Manager redirects GET /moved?api-version=1 to http://attacker.example/steal; kaito-aks "
+        f"follows no redirect (the credentials go to {endpoint} only)"
+    )
+    with pytest.raises(ArmError) as err:
+        LiveArm("t0ken", endpoint).get("/huge", "1")
+    assert str(err.value) == (
+        "Azure Resource Manager's answer to GET /huge?api-version=1 is larger than 32 MiB, which kaito-aks does not read"
+    )
+    assert seen == ["/moved?api-version=1", "/huge?api-version=1"]
+
+
+class _Az:
+    """An `az` on PATH whose run (`run`, given to az_cli_reader) answers `code`, `out` and `err`,
+    and what it was run with (its command, its timeout)."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int = 0, out: str = "", err: str = ""):
+        (tmp_path / "az").write_text("#!/bin/sh\n")
+        (tmp_path / "az").chmod(0o755)
+        monkeypatch.setenv("PATH", str(tmp_path))
+        self.answer = (code, out, err)
+        self.ran: list[tuple[list[str], float]] = []
+
+    def run(self, command: list[str], **kw: Any) -> Any:
+        from subprocess import CompletedProcess
+
+        self.ran.append((command[1:], kw["timeout"]))
+        return CompletedProcess(command, *self.answer)
+
+
+def test_the_azure_clis_token_is_for_the_clouds_arm_and_its_subscription_the_stacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kaito_aks.azure.arm import az_cli_reader
+
+    az = _Az(tmp_path, monkeypatch, out=json.dumps({"accessToken": "t0ken", "subscription": "the-clis"}))
+    arm, sub = az_cli_reader(run=az.run)
+    assert (arm.token, arm.endpoint, sub) == ("t0ken", "https://management.azure.com", "the-clis")
+    arm, sub = az_cli_reader(SUB, "usgovernment", run=az.run)
+    assert (arm.endpoint, sub) == ("https://management.usgovernmentcloudapi.net", SUB)
+    assert [command for command, _ in az.ran] == [
+        ["account", "get-access-token", "--resource", "https://management.azure.com/", "--output", "json"],
+        [
+            "account", "get-access-token", "--resource", "https://management.usgovernmentcloudapi.net/",
+            "--output", "json", "--subscription", SUB,
+        ],
+    ]  # fmt: skip
+    assert "t0ken" not in repr(arm)
+
+
+@pytest.mark.parametrize(
+    ("code", "out", "err", "said"),
+    [
+        (
+            1,
+            "",
+            "WARNING: a newer az\nERROR: Please run 'az login' to setup account.\n",
+            "`az account get-access-token` failed: ERROR: Please run 'az login' to setup account. (az login)",
+        ),
+        (0, "not json", "", "`az account get-access-token` did not print JSON"),
+        (0, json.dumps({"subscription": SUB}), "", "`az account get-access-token` gave no token"),
+        (0, json.dumps({"accessToken": "t"}), "", "no Azure subscription is known (az account set --subscription)"),
+    ],
+)
+def test_without_a_login_the_azure_cli_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, out: str, err: str, said: str
+) -> None:
+    from kaito_aks.azure.arm import NotCheckedError, az_cli_reader
+
+    az = _Az(tmp_path, monkeypatch, code, out, err)
+    with pytest.raises(NotCheckedError) as why:
+        az_cli_reader(run=az.run)
+    assert str(why.value) == said
+
+
+def test_without_the_azure_cli_and_past_a_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from kaito_aks.azure.arm import NotCheckedError, az_cli_reader
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(NotCheckedError) as why:
+        az_cli_reader()
+    assert str(why.value) == "the Azure CLI (az) is not on PATH"
+    az = _Az(tmp_path, monkeypatch, out=json.dumps({"accessToken": "t", "subscription": SUB}))
+    arm, _ = az_cli_reader(deadline=time.monotonic() + 5, run=az.run)
+    assert az.ran[0][1] <= 5, "the CLI is bounded by the caller's deadline"
+    assert arm.deadline is not None
 
 
 def test_the_check_takes_at_most_its_time_budget(arm_server: tuple[str, list[str]]) -> None:

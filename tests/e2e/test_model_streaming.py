@@ -32,7 +32,7 @@ from harness import CREATED_BY, Cluster, Project, stack_project, wait_for
 from streaming_stand_ins import MIRRORS, STAND_IN_SPEED, StandInKaito012Streaming
 
 from kaito_aks import catalog
-from kaito_aks.model_streaming import read_mirror
+from kaito_aks.kaito.modelmirror import read_mirror
 from kaito_aks.waits.kube_client import KubeClient
 
 NS = "streaming"

@@ -5,7 +5,11 @@ usages), the VM sizes a region offers it (Microsoft.Compute resource SKUs) and t
 management-group quotas only), so the program asks the provider for an ARM token
 (`azure-native:authorization:getClientToken`, the provider's own credentials: CLI, OIDC, service
 principal, as configured) and its subscription (`getClientConfig`), and GETs ARM's REST API
-directly; no Azure SDK is added.
+directly; no Azure SDK is added. Outside a program (`validate --online`, `status`'s Azure side)
+the token is the Azure CLI's (`az_cli_reader`). Either way the calls go through the cluster
+client's transport (kaito_aks.waits.kube_client): no redirect followed, a bounded answer, one
+deadline per call, one-line errors. One reader of gpu-provisioner's agent pools
+(`AgentPoolReader`) serves the failure library.
 
 Under the mock engine (`kaito_aks.testing.run`) nothing is read from Azure: the mocks' recorded
 answers in the APIs' own shapes answer (`RecordedArm`), or the reading says it was not checked."""
@@ -15,16 +19,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import subprocess
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.problems import bounded
+from kaito_aks.waits.kube_client import KubeApiError, KubeClient
+from kaito_aks.waits.kubeconfig import KubeconfigError
 
 ARM_ENDPOINT = "https://management.azure.com"
 ENDPOINT_ENV = "KAITO_AKS_ARM_ENDPOINT"  # another endpoint (a sovereign cloud's, or recorded answers)
@@ -38,11 +45,13 @@ CLOUD_ENDPOINTS = {
 USAGES_API = "2024-07-01"  # Microsoft.Compute usages (Usage - List)
 SKUS_API = "2021-07-01"  # Microsoft.Compute resource SKUs (Resource Skus - List), its newest
 LOCATIONS_API = "2022-12-01"  # Microsoft.Resources subscriptions locations (Subscriptions - List Locations)
-MANAGED_CLUSTER_API = "2025-09-01"  # Microsoft.ContainerService managedClusters, azure-native 3.29.0's default
+MANAGED_CLUSTER_API = "2025-09-01"  # Microsoft.ContainerService managedClusters and agentPools, azure-native 3.29.0's
 VIRTUAL_MACHINES_API = "2024-07-01"  # Microsoft.Compute virtualMachines (Virtual Machines - List)
 MAX_PAGES = 100
+PATH_SAFE = "/%!$&'()*+,;=:@~"  # RFC 3986's path characters, and escapes already made
 # What a whole check may take, all its calls together: a preview waits no longer for Azure.
 READ_SECONDS = 60.0
+AZ_TIMEOUT_SECONDS = 60.0  # `az account get-access-token` (it may refresh the login first)
 
 
 Json = dict[str, Any]
@@ -90,47 +99,65 @@ class ArmReader(Protocol):
 
 @dataclass
 class LiveArm:
-    """ARM's REST API with a bearer token (as azure-native's getClientToken gives it). The token
-    goes to `endpoint` alone (a next page elsewhere is refused) and is never in its repr; all the
-    calls together take at most `budget` seconds."""
+    """ARM's REST API with a bearer token (azure-native's getClientToken's, or the Azure CLI's),
+    through the cluster client's transport: no redirect is followed, at most its size limit is
+    read, each call ends by `timeout` (and by `deadline` when the caller has one: a `status`
+    reading's), errors are one line. The token goes to `endpoint` alone (a next page elsewhere is
+    refused) and is never in its repr; all the calls together take at most `budget` seconds."""
 
     token: str = field(repr=False)
     endpoint: str = ARM_ENDPOINT
     timeout: float = 30.0
     budget: float = READ_SECONDS
+    deadline: float | None = None  # time.monotonic() by which every call must end (None: none but the budget)
     calls: list[str] = field(default_factory=list[str])  # each GET's path and API version, in order
-    _deadline: float | None = field(default=None, repr=False)
+    _budget_ends: float | None = field(default=None, repr=False)
+    _client: KubeClient | None = field(default=None, repr=False)
 
     def _seconds_left(self) -> float:
         now = time.monotonic()
-        if self._deadline is None:
-            self._deadline = now + self.budget
-        left = self._deadline - now
+        if self._budget_ends is None:
+            self._budget_ends = now + self.budget
+        left = self._budget_ends - now
         if left <= 0:
             raise ArmError(0, f"reading {self.endpoint} took longer than {self.budget:.0f} s ({len(self.calls)} calls)")
         return min(self.timeout, left)
 
+    def _transport(self) -> KubeClient:
+        """The connection to ARM, made once: a client of the endpoint with the token."""
+        if self._client is None:
+            try:
+                self._client = KubeClient.from_kubeconfig(
+                    {
+                        "clusters": [{"name": "arm", "cluster": {"server": _origin(self.endpoint)}}],
+                        "users": [{"name": "arm", "user": {"token": self.token}}],
+                        "contexts": [{"name": "arm", "context": {"cluster": "arm", "user": "arm"}}],
+                        "current-context": "arm",
+                    }
+                )
+            except KubeconfigError as err:  # (its text quotes neither the token nor the config)
+                raise ArmError(0, f"{self.endpoint} cannot be read: {err}") from None
+            self._client.called = "Azure Resource Manager"
+        return self._client
+
     def _get_url(self, url: str) -> dict[str, Any]:
         if not _same_origin(url, self.endpoint):
             raise ArmError(0, f"a next page outside {self.endpoint} ({urllib.parse.urlsplit(url).netloc}): not read")
-        request = urllib.request.Request(
-            url, headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self._seconds_left()) as answer:
-                body = json.load(answer)
-        except urllib.error.HTTPError as err:
-            raise ArmError(err.code, _arm_message(err.read(), err.code)) from None
-        except (OSError, ValueError) as err:
-            raise ArmError(0, f"{self.endpoint} could not be read: {err}") from None
-        if not is_dict(body):
-            raise ArmError(0, f"{url}: not a JSON object")
-        return body
+        client = self._transport()
+        client.timeout_seconds = self._seconds_left()
+        client.deadline = self.deadline
+        try:  # the path and query as ARM wrote them (a nextLink's $skiptoken untouched)
+            return client.get(url[len(_origin(url)) :])
+        except KubeApiError as err:
+            said = str(err).removeprefix(f"HTTP {err.status}: ")
+            raise ArmError(err.status, f"{err.status} {said}" if err.status else said) from None
 
     def _url(self, path: str, api_version: str, query: Mapping[str, str] | None) -> str:
+        """The URL of an ARM path (a resource id as Azure writes it, or with segments already
+        quoted): what a URL path cannot carry is quoted, escapes already there are kept."""
         self.calls.append(f"GET {path}?api-version={api_version}")
         params = urllib.parse.urlencode({"api-version": api_version, **(query or {})})
-        return f"{self.endpoint.rstrip('/')}{path}?{params}"
+        return f"{self.endpoint.rstrip('/')}{urllib.parse.quote(path, safe=PATH_SAFE)}?{params}"
 
     def get(self, path: str, api_version: str, query: Mapping[str, str] | None = None) -> dict[str, Any]:
         return self._get_url(self._url(path, api_version, query))
@@ -152,13 +179,9 @@ def _same_origin(url: str, endpoint: str) -> bool:
     return (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
 
 
-def _arm_message(body: bytes, status: int) -> str:
-    """ARM's error answer {"error": {"code", "message"}} as one line."""
-    try:
-        error = obj(obj(json.loads(body)).get("error"))
-    except ValueError:
-        return f"{status}: {body[:200]!r}"
-    return f"{status} {text(error.get('code'))}: {text(error.get('message'))}".strip()
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 @dataclass
@@ -245,30 +268,73 @@ def _first_line(err: BaseException) -> str:
     return (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
 
 
-def az_cli_reader(subscription: str | None = None, environment: str | None = None) -> tuple[ArmReader, str]:
-    """Outside a Pulumi program (`validate --online`): the Azure CLI's login, as azure-native uses
-    it by default (`az account get-access-token`); raises NotCheckedError without one."""
-    import shutil
-    import subprocess
-
+def az_cli_reader(
+    subscription: str | None = None,
+    environment: str | None = None,
+    *,
+    budget: float = READ_SECONDS,
+    deadline: float | None = None,
+    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+) -> tuple[LiveArm, str]:
+    """Outside a Pulumi program (`validate --online`, `status`): ARM with the Azure CLI's login, as
+    azure-native uses it by default (`az account get-access-token` for the endpoint's audience),
+    and the subscription (the one given, else the CLI's); raises NotCheckedError, saying why,
+    without one. `deadline` (time.monotonic()) bounds the CLI too."""
     az = shutil.which("az")
     if az is None:
-        raise NotCheckedError("no Azure CLI (az) to sign in with")
+        raise NotCheckedError("the Azure CLI (az) is not on PATH")
     endpoint = endpoint_for(environment)
-    command = [az, "account", "get-access-token", "--resource", endpoint.rstrip("/") + "/", "-o", "json"]
+    command = [az, "account", "get-access-token", "--resource", endpoint.rstrip("/") + "/", "--output", "json"]
     if subscription:
         command += ["--subscription", subscription]
+    seconds = AZ_TIMEOUT_SECONDS if deadline is None else min(AZ_TIMEOUT_SECONDS, deadline - time.monotonic())
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        done = run(command, capture_output=True, text=True, timeout=max(seconds, 0.001), check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise NotCheckedError(f"az account get-access-token failed: {err}") from None
+        raise NotCheckedError(f"`az account get-access-token` did not finish ({type(err).__name__})") from None
     if done.returncode != 0:
-        raise NotCheckedError(f"az account get-access-token: {_first_line(RuntimeError(done.stderr or done.stdout))}")
+        said = [line.strip() for line in (done.stderr or done.stdout or "").splitlines() if line.strip()]
+        raise NotCheckedError(
+            f"`az account get-access-token` failed: {bounded((said or ['no message'])[-1])} (az login)"
+        )
     try:
         answer = obj(json.loads(done.stdout))
     except ValueError:
-        raise NotCheckedError("az account get-access-token did not answer JSON") from None
+        raise NotCheckedError("`az account get-access-token` did not print JSON") from None
     token, sub = text(answer.get("accessToken")), subscription or text(answer.get("subscription"))
-    if not token or not sub:
-        raise NotCheckedError("az account get-access-token gave no token or subscription")
-    return LiveArm(token, endpoint), sub
+    if not token:
+        raise NotCheckedError("`az account get-access-token` gave no token")
+    if not sub:
+        raise NotCheckedError("no Azure subscription is known (az account set --subscription)")
+    return LiveArm(token, endpoint, budget=budget, deadline=deadline), sub
+
+
+def managed_cluster_path(subscription: str, resource_group: str, cluster: str) -> str:
+    """An AKS cluster's resource id, as Azure writes it (LiveArm quotes it for the URL)."""
+    return (
+        f"/subscriptions/{subscription}/resourceGroups/{resource_group}"
+        f"/providers/Microsoft.ContainerService/managedClusters/{cluster}"
+    )
+
+
+@dataclass
+class AgentPoolReader:
+    """One AKS cluster's agent pools in ARM, one GET each (gpu-provisioner names each after its
+    NodeClaim: pkg/providers/instance/instance.go:79@v0.4.3)."""
+
+    arm: ArmReader
+    subscription: str
+    resource_group: str
+    cluster: str
+
+    def agent_pool(self, name: str) -> dict[str, Any] | None:
+        """The agent pool's ARM resource (its shape at MANAGED_CLUSTER_API); None when there is none
+        of that name. Raises ArmError when ARM cannot be read. (The name comes from the cluster:
+        quoted, it cannot reach another path.)"""
+        path = managed_cluster_path(self.subscription, self.resource_group, self.cluster)
+        try:
+            return self.arm.get(f"{path}/agentPools/{urllib.parse.quote(name, safe='')}", MANAGED_CLUSTER_API)
+        except ArmError as err:
+            if err.status == 404:
+                return None
+            raise

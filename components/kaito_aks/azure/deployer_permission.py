@@ -4,8 +4,9 @@ assignment, which needs Microsoft.Authorization/roleAssignments/write) or such a
 held. The grant needs the cluster to exist, so it comes after the cluster's update; a deployer
 who may not write role assignments would turn local accounts off and then be refused the grant,
 locked out of an existing cluster. This step asks Azure what the deployer may do (the
-Microsoft.Authorization permissions list, with the azure-native provider's own token) before
-the cluster is created or updated, and refuses with the fix when neither holds.
+Microsoft.Authorization permissions list, with the azure-native provider's own token, read by
+kaito_aks.azure.arm's client) before the cluster is created or updated, and refuses with the fix
+when neither holds; where Azure does not answer, the grant's own answer says it.
 
 It runs when it is created (the first `up` of a stack, and the first after an upgrade that adds
 it: the update that turns local accounts off) and again when the deployer changes; a grant that
@@ -16,23 +17,19 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import ssl
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pulumi
 from pulumi import dynamic
 
+from kaito_aks.azure.arm import ArmError, ArmReader, LiveArm, endpoint_for, managed_cluster_path
 from kaito_aks.parsed import is_dict, is_list
 
-ARM = "https://management.azure.com"
 PERMISSIONS_API = "2022-04-01"  # Microsoft.Authorization permissions: list for a resource group or resource
 ROLE_ASSIGNMENTS_WRITE = "Microsoft.Authorization/roleAssignments/write"
 # "Azure Kubernetes Service RBAC Cluster Admin" grants exactly this data action
 CLUSTER_ADMIN_DATA = "Microsoft.ContainerService/managedClusters/*"
-Fetch = Callable[[str, str], tuple[int, Any]]  # (url, token) -> (HTTP status, JSON body)
 
 
 def _matches(action: str, patterns: Sequence[object]) -> bool:
@@ -56,27 +53,22 @@ def allows(permissions: object, action: str, data: bool = False) -> bool:
     return False
 
 
-def _arm_get(url: str, token: str) -> tuple[int, Any]:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30, context=ssl.create_default_context()) as answer:
-            return answer.status, json.loads(answer.read() or b"{}")
-    except urllib.error.HTTPError as err:
-        return err.code, None
+def _arm(token: str) -> ArmReader:
+    """ARM with the provider's token (the one ARM client: kaito_aks.azure.arm)."""
+    return LiveArm(token, endpoint_for(None))
 
 
-def verdict(scopes: Sequence[str], token: str, fetch: Fetch | None = None) -> str | None:
+def verdict(scopes: Sequence[str], token: str, arm: ArmReader | None = None) -> str | None:
     """None when the deployer holds cluster admin on the cluster or may write role assignments
     at the first of `scopes` (the cluster, its resource group, its subscription) that exists;
-    else why not, with the fix. (`fetch`: the ARM GET; default, Azure's.)"""
-    fetch = fetch or _arm_get
+    else why not, with the fix. (`arm`: how ARM is read; default, ARM itself with `token`.)"""
+    arm = arm if arm is not None else _arm(token)
     for scope in scopes:
-        status, body = fetch(
-            f"{ARM}{scope}/providers/Microsoft.Authorization/permissions?api-version={PERMISSIONS_API}", token
-        )
-        if status == 404:
-            continue  # not made yet (a new cluster, a new resource group): the scope above it
-        if status != 200 or not is_dict(body):
+        try:
+            body = arm.get(f"{scope}/providers/Microsoft.Authorization/permissions", PERMISSIONS_API)
+        except ArmError as err:
+            if err.status == 404:
+                continue  # not made yet (a new cluster, a new resource group): the scope above it
             return None  # not known here: the role assignment's own answer says it
         permissions = body.get("value")
         if allows(permissions, CLUSTER_ADMIN_DATA, data=True) or allows(permissions, ROLE_ASSIGNMENTS_WRITE):
@@ -139,9 +131,8 @@ class DeployerPermission(dynamic.Resource, module="kaito-aks", name="DeployerPer
 
 def cluster_scopes(subscription: str, resource_group: str, cluster: str) -> list[str]:
     """The cluster's scope, then its resource group's and its subscription's (where it does not exist yet)."""
-    group = f"/subscriptions/{subscription}/resourceGroups/{resource_group}"
     return [
-        f"{group}/providers/Microsoft.ContainerService/managedClusters/{cluster}",
-        group,
+        managed_cluster_path(subscription, resource_group, cluster),
+        f"/subscriptions/{subscription}/resourceGroups/{resource_group}",
         f"/subscriptions/{subscription}",
     ]

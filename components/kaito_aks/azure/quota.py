@@ -25,6 +25,7 @@ from kaito_aks.azure.arm import (
     VIRTUAL_MACHINES_API,
     ArmError,
     ArmReader,
+    managed_cluster_path,
     number,
     obj,
     objs,
@@ -195,10 +196,7 @@ def ours_running(
         return Ours()
     group, name = cluster
     try:
-        found = arm.get(
-            f"/subscriptions/{subscription}/resourceGroups/{group}/providers/Microsoft.ContainerService/managedClusters/{name}",
-            MANAGED_CLUSTER_API,
-        )
+        found = arm.get(managed_cluster_path(subscription, group, name), MANAGED_CLUSTER_API)
     except ArmError as err:
         if err.status == 404:
             return Ours(note="a new cluster")

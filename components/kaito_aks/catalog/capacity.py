@@ -5,7 +5,7 @@ component and chart version, each with where it was read. kaito_aks.capacity doe
 from __future__ import annotations
 
 import math
-import re
+from decimal import Decimal
 from functools import cache
 from typing import Literal
 
@@ -13,39 +13,38 @@ from pydantic import Field
 
 from kaito_aks.camel import CamelModel
 from kaito_aks.catalog import load_catalog
+from kaito_aks.kube_json import QUANTITY
 
-# Kubernetes quantity suffixes (k8s.io/apimachinery resource.Quantity): binary and decimal
-_BYTES = {
-    "": 1,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
+# A Kubernetes quantity's suffixes (k8s.io/apimachinery resource.Quantity): binary and decimal SI
+_SCALE: dict[str, Decimal] = {
+    "": Decimal(1),
+    **{p: Decimal(10) ** e for p, e in zip("numkMGTPE", (-9, -6, -3, 3, 6, 9, 12, 15, 18), strict=True)},
+    **{f"{p}i": Decimal(2) ** (10 * (i + 1)) for i, p in enumerate("KMGTPE")},
 }
-_QUANTITY = re.compile(r"(?P<number>\d+(\.\d+)?)(?P<suffix>[A-Za-z]*)")
+
+
+def _amount(quantity: str | int | float) -> Decimal | None:
+    """A quantity's exact value in its unit (cores, bytes), read with the grammar every other
+    reader checks it by (kube_json.QUANTITY); None: not a quantity, or below zero."""
+    m = QUANTITY.fullmatch(str(quantity).strip())
+    if m is None:
+        return None
+    suffix = m["suffix"] or ""
+    scale = Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else _SCALE[suffix]
+    value = Decimal(m["number"]) * scale
+    return value if value >= 0 else None
 
 
 def cpu_millicores(quantity: str | int | float) -> int | None:
-    """A CPU quantity ("100m", "1", 0.5) in millicores, rounded up; None: not a CPU quantity."""
-    text = str(quantity).strip()
-    m = _QUANTITY.fullmatch(text)
-    if m is None or m["suffix"] not in ("", "m"):
-        return None
-    number = float(m["number"])
-    return math.ceil(number if m["suffix"] == "m" else number * 1000)
+    """A CPU quantity ("100m", "1", 0.5) in millicores, rounded up; None: not a quantity."""
+    value = _amount(quantity)
+    return None if value is None else math.ceil(value * 1000)
 
 
 def memory_mib(quantity: str | int | float) -> int | None:
     """A memory quantity ("64Mi", "2Gi", "1000M", bytes) in MiB, rounded up; None: not one."""
-    text = str(quantity).strip()
-    m = _QUANTITY.fullmatch(text)
-    if m is None or m["suffix"] not in _BYTES:
-        return None
-    return math.ceil(float(m["number"]) * _BYTES[m["suffix"]] / 2**20)
+    value = _amount(quantity)
+    return None if value is None else math.ceil(value / 2**20)
 
 
 class UpstreamValue(CamelModel):

@@ -9,6 +9,7 @@ code, else by the phrases Azure and the provisioners use."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from kaito_aks.diagnose.chain import Finding
@@ -146,12 +147,13 @@ def azure_subnet_full(code: str, message: str) -> Finding | None:
 AZURE_ERRORS = (azure_quota, azure_sku_unavailable, azure_capacity, azure_authorization, azure_subnet_full)
 
 
-def azure_error(code: str, message: str) -> Finding | None:
-    """What Azure's error means, by the first detector that knows it (None: none does)."""
+def azure_error(code: str, message: str, where: str = "") -> Finding | None:
+    """What Azure's error means, by the first detector that knows it (None: none does), about
+    `where` (the agent pool or NodeClaim it was read on)."""
     for judge in AZURE_ERRORS:
         hit = judge(code, message)
         if hit is not None:
-            return hit
+            return replace(hit, where=where) if where else hit
     return None
 
 
@@ -180,15 +182,9 @@ def agent_pool_failed(pool: dict[str, Any]) -> Finding | None:
         )
     if state != "Failed":
         return None
-    classified = azure_error(code, message)
+    classified = azure_error(code, message, f"agent pool {name}")
     if classified is not None:
-        return Finding(
-            classified.detector,
-            classified.said,
-            classified.means,
-            classified.fix,
-            where=f"agent pool {name}",
-        )
+        return classified
     return Finding(
         "agent-pool-failed",
         "provisioningState Failed" + (f": {_said(code, message)}" if code or message else ""),
@@ -216,11 +212,9 @@ def nodeclaim_launch_failed(name: str, reason: str, message: str) -> Finding | N
     detectors first."""
     if not message or reason == "AwaitingReconciliation":
         return None
-    classified = azure_error("", message)
+    classified = azure_error("", message, f"NodeClaim {name}")
     if classified is not None:
-        return Finding(
-            classified.detector, classified.said, classified.means, classified.fix, where=f"NodeClaim {name}"
-        )
+        return classified
     return Finding(
         "nodeclaim-launch-failed",
         f"Launched: {reason}: {message}" if reason else message,
@@ -280,11 +274,9 @@ def karpenter_insufficient_capacity(event: dict[str, Any]) -> Finding | None:
         return None
     message = text_at(event, "message") or ""
     name = text_at(event, "involvedObject", "name") or ""
-    classified = azure_error("", message)
+    classified = azure_error("", message, f"NodeClaim {name}")
     if classified is not None:
-        return Finding(
-            classified.detector, classified.said, classified.means, classified.fix, where=f"NodeClaim {name}"
-        )
+        return classified
     return Finding(
         "karpenter-insufficient-capacity",
         message,

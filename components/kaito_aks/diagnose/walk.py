@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kaito_aks import catalog
+from kaito_aks.azure.arm import ArmError
 from kaito_aks.diagnose import azure, cluster, serving, workload
 from kaito_aks.diagnose.chain import Diagnosis, Finding, Link, found, in_order, worst
+from kaito_aks.kaito.modelmirror import mirror_of, read_mirror
 from kaito_aks.parsed import is_dict
 from kaito_aks.vocabulary import WORKSPACE_LABEL, GpuDemand
 from kaito_aks.waits.answers import conditions_of, field_at, items_of, labels_of, seconds_since, segment, text_at
@@ -34,7 +36,6 @@ LOG_TAIL_LINES = "20"
 LOG_BYTES = "16384"
 EVENTS = "/api/v1/namespaces/default/events"  # a NodeClaim's (cluster-scoped) events land in default
 DAEMONSETS = "/apis/apps/v1/daemonsets"
-MODEL_MIRRORS = "/apis/kaito.sh/v1alpha1/modelmirrors"
 HELM_RELEASES = "helm.toolkit.fluxcd.io/v2"
 
 
@@ -46,7 +47,8 @@ class LogReader(Protocol):
 
 
 class AgentPools(Protocol):
-    """Reads gpu-provisioner's AKS agent pools from ARM (arm.AgentPoolReader)."""
+    """Reads gpu-provisioner's AKS agent pools from ARM (kaito_aks.azure.arm.AgentPoolReader);
+    raises ArmError when ARM cannot be read."""
 
     def agent_pool(self, name: str) -> dict[str, Any] | None: ...
 
@@ -76,6 +78,7 @@ class Subject:
     selector: dict[str, str] | None = None
     demands: tuple[GpuDemand, ...] = ()
     serving: bool = False  # KAITO already says it serves: its workload links are not read again
+    kaito_version: str | None = None  # the KAITO release (None: not known), for the name of a model's ModelMirror
 
 
 class OneLook:
@@ -250,7 +253,8 @@ class _Walk:
             self.add("nodes", judge_nodes)
         self.add("pods", lambda: self.pods(w, conditions))
         if "ModelMirrorReady" in conditions:
-            self.add("weights", lambda: self.weights(obj, conditions["ModelMirrorReady"]))
+            mirrored = conditions["ModelMirrorReady"]
+            self.add("weights", lambda: self.weights(obj, mirrored, subject.kaito_version))
         mine = self.links[before:]
         self.add("kaito", lambda: self.kaito_conditions(obj, w, mine))
 
@@ -313,7 +317,7 @@ class _Walk:
             name = text_at(claim, "metadata", "name") or ""
             try:
                 pool = arm.agent_pool(name)
-            except KubeApiError as err:
+            except ArmError as err:
                 looks.append(Link("azure", "unread", f"agent pool {name}: {err}"))
                 continue
             hit = azure.agent_pool_failed(pool) if pool is not None else None
@@ -411,14 +415,19 @@ class _Walk:
                 log = None
         return workload.container_crash(pod, log)
 
-    def weights(self, obj: dict[str, Any], condition: dict[str, Any]) -> Link:
+    def weights(self, obj: dict[str, Any], condition: dict[str, Any], kaito_version: str | None) -> Link:
+        """The Workspace's ModelMirror, by the name KAITO gives it (kaito_aks.kaito.modelmirror)."""
         if condition.get("status") == "True":
             return Link("weights", "ok")
         preset = str(field_at(obj, "inference", "preset", "name") or "")
-        wanted = {preset.lower(), *_catalog_ids(preset)}
-        mirrors = self.items(MODEL_MIRRORS, "modelmirrors.kaito.sh")
-        mine = next((m for m in mirrors if str(field_at(m, "spec", "source", "modelID") or "").lower() in wanted), None)
-        hit = workload.weights_download(mine, condition)
+        name = mirror_of(preset, kaito_version)
+        try:
+            mirror = read_mirror(self.reader, name)
+        except KubeApiError as err:
+            raise _UnreadError("modelmirrors.kaito.sh", err) from None
+        if mirror.unread:
+            return Link("weights", "unread", mirror.unread)
+        hit = workload.weights_download(mirror, condition)
         return found(hit, "weights") if hit is not None else Link("weights", "ok")
 
     def kaito_conditions(self, obj: dict[str, Any], w: Watched, others: list[Link]) -> Link:
@@ -524,14 +533,6 @@ def _gpu(instance_type: str | None, preset: bool) -> bool:
     if instance_type:
         return instance_type in catalog.all_gpu_skus()
     return preset
-
-
-def _catalog_ids(preset: str) -> set[str]:
-    """The Hugging Face ids KAITO resolves a legacy preset name to (lower case;
-    pkg/utils/plugin/plugin.go ResolveHFModelID, 0.12)."""
-    code = catalog.catalog_code("0.12")
-    alias = code.legacy_aliases.get(preset.lower()) if code is not None else None
-    return {alias} if alias else set()
 
 
 def diagnose(

@@ -11,6 +11,7 @@ from typing import Any
 
 from kaito_aks.diagnose.chain import Finding, redacted
 from kaito_aks.diagnose.registry import detector
+from kaito_aks.kaito.modelmirror import FAILED_REASONS, MirrorStatus
 from kaito_aks.parsed import is_dict, is_list
 from kaito_aks.waits.answers import conditions_of, field_at, text_at
 
@@ -282,50 +283,32 @@ POD_DETECTORS = (image_pull_failed, container_start_failed, pod_evicted, pod_pen
 
 
 @detector("weights-download", "weights")
-def weights_download(mirror: dict[str, Any] | None, condition: dict[str, Any]) -> Finding | None:
+def weights_download(mirror: MirrorStatus, condition: dict[str, Any]) -> Finding | None:
     """KAITO 0.12 downloads a model's weights once into a ModelMirror (cluster-scoped,
     kaito.sh/v1alpha1) before it starts (ModelMirror/ModelStreaming gates): the Workspace's
     ModelMirrorReady False carries its failureMessage or "Model download in progress"
-    (pkg/workspace/controllers/workspace_controller.go:775-812@v0.12.0); the ModelMirror's
-    status.phase Pending|Ready, status.failureMessage, its Ready condition's reason
-    (DownloadFailed, DownloadOOMKilled, DownloadEvicted, PVCPending, InvalidSpec:
-    pkg/modelmirror/consts/consts.go:27-38@v0.12.0) and status.download {speedBytesPerSecond,
-    remainingSeconds (-1 unknown)} (api/v1alpha1/modelmirror_types.go:106-144@v0.12.0)."""
+    (pkg/workspace/controllers/workspace_controller.go:775-812@v0.12.0); the ModelMirror (read by
+    kaito_aks.kaito.modelmirror: its failureMessage, its Ready condition's reason, its
+    status.download) says whether it failed and how far it is."""
     if condition.get("status") == "True":
         return None
-    ready = next((c for c in conditions_of(mirror or {}) if c.get("type") == "Ready"), None) or {}
-    reason = str(ready.get("reason") or condition.get("reason") or "")
-    failure = text_at(mirror, "status", "failureMessage") or ""
-    message = failure or str(condition.get("message") or "")
-    name = text_at(mirror, "metadata", "name") or ""
-    where = f"ModelMirror {name}" if name else ""
-    if failure or reason in (
-        "DownloadFailed",
-        "DownloadOOMKilled",
-        "DownloadEvicted",
-        "PVCCreateFailed",
-        "JobCreateFailed",
-        "InvalidSpec",
-    ):
+    reason = mirror.reason or str(condition.get("reason") or "")
+    message = mirror.failure or str(condition.get("message") or "")
+    where = f"ModelMirror {mirror.name}" if mirror.found else ""
+    if mirror.failure or reason in FAILED_REASONS:
         return Finding(
             "weights-download",
             f"{reason}: {message}" if reason else message,
             "KAITO cannot download the model's weights into its ModelMirror, so the model never starts",
-            "read the download Job's log (kubectl logs -l kaito.sh/model-mirror-name=" + (name or "<mirror>") + "); "
-            "a gated model needs its token; DownloadOOMKilled: raise modelMirrorDownloadMemory; PVCPending: check the "
-            "blob StorageClass (defaultModelMirrorStorageClass) and the Blob CSI driver",
+            "read the download Job's log (kubectl logs -l kaito.sh/model-mirror-name="
+            + (mirror.name if mirror.found else "<mirror>")
+            + "); a gated model needs its token; DownloadOOMKilled: raise modelMirrorDownloadMemory; PVCPending: "
+            "check the blob StorageClass (defaultModelMirrorStorageClass) and the Blob CSI driver",
             where=where,
         )
-    speed = field_at(mirror, "status", "download", "speedBytesPerSecond")
-    left = field_at(mirror, "status", "download", "remainingSeconds")
-    progress = ""
-    if isinstance(speed, int) and speed > 0:
-        progress = f" at {speed / 2**20:.0f} MiB/s"
-    if isinstance(left, int) and left >= 0:
-        progress += f", about {max(1, left // 60)} min left"
     return Finding(
         "weights-download",
-        (message or "the weights are downloading") + progress,
+        ", ".join(s for s in (message or "the weights are downloading", mirror.progress()) if s),
         "KAITO is still downloading the model's weights",
         "wait; a PVCPending reason means the blob volume is not bound yet",
         broken=False,

@@ -2,6 +2,8 @@
 hostile API server can neither take the credentials elsewhere nor hang, flood or crash its
 caller (issue 29). Standard library only. GETs, and one kind of write: a JSON merge patch
 (`patch`), with which the step that hands Karpenter's CRDs to their Helm chart labels them.
+Azure Resource Manager is read through it too (kaito_aks.azure.arm.LiveArm: a bearer token, the
+same guarantees).
 
 The waits (in Pulumi's dynamic-provider process, during `pulumi up`) and `python -m stacks
 status` read a few objects with the stack's kubeconfig, read as kubectl reads it: the contents,
@@ -76,6 +78,7 @@ ERROR_BODY_BYTES = 64 * 1024  # read of an error answer, for its message
 MAX_TEXT_BYTES = 64 * 1024  # of a text answer (a container's log tail)
 EXPIRY_MARGIN_SECONDS = 10  # an exec credential is renewed this long before it expires
 _CHUNK = 64 * 1024
+API_SERVER = "the API server"
 
 
 class Reader(Protocol):
@@ -261,23 +264,28 @@ def _read(resp: http.client.HTTPResponse, limit: int, *, cut: bool = False) -> b
 
 
 def _status_message(body: bytes, reason: str) -> str:
-    """A Kubernetes Status's message, else the HTTP reason phrase."""
+    """A Kubernetes Status's message (an Azure Resource Manager error's code and message: ARM
+    answers {"error": {"code", "message"}}), else the HTTP reason phrase."""
     try:
         status: object = json.loads(body)
     except (ValueError, RecursionError):
         return reason or "no message"
     message = status.get("message") if is_dict(status) else None
-    return message if isinstance(message, str) and message else reason or "no message"
+    if isinstance(message, str) and message:
+        return message
+    error = status.get("error") if is_dict(status) else None
+    said = [x for x in (error.get("code"), error.get("message")) if isinstance(x, str) and x] if is_dict(error) else []
+    return ": ".join(said) or reason or "no message"
 
 
-def _json_object(body: bytes, what: str, content_type: str) -> dict[str, Any]:
+def _json_object(body: bytes, what: str, content_type: str, server: str = API_SERVER) -> dict[str, Any]:
     try:
         answer: object = json.loads(body)
     except (ValueError, RecursionError):
         kind = f", {content_type}" if content_type else ""
-        raise KubeApiError(0, f"the API server's answer to {what} is not JSON ({len(body)} bytes{kind})") from None
+        raise KubeApiError(0, f"{server}'s answer to {what} is not JSON ({len(body)} bytes{kind})") from None
     if not is_dict(answer):
-        raise KubeApiError(0, f"the API server's answer to {what} is JSON but not an object")
+        raise KubeApiError(0, f"{server}'s answer to {what} is JSON but not an object")
     return answer
 
 
@@ -415,6 +423,7 @@ class KubeClient:
         self.proxy = _proxy(cluster, self.where, parts.scheme, parts.hostname)
         self.cluster, self.user = cluster, user
         self.timeout_seconds = REQUEST_TIMEOUT_SECONDS
+        self.called = API_SERVER  # what the server is, in the errors (Azure Resource Manager, through this client)
         self.max_bytes = MAX_RESPONSE_BYTES
         self.deadline: float | None = None  # time.monotonic() by which every call must end (a wait's limit)
         if is_dict(user.get("auth-provider")):
@@ -516,7 +525,7 @@ class KubeClient:
         """GET a path (with its query), as a JSON object; KubeApiError otherwise. An expired
         exec credential is renewed first; a 401 renews a renewable one (token file, exec) once."""
         body, content_type = self._renewed("GET", path, query, self.max_bytes)
-        return _json_object(body, f"GET {path}", content_type)
+        return _json_object(body, f"GET {path}", content_type, self.called)
 
     def get_text(self, path: str, **query: str) -> str:
         """GET a path whose answer is text (a container's log), at most MAX_TEXT_BYTES of it (the
@@ -528,7 +537,7 @@ class KubeClient:
         """A JSON merge patch (RFC 7386) of the object at `path`: the object as stored after it,
         with the same guarantees and credential renewal as `get`."""
         answer, content_type = self._renewed("PATCH", path, {}, self.max_bytes, payload=json.dumps(body).encode())
-        return _json_object(answer, f"PATCH {path}", content_type)
+        return _json_object(answer, f"PATCH {path}", content_type, self.called)
 
     def _renewed(
         self,
@@ -577,10 +586,11 @@ class KubeClient:
                 resp = self._ask(deadline, method, target, headers, payload)
             if 300 <= resp.status < 400:
                 where = resp.getheader("Location") or "no location"
+                fix = ": point the kubeconfig at the API server itself" if self.called == API_SERVER else ""
                 raise KubeApiError(
                     resp.status,
-                    f"the API server redirects {what} to {where}; kaito-aks follows no redirect (the credentials "
-                    f"go to {self.server} only): point the kubeconfig at the API server itself",
+                    f"{self.called} redirects {what} to {where}; kaito-aks follows no redirect (the credentials "
+                    f"go to {self.server} only){fix}",
                     fatal=True,
                 )
             if not 200 <= resp.status < 300:
@@ -597,7 +607,7 @@ class KubeClient:
             self._close()
             raise KubeApiError(
                 0,
-                f"the API server's answer to {what} is larger than {limit // 2**20} MiB, which kaito-aks does not read",
+                f"{self.called}'s answer to {what} is larger than {limit // 2**20} MiB, which kaito-aks does not read",
                 fatal=True,
             ) from None
         except TimeoutError:
@@ -609,7 +619,7 @@ class KubeClient:
             trusted = "the kubeconfig's certificate-authority" if self._names_ca() else "the system's certificates"
             raise KubeApiError(
                 0,
-                f"the API server at {self.server} is not trusted ({err.verify_message}): {trusted} do not sign its "
+                f"{self.called} at {self.server} is not trusted ({err.verify_message}): {trusted} do not sign its "
                 "certificate",
                 fatal=True,
             ) from None
