@@ -317,7 +317,9 @@ def test_a_workspace_kaitos_webhook_denies_and_a_node_without_labels_are_named(
     project.config_path("workspaces[2].namespace", BYO_NS)
     project.config_path("workspaces[2].model", "phi-4-mini-instruct")
     project.config_path("workspaces[2].labelSelector.matchLabels.agentpool", "whysmall")
-    result = project.pulumi("up", "--yes", "--skip-preview", check=False, quiet=True)
+    # both Workspaces are tried whichever the engine creates first (without it, a first denial
+    # stops the update before the other is sent, and which is first is the engine's choice)
+    result = project.pulumi("up", "--yes", "--skip-preview", "--continue-on-error", check=False, quiet=True)
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert (
