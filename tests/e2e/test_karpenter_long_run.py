@@ -57,7 +57,7 @@ from kaito_aks import NodeBootstrapToken, NodeBootstrapTokenArgs
 from kaito_aks.operators.gpu_provisioner import cluster_ref
 from kaito_aks.operators.helm import ChartRelease, pinned_release
 from kaito_aks.operators.karpenter import (
-    BOOTSTRAP_GROUP, INSTALL_TIMEOUT_SECONDS, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs,
+    BOOTSTRAP_GROUP, INSTALL_TIMEOUT_SECONDS, KarpenterArgs, KarpenterNetworkArgs, KubeletIdentityArgs, OnAks,
     karpenter_values, token_copy,
 )
 
@@ -80,7 +80,7 @@ args = KarpenterArgs(
     ),
 )
 values = karpenter_values(
-    args, pulumi.Output.from_input(cluster_id).apply(cluster_ref), endpoint=args.api_server_endpoint,
+    args, OnAks.of(args), pulumi.Output.from_input(cluster_id).apply(cluster_ref), endpoint=args.api_server_endpoint,
     client_id="00000000-0000-0000-0000-000000000003", ssh_public_key="ssh-rsa AAAAe2e", token_id=bootstrap.token_id,
 )
 before = [bootstrap, namespace, token]
