@@ -12,7 +12,6 @@ python -m stacks dashboard                       the Grafana dashboard of the mo
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -362,19 +361,13 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
 def _kaito_nodes(cfg: StackConfig) -> str:
     """The nodes KAITO will create in auto mode, by instance type (serving: replicas x the
     estimator's nodes per replica on that size)."""
-    from kaito_aks.model.config import max_model_len
-    from kaito_aks.model.placement import find_instance_type
+    from stacks.quota import kaito_nodes_per_replica
 
-    chart = catalog.kaito_charts()[cfg.kaito.version]
     counts: dict[str, int] = {}
-    for m in cfg.models:
-        preset = catalog.find_preset(m.model or "", chart.preset_catalog)
-        sku = find_instance_type(m.instance_type or "", chart)
-        per_replica = 1
-        if preset is not None and sku is not None and m.tuning is None and m.runtime != "transformers":
-            with contextlib.suppress(kaito_sizing.SizingError):  # refused by the rules already
-                per_replica = kaito_sizing.nodes_on_instance_type(preset, sku, chart.preset_catalog, max_model_len(m))
-        counts[m.instance_type or "?"] = counts.get(m.instance_type or "?", 0) + per_replica * m.replicas
+    for i, m in enumerate(cfg.models):
+        counts[m.instance_type or "?"] = (
+            counts.get(m.instance_type or "?", 0) + kaito_nodes_per_replica(cfg, i) * m.replicas
+        )
     listed = ", ".join(f"{n} x {size}" for size, n in sorted(counts.items()))
     return f"KAITO creates the GPU nodes: {listed or 'none'}"
 

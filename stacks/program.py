@@ -23,10 +23,11 @@ from kaito_aks.azure.cluster_ref import AksClusterRefArgs
 from kaito_aks.azure.cpu_node_pool import CpuNodePool
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.kaito.modelmirror import mirror_of
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model_group import ModelGroup, deploy_models
-from kaito_aks.model_streaming import ModelStreaming, mirrored_model_id, model_mirror_name
+from kaito_aks.model_streaming import ModelStreaming
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -403,7 +404,7 @@ def _export(
             },
         )
     mirrors = {  # the ModelMirror KAITO makes for each streaming model: what `status` reads
-        f"{w.args.namespace}/{w.args.name}": model_mirror_name(mirrored_model_id(w.args.model or "", cfg.kaito.version))
+        f"{w.args.namespace}/{w.args.name}": mirror_of(w.args.model or "", cfg.kaito.version)
         for w in cfg.workspaces
         if w.args.weights_streaming is not None
     }
