@@ -28,10 +28,9 @@ from kaito_aks.capacity import Capacity, pods_of, with_requests
 from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
-from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.operators.helm import ChartRelease, deep_merge, managed_values, pinned_release, unread_values
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_dict
-from kaito_aks.problems import InvalidArgsError, Key, Problem, raise_if, shown
+from kaito_aks.problems import InvalidArgsError, Problem, raise_if, shown
 from kaito_aks.schema import Input, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
@@ -129,32 +128,16 @@ def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
     cluster_id = OnAks.of(args).cluster_id
     if isinstance(cluster_id, str) and cluster_id and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
-            Problem.at(
-                "cluster_id",
-                f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}",
-                "cluster-id",
-            )
+            Problem.at("cluster_id", f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}", "cluster-id")
         )
     chart = catalog.gpu_provisioner_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.gpu_provisioner_charts())
-        problems.append(
-            Problem.at(
-                "version", f"gpu-provisioner {args.version} is not supported; use one of: {supported}", "version"
-            )
-        )
-    for key in args.values:
-        if chart is not None and key not in chart.value_keys:
-            problems.append(
-                Problem(("values", Key(key)), f"not a value of the gpu-provisioner {args.version} chart", "chart-value")
-            )
-    for path, why in MANAGED_VALUES.items():
-        node: object = args.values
-        for part in path:
-            node = node.get(part) if is_dict(node) else None
-        if node is not None:
-            problems.append(Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value"))
-    return problems
+        why = f"gpu-provisioner {args.version} is not supported; use one of: {supported}"
+        problems.append(Problem.at("version", why, "version"))
+    else:
+        problems += unread_values(args.values, chart.value_keys, f"gpu-provisioner {args.version}")
+    return problems + managed_values(args.values, MANAGED_VALUES)
 
 
 def gpu_provisioner_values(
