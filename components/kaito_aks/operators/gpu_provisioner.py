@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import field
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,6 +20,7 @@ from kaito_aks.azure.cluster_ref import (
     CLUSTER_ID_FORM,
     AksClusterRefArgs,
     ClusterRef,
+    OnCluster,
     cluster_problems,
     cluster_ref,
 )
@@ -103,29 +104,9 @@ class GpuProvisionerArgs:
 FLAT_CLUSTER = ("cluster_id", "location", "node_resource_group", "oidc_issuer_url")
 
 
-class OnAks(NamedTuple):
-    """What gpu-provisioner reads of its cluster: its `cluster`'s outputs, each deprecated field
-    given over them (as Karpenter reads its own; without `cluster`, the deprecated fields alone)."""
-
-    cluster_id: pulumi.Input[str]
-    location: pulumi.Input[str]
-    node_resource_group: pulumi.Input[str]
-    oidc_issuer_url: pulumi.Input[str]
-
-    @classmethod
-    def of(cls, args: GpuProvisionerArgs) -> OnAks:
-        c = args.cluster
-        return cls(
-            args.cluster_id or (c.cluster_id if c is not None else ""),
-            args.location or (c.location if c is not None else ""),
-            args.node_resource_group or (c.node_resource_group if c is not None else ""),
-            args.oidc_issuer_url or (c.oidc_issuer_url if c is not None else ""),
-        )
-
-
 def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
     problems: list[Problem] = []
-    cluster_id = OnAks.of(args).cluster_id
+    cluster_id = OnCluster.of(args).cluster_id
     if isinstance(cluster_id, str) and cluster_id and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
             Problem.at("cluster_id", f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}", "cluster-id")
@@ -146,9 +127,9 @@ def gpu_provisioner_values(
     client_id: pulumi.Input[str],
     tenant_id: pulumi.Input[str],
 ) -> dict[str, Any]:
-    on = OnAks.of(args)
     """The chart's values: the controller's environment names the cluster it adds node pools to
     (as KAITO's Terraform sets it), and its service account carries the identity."""
+    on = OnCluster.of(args)
     env = {
         "ARM_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
         "LOCATION": on.location,
@@ -218,7 +199,7 @@ class GpuProvisioner(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
-        on = OnAks.of(checked)
+        on = OnCluster.of(checked)
         cluster = pulumi.Output.from_input(on.cluster_id).apply(lambda given: _known_cluster(name, given))
         self.role = self._agent_pool_role(name, on.cluster_id, cluster, child_options(self, opts))
         role = pulumi.Output.all(cluster.apply(lambda c: c.subscription), self.role.name).apply(

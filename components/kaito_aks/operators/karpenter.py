@@ -27,6 +27,7 @@ from kaito_aks.azure.cluster_ref import (
     CLUSTER_ID_FORM,
     AksClusterRefArgs,
     ClusterRef,
+    OnCluster,
     cluster_problems,
     cluster_ref,
 )
@@ -216,10 +217,7 @@ class OnAks(NamedTuple):
             cluster_id="", name="", resource_group_name="", location="", node_resource_group="", oidc_issuer_url=""
         )
         return cls(
-            args.cluster_id or c.cluster_id,
-            args.location or c.location,
-            args.node_resource_group or c.node_resource_group,  # its roles apply there
-            args.oidc_issuer_url or c.oidc_issuer_url,
+            *OnCluster.of(args),  # (the node resource group: its roles apply there)
             args.api_server_endpoint or _given(c.api_server_endpoint),
             args.kubelet_identity
             or KubeletIdentityArgs(
