@@ -221,7 +221,7 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     add_on_release = catalog.aks_add_on().judged_by(cluster.get("kubernetes_version")) if add_on else None
     version = kaito.get("version") or add_on_release or DEFAULT_KAITO_VERSION
     created = written.cluster_kind == "aks"
-    recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
+    recommended = provisioning == "auto" and _generation_decides(version, created, kaito_install, add_on)
     generation_decides = recommended and "node_provisioner" not in kaito
     return {
         "kaito_version": version,
@@ -237,7 +237,7 @@ def _streaming(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     """Model streaming (asked, wired, whether the generation decides it) and the gates KAITO gets."""
     version, install, add_on = made["kaito_version"], made["kaito_install"], made["add_on"]
     given = written.kaito.get("model_streaming")  # (written wins; else generation 3 streams where it decides)
-    by_generation = given is None and generation_streams(version, written.cluster_kind == "aks", install, add_on)
+    by_generation = given is None and _generation_decides(version, written.cluster_kind == "aks", install, add_on)
     asked = bool(given) if given is not None else by_generation and written.generation >= 3
     streaming = asked and _may_stream(written, version, install, add_on)
     gates = _feature_gates(written, version, install, streaming)
@@ -250,9 +250,9 @@ def _streaming(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def generation_streams(version: str, created: bool, kaito_install: bool, add_on: bool) -> bool:
-    """Whether the generation of the defaults decides model streaming for a stack: one that
-    installs KAITO 0.12 on a cluster it creates (not the add-on)."""
+def _generation_decides(version: str, created: bool, kaito_install: bool, add_on: bool) -> bool:
+    """Whether the generation of the defaults decides for a stack (its provisioner in auto mode,
+    model streaming): one that installs KAITO 0.12 on a cluster it creates (not the add-on)."""
     return _minor(version) == "0.12" and created and kaito_install and not add_on
 
 

@@ -396,8 +396,7 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
-    value_gates = cfg.kaito.values.get("featureGates")
-    gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
+    gates = effective_gates(cfg.kaito, chart)  # (written, over the chart's defaults)
     # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
     # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name;
     # 0.6 has none.
