@@ -106,17 +106,12 @@ def command_line() -> argparse.ArgumentParser:
             )
             p.add_argument("--online", action="store_true", help=ONLINE_HELP)
             p.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
-            p.add_argument(
-                "--version",
-                choices=list(catalog.kaito_charts()),
-                help=f"KAITO version (default: the newest this program installs, {newest_kaito()}, or --stack's)",
-            )
-        else:
-            p.add_argument(
-                "--version",
-                choices=list(catalog.kaito_charts()),
-                help=f"KAITO version (default: the newest this program installs, {newest_kaito()})",
-            )
+        stack = ", or --stack's" if name == "estimate" else ""
+        p.add_argument(
+            "--version",
+            choices=list(catalog.kaito_charts()),
+            help=f"KAITO version (default: the newest this program installs, {newest_kaito()}{stack})",
+        )
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
     return parser
 
