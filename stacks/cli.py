@@ -204,7 +204,6 @@ def stack_kaito_version(stack: str, root: Path) -> str | None:
     program's), or None when its file cannot be read (said on stderr)."""
     from stacks.errors import StackConfigError
     from stacks.load import parse_stack_file
-    from stacks.stackfile import StackFileError, read_stack_file
 
     try:
         f = read_stack_file(stack, root)
