@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kaito_aks.problems import PathPart, Problem, format_path
 from stacks.config import StackConfig
-from stacks.decide import Section, Written
+from stacks.decide import Section, Written, as_written
 
 
 def check(cfg: StackConfig, written: Written) -> list[Problem]:
@@ -45,8 +45,6 @@ def _silent(entries: list[tuple[tuple[PathPart, ...], str]], sections: tuple[Sec
     """The entries whose section does not say who calls them, as "<path> (<namespace>/<name>)"."""
     out: list[str] = []
     for at, name in entries:
-        index = at[-1]
-        section = sections[index] if isinstance(index, int) and index < len(sections) else None
-        if section is None or "allow_from" not in section:
+        if "allow_from" not in as_written(sections, at):
             out.append(f"{format_path(at, 'schema')} ({name})")
     return out

@@ -12,7 +12,6 @@ python -m stacks dashboard                       the Grafana dashboard of the mo
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -107,17 +106,12 @@ def command_line() -> argparse.ArgumentParser:
             )
             p.add_argument("--online", action="store_true", help=ONLINE_HELP)
             p.add_argument("--dir", type=Path, default=ROOT, help="where the Pulumi.<stack>.yaml files are")
-            p.add_argument(
-                "--version",
-                choices=list(catalog.kaito_charts()),
-                help=f"KAITO version (default: the newest this program installs, {newest_kaito()}, or --stack's)",
-            )
-        else:
-            p.add_argument(
-                "--version",
-                choices=list(catalog.kaito_charts()),
-                help=f"KAITO version (default: the newest this program installs, {newest_kaito()})",
-            )
+        stack = ", or --stack's" if name == "estimate" else ""
+        p.add_argument(
+            "--version",
+            choices=list(catalog.kaito_charts()),
+            help=f"KAITO version (default: the newest this program installs, {newest_kaito()}{stack})",
+        )
         p.add_argument("--json", action="store_true", help="JSON instead of a table")
     return parser
 
@@ -210,7 +204,6 @@ def stack_kaito_version(stack: str, root: Path) -> str | None:
     program's), or None when its file cannot be read (said on stderr)."""
     from stacks.errors import StackConfigError
     from stacks.load import parse_stack_file
-    from stacks.stackfile import StackFileError, read_stack_file
 
     try:
         f = read_stack_file(stack, root)
@@ -362,19 +355,13 @@ def _online_checks(stack: str, f: StackFile, cfg: StackConfig, cost: StackCost) 
 def _kaito_nodes(cfg: StackConfig) -> str:
     """The nodes KAITO will create in auto mode, by instance type (serving: replicas x the
     estimator's nodes per replica on that size)."""
-    from kaito_aks.model.config import max_model_len
-    from kaito_aks.model.placement import find_instance_type
+    from stacks.quota import kaito_nodes_per_replica
 
-    chart = catalog.kaito_charts()[cfg.kaito.version]
     counts: dict[str, int] = {}
-    for m in cfg.models:
-        preset = catalog.find_preset(m.model or "", chart.preset_catalog)
-        sku = find_instance_type(m.instance_type or "", chart)
-        per_replica = 1
-        if preset is not None and sku is not None and m.tuning is None and m.runtime != "transformers":
-            with contextlib.suppress(kaito_sizing.SizingError):  # refused by the rules already
-                per_replica = kaito_sizing.nodes_on_instance_type(preset, sku, chart.preset_catalog, max_model_len(m))
-        counts[m.instance_type or "?"] = counts.get(m.instance_type or "?", 0) + per_replica * m.replicas
+    for i, m in enumerate(cfg.models):
+        counts[m.instance_type or "?"] = (
+            counts.get(m.instance_type or "?", 0) + kaito_nodes_per_replica(cfg, i) * m.replicas
+        )
     listed = ", ".join(f"{n} x {size}" for size, n in sorted(counts.items()))
     return f"KAITO creates the GPU nodes: {listed or 'none'}"
 

@@ -193,7 +193,6 @@ MODEL_FILLED = (
     "gpu_nodes_timeout_minutes",
     "node_provisioner",
 )
-PROTECT = "Refuse to delete or replace it (production)."
 
 TOP = Section(
     "",
@@ -645,10 +644,6 @@ class StackConfig:
     @property
     def models(self) -> tuple[KaitoModelArgs, ...]:
         return tuple(w.args for w in self.workspaces)
-
-    @property
-    def is_azure(self) -> bool:
-        return self.aks_cluster is not None
 
     def pod_security(self, namespace: str) -> str:
         """The Pod Security level a namespace this stack creates enforces (the program's: stacks/program.py)."""

@@ -22,6 +22,7 @@ from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import runtime_forced_by
 from kaito_aks.operators.karpenter import DEFAULT_VERSION as KARPENTER_VERSION
+from kaito_aks.problems import PathPart
 from kaito_aks.schema import fields as args_fields
 from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioner, NodeProvisioning
 
@@ -60,6 +61,13 @@ class Written:
     gateway: Section | None = None  # None: not written (no gateway)
     autoscaling: Section | None = None
     metrics: Section | None = None
+
+
+def as_written(entries: tuple[Section | None, ...], at: tuple[PathPart, ...]) -> Section:
+    """The list entry at config path `at` (workspaces[i], ragEngines[i]) as written ({}: unusable)."""
+    index = at[-1] if at else None
+    entry = entries[index] if isinstance(index, int) and index < len(entries) else None
+    return entry or {}
 
 
 @dataclass(frozen=True)
@@ -213,7 +221,7 @@ def _kaito(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     add_on_release = catalog.aks_add_on().judged_by(cluster.get("kubernetes_version")) if add_on else None
     version = kaito.get("version") or add_on_release or DEFAULT_KAITO_VERSION
     created = written.cluster_kind == "aks"
-    recommended = _minor(version) == "0.12" and provisioning == "auto" and created and kaito_install and not add_on
+    recommended = provisioning == "auto" and _generation_decides(version, created, kaito_install, add_on)
     generation_decides = recommended and "node_provisioner" not in kaito
     return {
         "kaito_version": version,
@@ -229,7 +237,7 @@ def _streaming(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     """Model streaming (asked, wired, whether the generation decides it) and the gates KAITO gets."""
     version, install, add_on = made["kaito_version"], made["kaito_install"], made["add_on"]
     given = written.kaito.get("model_streaming")  # (written wins; else generation 3 streams where it decides)
-    by_generation = given is None and generation_streams(version, written.cluster_kind == "aks", install, add_on)
+    by_generation = given is None and _generation_decides(version, written.cluster_kind == "aks", install, add_on)
     asked = bool(given) if given is not None else by_generation and written.generation >= 3
     streaming = asked and _may_stream(written, version, install, add_on)
     gates = _feature_gates(written, version, install, streaming)
@@ -242,9 +250,9 @@ def _streaming(written: Written, made: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def generation_streams(version: str, created: bool, kaito_install: bool, add_on: bool) -> bool:
-    """Whether the generation of the defaults decides model streaming for a stack: one that
-    installs KAITO 0.12 on a cluster it creates (not the add-on)."""
+def _generation_decides(version: str, created: bool, kaito_install: bool, add_on: bool) -> bool:
+    """Whether the generation of the defaults decides for a stack (its provisioner in auto mode,
+    model streaming): one that installs KAITO 0.12 on a cluster it creates (not the add-on)."""
     return _minor(version) == "0.12" and created and kaito_install and not add_on
 
 

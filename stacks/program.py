@@ -23,10 +23,11 @@ from kaito_aks.azure.cluster_ref import AksClusterRefArgs
 from kaito_aks.azure.cpu_node_pool import CpuNodePool
 from kaito_aks.azure.gpu_node_pool import GpuNodePool, initial_nodes
 from kaito_aks.cluster.kubeconfig_cluster import KubeconfigCluster
+from kaito_aks.kaito.modelmirror import mirror_of
 from kaito_aks.kaito.workspace import WORKSPACE_API_VERSION
 from kaito_aks.model.component import watched_objects
 from kaito_aks.model_group import ModelGroup, deploy_models
-from kaito_aks.model_streaming import ModelStreaming, mirrored_model_id, model_mirror_name
+from kaito_aks.model_streaming import ModelStreaming
 from kaito_aks.operators.gpu_operator import GpuOperator
 from kaito_aks.operators.gpu_provisioner import GpuProvisioner
 from kaito_aks.operators.kaito_operator import KaitoOperator
@@ -40,7 +41,7 @@ from kaito_aks.serving.keda import KedaAutoscaling
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged
 from kaito_aks.waits.kaito_ready import KaitoKind, KaitoReady
-from stacks.config import StackConfig
+from stacks.config import CpuPoolConfig, PoolConfig, StackConfig
 from stacks.load import StackSecrets, load_stack
 from stacks.quota import refuse_short_quota
 from stacks.rules import STACK_RULES
@@ -68,8 +69,7 @@ def build_stack(cfg: StackConfig, secrets: StackSecrets) -> None:
     cluster = _cluster(cfg)
     # the cluster as one argument of the components that act on it: its outputs
     ref = AksClusterRefArgs.of(cluster) if isinstance(cluster, AksCluster) else None
-    pools = _gpu_pools(cfg, cluster, ref)
-    cpu_pools = _cpu_pools(cfg, cluster, ref)
+    pools, cpu_pools = _pools(cfg, cluster, ref)
     operators = _operators(cfg, cluster, ref, pools)
     # The namespaces it creates admit only pods of the strictest Pod Security level KAITO's pass.
     namespaces = {
@@ -125,42 +125,31 @@ def _cluster(cfg: StackConfig) -> AksCluster | KubeconfigCluster:
     return KubeconfigCluster("cluster", cfg.kubeconfig_cluster)
 
 
-def _subnet(cfg: StackConfig, cluster: AksCluster) -> pulumi.Output[str] | None:
-    """A cluster with a subnet of its own keeps every pool in it (AKS keeps a cluster's pools in
-    one VNet)."""
-    return cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None
-
-
-def _gpu_pools(
+def _pools(
     cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, ref: AksClusterRefArgs | None
-) -> list[GpuNodePool]:
-    """The gpuNodePools, each given its cluster."""
+) -> tuple[list[GpuNodePool], list[CpuNodePool]]:
+    """The gpuNodePools and cpuNodePools, each given its cluster (a cluster with a subnet of its
+    own keeps every pool in it: AKS keeps a cluster's pools in one VNet)."""
     if not isinstance(cluster, AksCluster):
-        return []
-    return [
+        return [], []
+    subnet = cluster.node_subnet_id if cfg.aks_cluster and cfg.aks_cluster.node_subnet else None
+    gpu = [
         GpuNodePool(
-            p.args.name or "",
-            dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=_subnet(cfg, cluster)),
-            opts=pulumi.ResourceOptions(protect=p.protect or None),
+            p.args.name or "", dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=subnet), opts=_protect(p)
         )
         for p in cfg.pools
     ]
-
-
-def _cpu_pools(
-    cfg: StackConfig, cluster: AksCluster | KubeconfigCluster, ref: AksClusterRefArgs | None
-) -> list[CpuNodePool]:
-    """The cpuNodePools, each given its cluster."""
-    if not isinstance(cluster, AksCluster):
-        return []
-    return [
+    cpu = [
         CpuNodePool(
-            p.args.name or "",
-            dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=_subnet(cfg, cluster)),
-            opts=pulumi.ResourceOptions(protect=p.protect or None),
+            p.args.name or "", dataclasses.replace(p.args, cluster=ref, vnet_subnet_id=subnet), opts=_protect(p)
         )
         for p in cfg.cpu_pools
     ]
+    return gpu, cpu
+
+
+def _protect(pool: PoolConfig | CpuPoolConfig) -> pulumi.ResourceOptions:
+    return pulumi.ResourceOptions(protect=pool.protect or None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -403,7 +392,7 @@ def _export(
             },
         )
     mirrors = {  # the ModelMirror KAITO makes for each streaming model: what `status` reads
-        f"{w.args.namespace}/{w.args.name}": model_mirror_name(mirrored_model_id(w.args.model or "", cfg.kaito.version))
+        f"{w.args.namespace}/{w.args.name}": mirror_of(w.args.model or "", cfg.kaito.version)
         for w in cfg.workspaces
         if w.args.weights_streaming is not None
     }

@@ -17,6 +17,7 @@ import pulumi
 
 from kaito_aks import catalog, policy
 from kaito_aks.azure.arm import ArmError, ArmReader, NotCheckedError, arm_reader
+from kaito_aks.azure.gpu_node_pool import GpuNodePoolArgs
 from kaito_aks.azure.node_pool import initial_nodes, most_nodes
 from kaito_aks.azure.quota import CapacityVerdict, VmDemand, capacity_verdict, surge_nodes
 from kaito_aks.kaito import sizing as kaito_sizing
@@ -73,17 +74,12 @@ def vm_lines(cfg: StackConfig) -> list[VmLine]:
         surge = surge_nodes(system.max_surge, system.count)
         at = ("cluster", "aks", "system_pool", "vm_size")
         out.append(VmLine("the system pool", system.vm_size, system.count, system.count, surge, path=at))
-    for p in cfg.cpu_pools:
+    for kind, p in [*(("CPU", p) for p in cfg.cpu_pools), *(("GPU", p) for p in cfg.pools)]:
         most = most_nodes(p.args)
         surge = surge_nodes(p.args.max_surge, most)
+        spot = isinstance(p.args, GpuNodePoolArgs) and p.args.spot
         at = (*p.placed.at, "vm_size")
-        out.append(VmLine(f"CPU pool {p.args.name}", p.args.vm_size, initial_nodes(p.args), most, surge, path=at))
-    for p in cfg.pools:
-        most = most_nodes(p.args)
-        surge = surge_nodes(p.args.max_surge, most)
-        at = (*p.placed.at, "vm_size")
-        what = f"GPU pool {p.args.name}"
-        out.append(VmLine(what, p.args.vm_size, initial_nodes(p.args), most, surge, p.args.spot, at))
+        out.append(VmLine(f"{kind} pool {p.args.name}", p.args.vm_size, initial_nodes(p.args), most, surge, spot, at))
     if cfg.kaito.node_provisioning == "auto":  # KAITO (the add-on too) makes these VMs in the subscription
         for i, w in enumerate(cfg.workspaces):
             m = w.args

@@ -201,20 +201,11 @@ def _rag(cfg: StackConfig) -> Iterator[Problem]:
         )
     for engine in cfg.rag_engines:
         args, at = engine.args, engine.placed.at
-        service = args.inference_service
-        if service is not None and service.access_token is not None:
-            yield Problem(
-                (*at, "inference_service", "access_token"),
-                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
-                "plaintext-secret",
-            )
         db = args.storage.vector_db if args.storage is not None else None
-        if db is not None and db.access_token is not None:
-            yield Problem(
-                (*at, "storage", "vector_db", "access_token"),
-                "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret",
-                "plaintext-secret",
-            )
+        for given, where in ((args.inference_service, ("inference_service",)), (db, ("storage", "vector_db"))):
+            if given is not None and given.access_token is not None:
+                why = "a token in the stack file is plaintext; put it in a Secret and name it in accessSecret"
+                yield Problem((*at, *where, "access_token"), why, "plaintext-secret")
 
 
 def _nodes(cfg: StackConfig) -> Iterator[Problem]:
@@ -396,8 +387,7 @@ def _kaito(cfg: StackConfig) -> Iterator[Problem]:
     chart = catalog.kaito_charts().get(cfg.kaito.version)
     if chart is None:
         return
-    value_gates = cfg.kaito.values.get("featureGates")
-    gates = {**cfg.kaito.feature_gates, **(value_gates if isinstance(value_gates, dict) else {})}
+    gates = effective_gates(cfg.kaito, chart)  # (written, over the chart's defaults)
     # 0.8's InferenceSet controller (off by default) lists Workspaces by that label in every
     # namespace; 0.11's (on by default) only in its own namespace, for a set of the same name;
     # 0.6 has none.

@@ -6,15 +6,14 @@ rest where the args were written."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from kaito_aks import catalog
 from kaito_aks.operators.kaito_operator import effective_gates, kaito_operator_warnings
 from kaito_aks.problems import Key, Problem
 from kaito_aks.serving.gateway import inference_gateway_warnings
-from stacks.config import ModelConfig, StackConfig
-from stacks.decide import Written
+from stacks.config import StackConfig
+from stacks.decide import Written, as_written
 
 # The codes of the stack's serving warnings (`warnings`), which the program says at `pulumi up`.
 WARNINGS = frozenset(
@@ -112,17 +111,10 @@ def _metrics(cfg: StackConfig, written: Written) -> Iterator[Problem]:
         )
 
 
-def _entry(written: Written, w: ModelConfig) -> Mapping[str, Any]:
-    """The workspaces[] entry a model was made from, as written."""
-    at = w.placed.at[1] if len(w.placed.at) > 1 else None
-    entry = written.workspaces[at] if isinstance(at, int) and at < len(written.workspaces) else None
-    return entry or {}
-
-
 def own_key_problems(cfg: StackConfig, written: Written) -> Iterator[Problem]:
     """A workspace that asks for a gateway or metrics the stack does not have."""
     for w in cfg.workspaces:
-        entry = _entry(written, w)
+        entry = as_written(written.workspaces, w.placed.at)
         if entry.get("gateway") is True and written.gateway is None:
             yield Problem((*w.placed.at, "gateway"), "the stack has no gateway: add one (kaito-aks:gateway)", "gateway")
         if entry.get("metrics") is True and written.metrics is None:
@@ -168,7 +160,7 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
             )
         )
     for w in cfg.workspaces:
-        entry = _entry(written, w)
+        entry = as_written(written.workspaces, w.placed.at)
         if w.args.gateway is None and w.args.tuning is None and entry.get("gateway") is None:
             found.append(
                 Problem(

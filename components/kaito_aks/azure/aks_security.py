@@ -44,7 +44,6 @@ UNROUTABLE_RANGES: tuple[tuple[str, str], ...] = (
 )
 UNROUTABLE_CODE = "api-server-unroutable"
 EVERYWHERE = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 Weekday = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 PrincipalType = Literal["User", "ServicePrincipal", "Group"]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
+import pulumi
+
 from kaito_aks.parsed import is_mapping
 from kaito_aks.problems import Problem, camel
 from kaito_aks.schema import Input, args_class
@@ -98,6 +100,21 @@ class AksClusterRefArgs:
             network_policy=cluster.network_policy,
             network_dataplane=cluster.network_dataplane,
         )
+
+
+class OnCluster(NamedTuple):
+    """What an operator reads of its cluster (gpu-provisioner, Karpenter): its `cluster`'s
+    outputs, each deprecated field given over them (without `cluster`, the deprecated fields alone)."""
+
+    cluster_id: pulumi.Input[str]
+    location: pulumi.Input[str]
+    node_resource_group: pulumi.Input[str]
+    oidc_issuer_url: pulumi.Input[str]
+
+    @classmethod
+    def of(cls, args: object) -> OnCluster:
+        c = getattr(args, "cluster", None)
+        return cls(*(getattr(args, f, None) or (getattr(c, f) if c is not None else "") for f in cls._fields))
 
 
 POOL_CLUSTER = ("cluster_name", "resource_group_name")  # (a pool's deprecated fields for its cluster)

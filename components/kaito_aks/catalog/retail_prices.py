@@ -60,10 +60,6 @@ class VmPrice:
     read_on: str  # the date the price was read from the API, or the catalog entry's date
     source: str
 
-    @property
-    def usd_per_month(self) -> float:
-        return self.usd_per_hour * HOURS_PER_MONTH
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "usdPerHour": self.usd_per_hour,

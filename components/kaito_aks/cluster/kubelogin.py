@@ -18,7 +18,6 @@ import yaml
 from kaito_aks.parsed import is_dict, is_list
 
 LoginMode = Literal["azurecli", "workloadidentity", "spn", "msi"]
-LOGIN_MODES: tuple[LoginMode, ...] = ("azurecli", "workloadidentity", "spn", "msi")
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
 INSTALL_HINT = (
     "kubelogin is not installed, which is required to connect to an AKS cluster with Entra ID: "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kaito_aks.problems import bounded
@@ -207,7 +207,3 @@ def redacted(text: str) -> str:
     text = _SECRETS[0].sub("<redacted>", text)
     text = _SECRETS[1].sub(lambda m: f"{m.group(1)} <redacted>", text)
     return _SECRETS[2].sub(lambda m: f"{m.group(1)}<redacted>", text)
-
-
-def with_where(finding: Finding, where: str) -> Finding:
-    return replace(finding, where=where)

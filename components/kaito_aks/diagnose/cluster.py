@@ -292,8 +292,3 @@ def kaito_inference_failed(condition: dict[str, Any]) -> Finding | None:
         "KAITO reports that the model's workload failed",
         "read its pods' state and log (kubectl describe pod / kubectl logs --previous -l kaito.sh/workspace=<name>)",
     )
-
-
-def pod_reason(condition: dict[str, Any] | None) -> bool:
-    """Whether KAITO's condition points at the pods (which the pods link reads)."""
-    return condition is not None and str(condition.get("reason") or "") in POD_REASONS

@@ -12,7 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from kaito_aks.cluster.access import ClusterAccess, access_for, provider_problems
+from kaito_aks.cluster.access import ClusterAccess
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.endpoints import declare_network_policy, network_policy, service_manifest
 from kaito_aks.kaito.inferenceset import INFERENCE_SET_IMMUTABLE_PATHS
@@ -22,9 +22,9 @@ from kaito_aks.model.names import endpoint_of
 from kaito_aks.model.plan import ModelPlan, plan_model
 from kaito_aks.model.rules import model_verdict
 from kaito_aks.model.spec import KaitoModelArgs
-from kaito_aks.operators.release import operator_problems
+from kaito_aks.operators.release import checked_workload
 from kaito_aks.options import child_options, component_type
-from kaito_aks.problems import Problem, raise_if
+from kaito_aks.problems import Problem
 from kaito_aks.serving.metrics import REGISTERED_BY
 from kaito_aks.serving.spec import GatewayRefArgs
 from kaito_aks.validation import Judged, judged, resource_name_problems, validate
@@ -115,7 +115,17 @@ class KaitoModel(pulumi.ComponentResource):
         """`service_monitor_after`: what its ServiceMonitor waits for (deploy_models gives the
         group's shared wait for the ServiceMonitor CRD); default: a wait of its own."""
         member = args if isinstance(args, GroupMember) else None
-        args, warnings, access = _checked(name, args, opts)
+        args, warnings, access = checked_workload(
+            "KaitoModel",
+            name,
+            args,
+            opts,
+            judge_model,
+            lambda a: member is None and (a.wait_for_ready or a.wait_for_gpu_nodes),
+            "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an AksCluster's or "
+            "KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` output), or turn off "
+            "`wait_for_gpu_nodes` and `wait_for_ready`",
+        )
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         for warning in warnings:  # what refuses nothing: said, never silent
             pulumi.log.warn(warning.under("args").text(), resource=self)
@@ -307,37 +317,6 @@ def route_outputs(plan: ModelPlan) -> dict[str, Any] | None:
         "endpointPicker": plan.route.endpoint_picker,
         "namespace": plan.namespace,
     }
-
-
-def _checked(
-    name: str, args: KaitoModelArgs | Judged[KaitoModelArgs], opts: pulumi.ResourceOptions | None
-) -> tuple[KaitoModelArgs, list[Problem], ClusterAccess | None]:
-    """The model's args judged (unless they were), their warnings and the credentials its waits
-    read the cluster with; raises InvalidArgsError with every problem, its options' among them."""
-    if isinstance(args, Judged):
-        checked, problems, warnings = args.args, [], list(args.warnings)
-    else:
-        checked, problems, warnings = judge_model(args, name)
-    problems += provider_problems(opts)  # before the waits' credentials: the provider gives both
-    if checked is not None:
-        problems += operator_problems(checked.kaito_version, opts)
-    access = None
-    if checked is not None and not problems:
-        access = access_for(checked.kubeconfig, checked.context, opts)
-        waits = not isinstance(args, GroupMember) and (checked.wait_for_ready or checked.wait_for_gpu_nodes)
-        if access is None and waits:
-            problems.append(
-                Problem.at(
-                    "kubeconfig",
-                    "the waits read the cluster and have no credentials: deploy through a ClusterProvider (an "
-                    "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` "
-                    "output), or turn off `wait_for_gpu_nodes` and `wait_for_ready`",
-                    "no-credentials",
-                )
-            )
-    raise_if("KaitoModel", name, problems)
-    assert checked is not None
-    return checked, warnings, access
 
 
 def _kaito_object(

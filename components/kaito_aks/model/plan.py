@@ -140,8 +140,11 @@ def content_hash(content: str) -> str:
 def label_selector(args: KaitoModelArgs) -> LabelSelector:
     """The Workspaces' node selector: the one given, else `match_labels`' default for the mode."""
     given: LabelSelectorArgs | None = args.label_selector
-    if given is None:
-        return LabelSelector(match_labels=match_labels(args))
+    return LabelSelector(match_labels=match_labels(args)) if given is None else selector_of(given)
+
+
+def selector_of(given: LabelSelectorArgs) -> LabelSelector:
+    """A selector as given, as Kubernetes writes it."""
     return LabelSelector(
         match_labels=dict(given.match_labels) if given.match_labels else None,
         match_expressions=[

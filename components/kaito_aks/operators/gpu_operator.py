@@ -15,10 +15,10 @@ from kaito_aks.capacity import ALL_TAINTS, Capacity, pods_of, with_requests
 from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
 from kaito_aks.nodes import NodeGroup, merge_tolerations, node_groups_problems, node_taints, with_driver
-from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, unread_values
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
-from kaito_aks.problems import Key, Problem
+from kaito_aks.problems import Problem
 from kaito_aks.schema import args_class
 from kaito_aks.validation import checked_args
 
@@ -60,12 +60,7 @@ def gpu_operator_problems(args: GpuOperatorArgs) -> list[Problem]:
             *problems,
             Problem.at("version", f"GPU Operator {args.version} is not supported; use one of: {supported}", "version"),
         ]
-    for k in args.values:
-        if k not in chart.value_keys:
-            problems.append(
-                Problem(("values", Key(k)), f"not a value of the gpu-operator {args.version} chart", "chart-value")
-            )
-    return problems
+    return problems + unread_values(args.values, chart.value_keys, f"gpu-operator {args.version}")
 
 
 def gpu_operator_values(args: GpuOperatorArgs) -> dict[str, Any]:

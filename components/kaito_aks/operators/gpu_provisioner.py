@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import field
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -20,6 +20,7 @@ from kaito_aks.azure.cluster_ref import (
     CLUSTER_ID_FORM,
     AksClusterRefArgs,
     ClusterRef,
+    OnCluster,
     cluster_problems,
     cluster_ref,
 )
@@ -28,10 +29,9 @@ from kaito_aks.capacity import Capacity, pods_of, with_requests
 from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubeconfig_text import KubeconfigContents
-from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.operators.helm import ChartRelease, deep_merge, managed_values, pinned_release, unread_values
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_dict
-from kaito_aks.problems import InvalidArgsError, Key, Problem, raise_if, shown
+from kaito_aks.problems import InvalidArgsError, Problem, raise_if, shown
 from kaito_aks.schema import Input, args_class
 from kaito_aks.validation import checked_args
 from kaito_aks.waits.nodeclaims_gone import NodeClaimsGone
@@ -104,57 +104,21 @@ class GpuProvisionerArgs:
 FLAT_CLUSTER = ("cluster_id", "location", "node_resource_group", "oidc_issuer_url")
 
 
-class OnAks(NamedTuple):
-    """What gpu-provisioner reads of its cluster: its `cluster`'s outputs, each deprecated field
-    given over them (as Karpenter reads its own; without `cluster`, the deprecated fields alone)."""
-
-    cluster_id: pulumi.Input[str]
-    location: pulumi.Input[str]
-    node_resource_group: pulumi.Input[str]
-    oidc_issuer_url: pulumi.Input[str]
-
-    @classmethod
-    def of(cls, args: GpuProvisionerArgs) -> OnAks:
-        c = args.cluster
-        return cls(
-            args.cluster_id or (c.cluster_id if c is not None else ""),
-            args.location or (c.location if c is not None else ""),
-            args.node_resource_group or (c.node_resource_group if c is not None else ""),
-            args.oidc_issuer_url or (c.oidc_issuer_url if c is not None else ""),
-        )
-
-
 def gpu_provisioner_problems(args: GpuProvisionerArgs) -> list[Problem]:
     problems: list[Problem] = []
-    cluster_id = OnAks.of(args).cluster_id
+    cluster_id = OnCluster.of(args).cluster_id
     if isinstance(cluster_id, str) and cluster_id and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
-            Problem.at(
-                "cluster_id",
-                f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}",
-                "cluster-id",
-            )
+            Problem.at("cluster_id", f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}", "cluster-id")
         )
     chart = catalog.gpu_provisioner_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.gpu_provisioner_charts())
-        problems.append(
-            Problem.at(
-                "version", f"gpu-provisioner {args.version} is not supported; use one of: {supported}", "version"
-            )
-        )
-    for key in args.values:
-        if chart is not None and key not in chart.value_keys:
-            problems.append(
-                Problem(("values", Key(key)), f"not a value of the gpu-provisioner {args.version} chart", "chart-value")
-            )
-    for path, why in MANAGED_VALUES.items():
-        node: object = args.values
-        for part in path:
-            node = node.get(part) if is_dict(node) else None
-        if node is not None:
-            problems.append(Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value"))
-    return problems
+        why = f"gpu-provisioner {args.version} is not supported; use one of: {supported}"
+        problems.append(Problem.at("version", why, "version"))
+    else:
+        problems += unread_values(args.values, chart.value_keys, f"gpu-provisioner {args.version}")
+    return problems + managed_values(args.values, MANAGED_VALUES)
 
 
 def gpu_provisioner_values(
@@ -163,9 +127,9 @@ def gpu_provisioner_values(
     client_id: pulumi.Input[str],
     tenant_id: pulumi.Input[str],
 ) -> dict[str, Any]:
-    on = OnAks.of(args)
     """The chart's values: the controller's environment names the cluster it adds node pools to
     (as KAITO's Terraform sets it), and its service account carries the identity."""
+    on = OnCluster.of(args)
     env = {
         "ARM_SUBSCRIPTION_ID": cluster.apply(lambda c: c.subscription),
         "LOCATION": on.location,
@@ -235,7 +199,7 @@ class GpuProvisioner(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         source = catalog.gpu_provisioner_chart_source()
         who = catalog.gpu_provisioner_source()
-        on = OnAks.of(checked)
+        on = OnCluster.of(checked)
         cluster = pulumi.Output.from_input(on.cluster_id).apply(lambda given: _known_cluster(name, given))
         self.role = self._agent_pool_role(name, on.cluster_id, cluster, child_options(self, opts))
         role = pulumi.Output.all(cluster.apply(lambda c: c.subscription), self.role.name).apply(

@@ -3,6 +3,7 @@ installed as."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from kaito_aks.catalog import ChartSource, HelmChartPin
 from kaito_aks.parsed import is_dict, is_list
+from kaito_aks.problems import Key, Problem
 
 OCI = "oci://"
 
@@ -91,3 +93,29 @@ def set_path(values: dict[str, Any], dotted: str, value: Any) -> None:
     for p in parents:
         values = values.setdefault(p, {})
     values[leaf] = value
+
+
+def value_at(values: Mapping[str, Any], path: tuple[str, ...]) -> object:
+    """The value at a path of nested maps (None: not there)."""
+    node: object = values
+    for part in path:
+        node = node.get(part) if is_dict(node) else None
+    return node
+
+
+def unread_values(values: Mapping[str, Any], value_keys: Collection[str], chart: str) -> list[Problem]:
+    """The values `chart` does not read (Helm passes them on, to no effect)."""
+    return [
+        Problem(("values", Key(key)), f"not a value of the {chart} chart", "chart-value")
+        for key in values
+        if key not in value_keys
+    ]
+
+
+def managed_values(values: Mapping[str, Any], managed: Mapping[tuple[str, ...], str]) -> list[Problem]:
+    """The values a component sets itself (`managed`: each one's path and who sets it), given."""
+    return [
+        Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value")
+        for path, why in managed.items()
+        if value_at(values, path) is not None
+    ]

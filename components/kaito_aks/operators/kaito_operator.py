@@ -23,7 +23,7 @@ from kaito_aks.nodes import (
     node_taints,
     spot_problem,
 )
-from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path
+from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release, set_path, unread_values
 from kaito_aks.options import child_options, component_type
 from kaito_aks.parsed import is_dict
 from kaito_aks.problems import Key, PathPart, Problem, did_you_mean
@@ -78,13 +78,7 @@ def kaito_operator_problems(args: KaitoOperatorArgs) -> list[Problem]:
     if args.node_provisioner == "karpenter" and chart.node_provisioner is None:
         why = f"KAITO {chart.version} has no Karpenter mode (it came in 0.11); use gpu-provisioner"
         problems.append(Problem.at("node_provisioner", why, "karpenter"))
-    for key in args.values:
-        if key not in chart.value_keys:
-            problems.append(
-                Problem(
-                    ("values", Key(key)), f"not a value of the KAITO {chart.version} workspace chart", "chart-value"
-                )
-            )
+    problems += unread_values(args.values, chart.value_keys, f"KAITO {chart.version} workspace")
     gates = args.values.get("featureGates")
     if gates is not None:
         if not is_dict(gates):

@@ -24,8 +24,10 @@ from kaito_aks import catalog
 from kaito_aks.azure.aks_cluster import AksCluster, subnet_parts
 from kaito_aks.azure.cluster_ref import (
     CLUSTER_ID,
+    CLUSTER_ID_FORM,
     AksClusterRefArgs,
     ClusterRef,
+    OnCluster,
     cluster_problems,
     cluster_ref,
 )
@@ -40,10 +42,9 @@ from kaito_aks.cluster.node_bootstrap import (
     NodeBootstrapToken,
     NodeBootstrapTokenArgs,
 )
-from kaito_aks.operators.helm import ChartRelease, deep_merge, pinned_release
+from kaito_aks.operators.helm import ChartRelease, deep_merge, managed_values, pinned_release, unread_values, value_at
 from kaito_aks.operators.karpenter_crds import KarpenterCrds, KarpenterCrdsArgs
 from kaito_aks.options import child_options, component_type
-from kaito_aks.parsed import is_dict
 from kaito_aks.pod_security import pod_security_labels
 from kaito_aks.problems import Key, Problem, raise_if
 from kaito_aks.schema import Input, Range, Secret, args_class
@@ -216,10 +217,7 @@ class OnAks(NamedTuple):
             cluster_id="", name="", resource_group_name="", location="", node_resource_group="", oidc_issuer_url=""
         )
         return cls(
-            args.cluster_id or c.cluster_id,
-            args.location or c.location,
-            args.node_resource_group or c.node_resource_group,  # its roles apply there
-            args.oidc_issuer_url or c.oidc_issuer_url,
+            *OnCluster.of(args),  # (the node resource group: its roles apply there)
             args.api_server_endpoint or _given(c.api_server_endpoint),
             args.kubelet_identity
             or KubeletIdentityArgs(
@@ -254,38 +252,21 @@ def karpenter_problems(args: KarpenterArgs) -> list[Problem]:
     cluster_id = args.cluster.cluster_id if args.cluster is not None else args.cluster_id
     if isinstance(cluster_id, str) and not CLUSTER_ID.fullmatch(cluster_id):
         problems.append(
-            Problem.at(
-                "cluster_id",
-                "must be an AKS cluster's resource id: /subscriptions/<id>/resourceGroups/<group>/providers/"
-                "Microsoft.ContainerService/managedClusters/<name>",
-                "cluster-id",
-            )
+            Problem.at("cluster_id", f"must be an AKS cluster's resource id: {CLUSTER_ID_FORM}", "cluster-id")
         )
     chart = catalog.karpenter_charts().get(args.version)
     if chart is None:
         supported = ", ".join(catalog.karpenter_charts())
         problems.append(Problem.at("version", f"Karpenter {args.version} is not supported; use {supported}", "version"))
-    for key in args.values:
-        if chart is not None and key not in chart.value_keys:
-            problems.append(
-                Problem(("values", Key(key)), f"not a value of the Karpenter {args.version} chart", "chart-value")
-            )
-    for path, why in MANAGED_VALUES.items():
-        if _at(args.values, path) is not None:
-            problems.append(Problem(("values", *map(Key, path)), f"{why}; remove it", "managed-value"))
+    if chart is not None:
+        problems += unread_values(args.values, chart.value_keys, f"Karpenter {args.version}")
+    problems += managed_values(args.values, MANAGED_VALUES)
     gate = ("settings", "featureGates", "staticCapacity")
-    if _at(args.values, gate) is False:
+    if value_at(args.values, gate) is False:
         problems.append(Problem(("values", *map(Key, gate)), STATIC_CAPACITY, "static-capacity"))
     if args.bootstrap_token_lifetime_days is None:
         problems.append(Problem.at("bootstrap_token_lifetime_days", TOKEN_FOREVER, "bootstrap-token-forever"))
     return problems
-
-
-def _at(values: dict[str, Any], path: tuple[str, ...]) -> object:
-    node: object = values
-    for part in path:
-        node = node.get(part) if is_dict(node) else None
-    return node
 
 
 def karpenter_env(

@@ -13,7 +13,7 @@ from kaito_aks import catalog
 from kaito_aks.capacity import Capacity, pods_of, with_requests
 from kaito_aks.catalog.capacity import pod_requests
 from kaito_aks.cluster.access import provider_problems
-from kaito_aks.operators.helm import ChartRelease, pinned_release
+from kaito_aks.operators.helm import ChartRelease, pinned_release, unread_values
 from kaito_aks.options import child_options, component_type
 from kaito_aks.problems import Key, Problem
 from kaito_aks.schema import args_class
@@ -48,14 +48,7 @@ def ragengine_operator_problems(args: RagEngineOperatorArgs) -> list[Problem]:
         )
         why = unknown or f"KAITO {args.version} is not supported; use one of: {supported}"
         return [Problem.at("version", why, "version")]
-    problems: list[Problem] = []
-    for key in args.values:
-        if key not in chart.value_keys:
-            problems.append(
-                Problem(
-                    ("values", Key(key)), f"not a value of the KAITO {chart.version} ragengine chart", "chart-value"
-                )
-            )
+    problems = unread_values(args.values, chart.value_keys, f"KAITO {chart.version} ragengine")
     replicas = args.values.get("replicaCount", 1)
     if replicas != 1:
         problems.append(

@@ -11,14 +11,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from kaito_aks import policy
-from kaito_aks.cluster.access import access_for, provider_problems
 from kaito_aks.cluster.kubernetes_object import KubernetesObject
 from kaito_aks.endpoints import declare_network_policy, network_policy, service_manifest
 from kaito_aks.kaito import ragengine as kaito
 from kaito_aks.model.component import SKIP_AWAIT
-from kaito_aks.operators.release import operator_problems
+from kaito_aks.operators.release import checked_workload
 from kaito_aks.options import child_options, component_type
-from kaito_aks.problems import InvalidArgsError, Problem, raise_if
+from kaito_aks.problems import InvalidArgsError, Problem
 from kaito_aks.rag.plan import RagEnginePlan, plan_rag_engine
 from kaito_aks.rag.rules import effective_embedding, inference_url_problem, rag_engine_verdict
 from kaito_aks.rag.spec import EFFECTIVE_EMBEDDING_MODEL, RagEngineArgs
@@ -96,28 +95,17 @@ class RagEngine(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: RagEngineArgs | Judged[RagEngineArgs], opts: pulumi.ResourceOptions | None = None
     ):
-        if isinstance(args, Judged):
-            checked, problems, warnings = args.args, [], list(args.warnings)
-        else:
-            checked, problems, warnings = judge_rag_engine(args, name)
-        problems += provider_problems(opts)
-        if checked is not None:
-            problems += operator_problems(checked.kaito_version, opts)
-        access = None
-        if checked is not None and not problems:
-            access = access_for(checked.kubeconfig, checked.context, opts)
-            if access is None and checked.wait_for_ready:
-                problems.append(
-                    Problem.at(
-                        "kubeconfig",
-                        "the readiness wait reads the cluster and has no credentials: deploy through a ClusterProvider "
-                        "(an AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their "
-                        "`kubeconfig` output), or turn off `wait_for_ready`",
-                        "no-credentials",
-                    )
-                )
-        raise_if("RagEngine", name, problems)
-        assert checked is not None
+        checked, warnings, access = checked_workload(
+            "RagEngine",
+            name,
+            args,
+            opts,
+            judge_rag_engine,
+            lambda a: a.wait_for_ready,
+            "the readiness wait reads the cluster and has no credentials: deploy through a ClusterProvider (an "
+            "AksCluster's or KubeconfigCluster's `provider`), give `kubeconfig` (e.g. their `kubeconfig` output), or "
+            "turn off `wait_for_ready`",
+        )
         args = checked
         super().__init__(TYPE, name, None, component_type(opts, FORMER_TYPES))
         for warning in warnings:  # what refuses nothing: said, never silent

@@ -13,8 +13,8 @@ import yaml
 from kaito_aks import catalog
 from kaito_aks.endpoints import AllowFromArgs, LoadBalancerArgs, load_balancer_of
 from kaito_aks.kaito import ragengine as kaito
-from kaito_aks.kaito.meta import LabelSelector, LabelSelectorRequirement, ObjectMeta
-from kaito_aks.model.plan import ConfigMapPlan, ReadinessPlan
+from kaito_aks.kaito.meta import ObjectMeta
+from kaito_aks.model.plan import ConfigMapPlan, ReadinessPlan, selector_of
 from kaito_aks.rag.rules import effective_embedding
 from kaito_aks.rag.spec import EmbeddingArgs, RagComputeArgs, RagEngineArgs
 from kaito_aks.vocabulary import MANAGED_BY
@@ -161,16 +161,9 @@ def plan_rag_engine(args: RagEngineArgs) -> RagEnginePlan:
 
 
 def _compute(compute: RagComputeArgs) -> kaito.RagResourceSpec:
-    given = compute.label_selector
-    selector = LabelSelector(
-        match_labels=dict(given.match_labels) if given.match_labels else None,
-        match_expressions=[
-            LabelSelectorRequirement(key=e.key, operator=e.operator, values=e.values) for e in given.match_expressions
-        ]
-        if given.match_expressions
-        else None,
+    return kaito.RagResourceSpec(
+        instance_type=compute.instance_type, label_selector=selector_of(compute.label_selector)
     )
-    return kaito.RagResourceSpec(instance_type=compute.instance_type, label_selector=selector)
 
 
 def _embedding(embedding: EmbeddingArgs) -> kaito.EmbeddingSpec:

@@ -126,26 +126,20 @@ class _DeadlineSocket(socket.socket):
 
     deadline: float = math.inf
 
-    def arm(self) -> None:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the deadline has passed")
-        self.settimeout(left)
-
     def recv(self, bufsize: int, flags: int = 0, /) -> bytes:
-        self.arm()
+        _arm(self)
         return super().recv(bufsize, flags)
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
-        self.arm()
+        _arm(self)
         return super().recv_into(buffer, nbytes, flags)
 
     def send(self, data: Any, flags: int = 0, /) -> int:
-        self.arm()
+        _arm(self)
         return super().send(data, flags)
 
     def sendall(self, data: Any, flags: int = 0, /) -> None:
-        self.arm()
+        _arm(self)
         super().sendall(data, flags)
 
 
@@ -154,31 +148,32 @@ class _DeadlineSSLSocket(ssl.SSLSocket):
 
     deadline: float = math.inf
 
-    def arm(self) -> None:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the deadline has passed")
-        self.settimeout(left)
-
     def do_handshake(self, block: bool = False) -> None:
-        self.arm()
+        _arm(self)
         super().do_handshake(block)
 
     def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
-        self.arm()
+        _arm(self)
         return super().recv(buflen, flags)
 
     def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
-        self.arm()
+        _arm(self)
         return super().recv_into(buffer, nbytes, flags)
 
     def send(self, data: Any, flags: int = 0) -> int:
-        self.arm()
+        _arm(self)
         return super().send(data, flags)
 
     def sendall(self, data: Any, flags: int = 0) -> None:
-        self.arm()
+        _arm(self)
         super().sendall(data, flags)
+
+
+def _arm(sock: _DeadlineSocket | _DeadlineSSLSocket) -> None:
+    left = sock.deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline has passed")
+    sock.settimeout(left)
 
 
 def _open_socket(host: str, port: int, deadline: float) -> _DeadlineSocket:
@@ -187,7 +182,7 @@ def _open_socket(host: str, port: int, deadline: float) -> _DeadlineSocket:
         sock = _DeadlineSocket(family, kind, proto)
         sock.deadline = deadline
         try:
-            sock.arm()
+            _arm(sock)
             sock.connect(address)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return sock

@@ -179,7 +179,6 @@ class _Pass:
     now: float
     nodes: dict[str, Node | None] = field(default_factory=dict[str, "Node | None"])
     unreadable: list[str] = field(default_factory=list[str])
-    nodeclaims_known: bool = True
 
     def get(self, path: str, what: str, **query: str) -> dict[str, Any] | None:
         """An answer, or None when the object (or its kind) is not there or may not be read
