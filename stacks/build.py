@@ -324,7 +324,7 @@ def _models(
         filled = {k: p for k, p in paths.items() if k not in given}
         # the GPU pools a model is given are the stack's; without them, what cannot be checked is the entry's
         filled["node_groups"] = ("gpuNodePools",) if node_groups is not None else ("workspaces", i)
-        models.append(ModelConfig(args, Placed(("workspaces", i), filled)))
+        models.append(ModelConfig(args, Placed(("workspaces", i), filled, entry)))
     return models
 
 
@@ -390,7 +390,7 @@ def _rag_engines(
     for i, entry in enumerate(written.rag_engines):
         if entry is None:
             continue
-        placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")})
+        placed = Placed(("ragEngines", i), {"kaito_version": ("kaito", "version")}, entry)
         given = {k: v for k, v in entry.items() if v is not None and k not in ("workspace", "context_window_size")}
         given["allow_from"] = [*callers, *(given.get("allow_from") or [])]
         workspace: str | None = entry.get("workspace")

@@ -11,9 +11,9 @@ up` announce it with the `allowFrom` to keep them."""
 
 from __future__ import annotations
 
-from kaito_aks.problems import PathPart, Problem, format_path
-from stacks.config import StackConfig
-from stacks.decide import Section, Written, as_written
+from kaito_aks.problems import Problem, format_path
+from stacks.config import Placed, StackConfig
+from stacks.decide import Written
 
 
 def check(cfg: StackConfig, written: Written) -> list[Problem]:
@@ -22,8 +22,8 @@ def check(cfg: StackConfig, written: Written) -> list[Problem]:
     if "allow_from" in written.endpoints:
         return []
     entries = [
-        *_silent([(w.placed.at, f"{w.args.namespace}/{w.args.name}") for w in cfg.workspaces], written.workspaces),
-        *_silent([(e.placed.at, f"{e.args.namespace}/{e.args.name}") for e in cfg.rag_engines], written.rag_engines),
+        *_silent([(w.placed, f"{w.args.namespace}/{w.args.name}") for w in cfg.workspaces]),
+        *_silent([(e.placed, f"{e.args.namespace}/{e.args.name}") for e in cfg.rag_engines]),
     ]
     if not entries:
         return []
@@ -41,10 +41,6 @@ def check(cfg: StackConfig, written: Written) -> list[Problem]:
     ]
 
 
-def _silent(entries: list[tuple[tuple[PathPart, ...], str]], sections: tuple[Section | None, ...]) -> list[str]:
+def _silent(entries: list[tuple[Placed, str]]) -> list[str]:
     """The entries whose section does not say who calls them, as "<path> (<namespace>/<name>)"."""
-    out: list[str] = []
-    for at, name in entries:
-        if "allow_from" not in as_written(sections, at):
-            out.append(f"{format_path(at, 'schema')} ({name})")
-    return out
+    return [f"{format_path(p.at, 'schema')} ({name})" for p, name in entries if "allow_from" not in p.written]

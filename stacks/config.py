@@ -562,10 +562,12 @@ entry with problems holds them (validation.Refused) and does not stop the rest."
 class Placed:
     """Where the args of one entry came from: the entry's config path, and the config path of
     each arg the stack filled in (a model's KAITO release is kaito.version's), so a component's
-    problem about an arg is said where the arg was written (stacks/judge.py)."""
+    problem about an arg is said where the arg was written (stacks/judge.py); and a list entry as
+    written, for the rules that ask what its args cannot tell (whether it wrote gateway or allowFrom)."""
 
     at: tuple[PathPart, ...]
     filled: Mapping[str, tuple[PathPart, ...]] = field(default_factory=dict[str, tuple[PathPart, ...]])
+    written: Mapping[str, Any] = field(default_factory=dict[str, Any])
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from kaito_aks.nodes import AKS_SYSTEM_POOL_LABELS, CpuNodes, agentpool_selector
 from kaito_aks.operators.gpu_provisioner import DEFAULT_VERSION as GPU_PROVISIONER_VERSION
 from kaito_aks.operators.kaito_operator import runtime_forced_by
 from kaito_aks.operators.karpenter import DEFAULT_VERSION as KARPENTER_VERSION
-from kaito_aks.problems import PathPart
 from kaito_aks.schema import fields as args_fields
 from kaito_aks.vocabulary import Exposure, GpuDiscovery, MetricsFlavour, NodeProvisioner, NodeProvisioning
 
@@ -61,13 +60,6 @@ class Written:
     gateway: Section | None = None  # None: not written (no gateway)
     autoscaling: Section | None = None
     metrics: Section | None = None
-
-
-def as_written(entries: tuple[Section | None, ...], at: tuple[PathPart, ...]) -> Section:
-    """The list entry at config path `at` (workspaces[i], ragEngines[i]) as written ({}: unusable)."""
-    index = at[-1] if at else None
-    entry = entries[index] if isinstance(index, int) and index < len(entries) else None
-    return entry or {}
 
 
 @dataclass(frozen=True)

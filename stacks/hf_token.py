@@ -19,7 +19,7 @@ from kaito_aks.model.plan import plan_model
 from kaito_aks.model.rules import needs_hf_token
 from kaito_aks.problems import Problem
 from stacks.config import StackConfig
-from stacks.decide import NEWEST_GENERATION, TOKEN_GENERATION, Written, as_written
+from stacks.decide import NEWEST_GENERATION, TOKEN_GENERATION, Written
 
 
 def problems(cfg: StackConfig, written: Written) -> Iterator[Problem]:
@@ -27,7 +27,7 @@ def problems(cfg: StackConfig, written: Written) -> Iterator[Problem]:
     if cfg.has_hf_token:
         return
     for w in cfg.workspaces:
-        if as_written(written.workspaces, w.placed.at).get("use_hf_token") is True:
+        if w.placed.written.get("use_hf_token") is True:
             yield Problem(
                 (*w.placed.at, "use_hf_token"),
                 "the stack has no hfToken: run `pulumi config set --secret hfToken <token>`, or remove useHfToken",

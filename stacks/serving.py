@@ -13,7 +13,7 @@ from kaito_aks.operators.kaito_operator import effective_gates, kaito_operator_w
 from kaito_aks.problems import Key, Problem
 from kaito_aks.serving.gateway import inference_gateway_warnings
 from stacks.config import StackConfig
-from stacks.decide import Written, as_written
+from stacks.decide import Written
 
 # The codes of the stack's serving warnings (`warnings`), which the program says at `pulumi up`.
 WARNINGS = frozenset(
@@ -114,7 +114,7 @@ def _metrics(cfg: StackConfig, written: Written) -> Iterator[Problem]:
 def own_key_problems(cfg: StackConfig, written: Written) -> Iterator[Problem]:
     """A workspace that asks for a gateway or metrics the stack does not have."""
     for w in cfg.workspaces:
-        entry = as_written(written.workspaces, w.placed.at)
+        entry = w.placed.written
         if entry.get("gateway") is True and written.gateway is None:
             yield Problem((*w.placed.at, "gateway"), "the stack has no gateway: add one (kaito-aks:gateway)", "gateway")
         if entry.get("metrics") is True and written.metrics is None:
@@ -160,7 +160,7 @@ def warnings(cfg: StackConfig, written: Written) -> list[Problem]:
             )
         )
     for w in cfg.workspaces:
-        entry = as_written(written.workspaces, w.placed.at)
+        entry = w.placed.written
         if w.args.gateway is None and w.args.tuning is None and entry.get("gateway") is None:
             found.append(
                 Problem(
