@@ -394,6 +394,13 @@ def _model_rows(version: str) -> list[dict]:
     ]
 
 
+_COLUMNS = (
+    "GPU memory: what the admission webhook requires; min GPUs: the fewest GPUs KAITO "
+    "asks one instance for (GPUCountRequirement), not what a large model takes: `models estimate <model>` gives "
+    "the nodes and GPUs of each size"
+)
+
+
 def _models_list(version: str, as_json: bool, version_note: str = "asked for") -> int:
     rows = _model_rows(version)
     if as_json:
@@ -404,22 +411,22 @@ def _models_list(version: str, as_json: bool, version_note: str = "asked for") -
         print(
             f"KAITO {version} ({version_note}): the {len(rows)} models of its Hugging Face model catalog. Write the "
             "id (any letter case) or its legacy preset name as `model`; any other Hugging Face id is sized by KAITO "
-            "from Hugging Face at admission. GPU memory: what the admission webhook requires."
+            f"from Hugging Face at admission. {_COLUMNS}"
         )
     else:
-        print(f"KAITO {version} ({version_note}) presets (GPU memory: what the admission webhook requires)")
+        print(f"KAITO {version} ({version_note}) presets. {_COLUMNS}")
     width = max(len("MODEL"), *(len(r["model"]) for r in rows))
     alias = max(len("PRESET"), *(len(r["preset"] or "-") for r in rows))
     preset_head = f" {'PRESET':{alias}}" if catalog.catalog_code(release) else ""
     print(
-        f"{'MODEL':{width}}{preset_head} {'GPU MEM':>8} {'GPUS':>4} {'MULTI-NODE':10} {'RUNTIMES':19} "
+        f"{'MODEL':{width}}{preset_head} {'GPU MEM':>8} {'MIN GPUS':>8} {'MULTI-NODE':10} {'RUNTIMES':19} "
         f"{'TUNING':11} {'LICENSE':12} GATED"
     )
     for r in rows:
         tuning = "lora,qlora" if r["tuning"] else "-"
         preset = f" {r['preset'] or '-':{alias}}" if preset_head else ""
         print(
-            f"{r['model']:{width}}{preset} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>4} "
+            f"{r['model']:{width}}{preset} {r['gpuMemoryGiB']:>6.2f}Gi {r['gpus']:>8} "
             f"{'yes' if r['multiNode'] else 'no':10} {','.join(r['runtimes']):19} {tuning:11} "
             f"{r['license'] or '-':12} {'yes' if r['gated'] else 'no'}"
         )

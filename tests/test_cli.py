@@ -67,6 +67,11 @@ def test_models_list_table(capsys):
     out = capsys.readouterr().out
     assert "the 60 models of its Hugging Face model catalog" in out
     assert "deepseek-ai/DeepSeek-V3.2" in out
+    # the GPU count is KAITO's least per instance, said so: a 642 GiB model's "1" is no GPU count to buy
+    header = next(x for x in out.splitlines() if x.startswith("MODEL "))
+    assert " MIN GPUS " in header
+    assert " GPUS " not in header.replace("MIN GPUS", "")
+    assert "min GPUs: the fewest GPUs KAITO asks one instance for" in out
     line = next(x for x in out.splitlines() if x.startswith("meta-llama/Llama-3.1-8B-Instruct "))
     assert line.split()[1:2] == ["llama-3.1-8b-instruct"]
     assert line.split()[-2:] == ["llama3.1", "yes"]  # licence, gated
